@@ -1,0 +1,29 @@
+#include <unistd.h>
+
+#include <iostream>
+
+#include "commands.hpp"
+#include "sandcell/runtime/sandbox.hpp"
+
+namespace sandcell::cli {
+
+void add_gc_command(CLI::App& app, Action& action) {
+  auto* gc = app.add_subcommand(
+      "gc", "Remove what crashed runs left behind: cgroups under the sandcell parent whose "
+            "supervisor is gone, and their run state. Live runs are not touched.");
+  auto state_root = std::make_shared<std::string>();
+  gc->add_option("--state", *state_root, "Run state directory (default /run/sandcell, or $SANDCELL_STATE)");
+  gc->callback([&action, state_root] {
+    action = [state_root] {
+      if (geteuid() != 0) {
+        std::cerr << "sandcell: gc must run as root (it removes cgroups)\n";
+        return 125;
+      }
+      for (const std::string& line : runtime::collect_garbage(*state_root))
+        std::cout << "removed " << line << "\n";
+      return 0;
+    };
+  });
+}
+
+}  // namespace sandcell::cli

@@ -1,0 +1,182 @@
+// `sandcell run`: CLI flags → runtime::Spec → run_sandbox() → output, report, exit code.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/sandbox.hpp"
+#include "sandcell/seccomp/profile.hpp"
+
+namespace sandcell::cli {
+namespace {
+
+using runtime::Spec;
+
+struct RunFlags {
+  std::string rootfs;
+  std::optional<std::string> memory, pids, cpus, timeout, cpu_time, output_limit;
+  std::vector<std::string> env, mounts, tmpfs, cap_add, command;
+  std::optional<std::string> workdir, user, hostname;
+  std::string net = "none";
+  std::string report;
+  bool json = false;
+};
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t pos; (pos = text.find(sep, start)) != std::string::npos; start = pos + 1)
+    parts.push_back(text.substr(start, pos - start));
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
+uint32_t parse_id(const std::string& text, const std::string& what) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 9)
+    throw Error::invalid(what + " must be numeric (user names need an image's /etc/passwd): '" + text + "'");
+  return static_cast<uint32_t>(std::stoul(text));
+}
+
+void apply_limits(const RunFlags& f, runtime::Limits& limits) {
+  if (f.memory) limits.memory_bytes = runtime::parse_size(*f.memory, "--memory");
+  if (f.pids) limits.pids = static_cast<uint64_t>(runtime::parse_positive_number(*f.pids, "--pids"));
+  if (f.cpus) limits.cpus = runtime::parse_positive_number(*f.cpus, "--cpus");
+  if (f.timeout) limits.wall_s = runtime::parse_positive_number(*f.timeout, "--timeout");
+  if (f.cpu_time) limits.cpu_s = runtime::parse_positive_number(*f.cpu_time, "--cpu-time");
+  if (f.output_limit) limits.output_bytes = runtime::parse_size(*f.output_limit, "--output-limit");
+}
+
+void apply_mounts(const RunFlags& f, Spec& spec) {
+  for (const std::string& m : f.mounts) {
+    auto parts = split(m, ':');
+    bool ro = parts.size() == 3 && parts[2] == "ro";
+    if (parts.size() < 2 || parts.size() > 3 || (parts.size() == 3 && !ro) || parts[0].empty())
+      throw Error::invalid("--mount expects SRC:DST[:ro], got '" + m + "'");
+    spec.bind_mounts.push_back({.source = parts[0], .destination = parts[1], .read_only = ro});
+  }
+  for (const std::string& t : f.tmpfs) {
+    auto parts = split(t, ':');
+    if (parts.size() > 2) throw Error::invalid("--tmpfs expects DST[:SIZE], got '" + t + "'");
+    runtime::TmpfsMount mount{.destination = parts[0]};
+    if (parts.size() == 2) mount.size_bytes = runtime::parse_size(parts[1], "--tmpfs size");
+    spec.tmpfs_mounts.push_back(mount);
+  }
+}
+
+void apply_process(const RunFlags& f, Spec& spec) {
+  spec.args = f.command;
+  for (const std::string& kv : f.env) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error::invalid("--env expects K=V, got '" + kv + "'");
+    std::string key = kv.substr(0, eq + 1);
+    std::erase_if(spec.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
+    spec.env.push_back(kv);
+  }
+  if (f.workdir) spec.cwd = *f.workdir;
+  if (f.user) {
+    auto parts = split(*f.user, ':');
+    if (parts.size() > 2) throw Error::invalid("--user expects UID[:GID], got '" + *f.user + "'");
+    spec.uid = parse_id(parts[0], "--user UID");
+    spec.gid = parts.size() == 2 ? parse_id(parts[1], "--user GID") : spec.uid;
+  }
+  if (f.hostname) spec.hostname = *f.hostname;
+  spec.capabilities = f.cap_add;
+  if (f.net != "none")
+    throw Error::invalid("--net " + f.net + ": only 'none' is available in this version");
+}
+
+Spec spec_from_flags(const RunFlags& f) {
+  Spec spec = runtime::default_spec();
+  spec.rootfs_layers = {f.rootfs};
+  apply_limits(f, spec.limits);
+  apply_mounts(f, spec);
+  apply_process(f, spec);
+  spec.seccomp = seccomp::compile(seccomp::builtin_profile());
+  return spec;
+}
+
+void write_all(int fd, std::span<const char> data) {
+  while (!data.empty()) {
+    ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the reader went away: keep running, drop the output
+    data = data.subspan(static_cast<size_t>(n));
+  }
+}
+
+std::string dump(const nlohmann::json& j) {
+  // The program's output may be any bytes: invalid UTF-8 is replaced, never fatal.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void write_report(const std::string& path, const nlohmann::json& record) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << dump(record) << "\n";
+    if (!out.flush()) throw Error(errno ? errno : EIO, "write report " + tmp);
+  }
+  check(rename(tmp.c_str(), path.c_str()), "rename report to " + path);
+}
+
+int run(const RunFlags& flags) {
+  Spec spec = spec_from_flags(flags);
+  std::string captured[2];
+  runtime::RunOptions options;
+  options.output = [&](runtime::Stream stream, std::span<const char> data) {
+    int index = stream == runtime::Stream::Stdout ? 0 : 1;
+    if (flags.json) captured[index].append(data.data(), data.size());
+    else write_all(index + 1, data);
+  };
+  runtime::Result result = runtime::run_sandbox(spec, options);
+  if (flags.json) {
+    result.stdout_text = std::move(captured[0]);
+    result.stderr_text = std::move(captured[1]);
+  }
+  nlohmann::json record = runtime::to_json(result);
+  if (!flags.report.empty()) write_report(flags.report, record);
+  if (flags.json) std::cout << dump(record) << std::endl;
+  else if (result.status == runtime::Status::RuntimeError) std::cerr << "sandcell: " << result.error << "\n";
+  else if (result.status != runtime::Status::Ok && result.status != runtime::Status::ExitNonzero &&
+           result.status != runtime::Status::Signaled)
+    std::cerr << "sandcell: stopped: " << runtime::to_string(result.status) << "\n";
+  return runtime::exit_code_for(result);
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Action& action) {
+  auto f = std::make_shared<RunFlags>();
+  auto* run_cmd = app.add_subcommand("run", "Run a command in a fresh sandbox and report what happened");
+  run_cmd->add_option("--rootfs", f->rootfs, "Root filesystem directory (never modified: the run "
+                      "sees it through an overlay whose writes are thrown away)")->required();
+  run_cmd->add_option("--memory", f->memory, "Memory limit, swap off (k/m/g suffixes) [512m]");
+  run_cmd->add_option("--pids", f->pids, "Maximum number of processes and threads [128]");
+  run_cmd->add_option("--cpus", f->cpus, "CPU bandwidth in cores, e.g. 0.5 [1]");
+  run_cmd->add_option("--timeout", f->timeout, "Wall-clock limit in seconds [30]");
+  run_cmd->add_option("--cpu-time", f->cpu_time, "CPU-time limit in seconds, whole process tree [none]");
+  run_cmd->add_option("--output-limit", f->output_limit, "Bytes kept per output stream; more stops the run [1m]");
+  run_cmd->add_option("--env", f->env, "Environment variable K=V (repeatable)");
+  run_cmd->add_option("--workdir", f->workdir, "Working directory inside the sandbox [/]");
+  run_cmd->add_option("--user", f->user, "UID[:GID] to run as [0:0, without capabilities]");
+  run_cmd->add_option("--hostname", f->hostname, "Hostname inside the sandbox [sandcell]");
+  run_cmd->add_option("--mount", f->mounts, "Bind mount SRC:DST[:ro] (repeatable)");
+  run_cmd->add_option("--tmpfs", f->tmpfs, "tmpfs at DST[:SIZE] (repeatable; size default 64m)");
+  run_cmd->add_option("--net", f->net, "Network policy: none (loopback only) [none]");
+  run_cmd->add_option("--cap-add", f->cap_add, "Keep this capability, e.g. NET_BIND_SERVICE (all are dropped by default)");
+  run_cmd->add_option("--report", f->report, "Write the result record (JSON) to FILE");
+  run_cmd->add_flag("--json", f->json, "Print the result record on stdout, with stdout/stderr captured as fields");
+  run_cmd->add_option("command", f->command, "The command and its arguments, after --")->required();
+  run_cmd->footer(
+      "Exit code: the program's own; 128+N if a signal N ended it; 125 if sandcell failed or the\n"
+      "input was invalid; 126 if the command is not executable; 127 if it was not found.\n"
+      "Statuses in the record: ok exit_nonzero signaled timeout_wall timeout_cpu oom pids_limit\n"
+      "output_limit runtime_error.");
+  run_cmd->callback([&action, f] { action = [f] { return run(*f); }; });
+}
+
+}  // namespace sandcell::cli

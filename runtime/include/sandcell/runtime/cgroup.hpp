@@ -1,0 +1,69 @@
+#pragma once
+// Cgroups for one run: v2 when the unified hierarchy has the controllers, v1 on hybrid hosts,
+// none otherwise. sandcell only creates and removes cgroups below its own `sandcell` parent.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandcell/runtime/result.hpp"
+#include "sandcell/runtime/spec.hpp"
+
+namespace sandcell::runtime {
+
+inline constexpr const char* kCgroupParent = "sandcell";
+
+// What the host offers, read once from /proc/self/mountinfo and the unified root.
+struct CgroupHost {
+  enum class Mode { V2, V1, None };
+  Mode mode = Mode::None;
+  std::string v2_root;                          // unified mount point, if any
+  std::map<std::string, std::string> v1_roots;  // controller ("memory") → its mount point
+};
+
+// Reads the mount table (a file in /proc/self/mountinfo format) and picks the mode: v2 when the
+// unified root's cgroup.controllers lists memory, pids and cpu; else v1 when memory and pids are
+// mounted as v1 hierarchies; else none.
+CgroupHost probe_cgroups(const std::string& mountinfo_path = "/proc/self/mountinfo");
+
+struct CgroupUsage {
+  uint64_t cpu_ns = 0;
+  uint64_t peak_memory_bytes = 0;
+  uint64_t oom_kills = 0;        // processes the OOM killer killed in this cgroup
+  uint64_t pids_limit_hits = 0;  // forks refused by the pids limit
+};
+
+class Cgroup {
+ public:
+  virtual ~Cgroup() = default;
+  virtual CgroupHost::Mode mode() const = 0;
+  // Writes the limits it can enforce; returns, per limit name of Limits ("memory_bytes", "pids",
+  // "cpus"), the mechanism that enforces it. Limits it cannot enforce are left out.
+  virtual std::map<std::string, Enforcement> apply(const Limits& limits) = 0;
+  // v2: an O_DIRECTORY fd for clone3(CLONE_INTO_CGROUP); -1 when not supported.
+  virtual int clone_into_fd() const { return -1; }
+  virtual void add_process(pid_t pid) = 0;
+  virtual CgroupUsage usage() const = 0;
+  // SIGKILLs every process in the cgroup (cgroup.kill on v2, freezer + kill on v1).
+  virtual void kill_all() = 0;
+  // kill_all(), waits until empty (bounded), removes the directories. Idempotent.
+  virtual void remove() = 0;
+  // Directories of this cgroup (one per v1 hierarchy); the run state records them for gc.
+  virtual std::vector<std::string> paths() const = 0;
+};
+
+// Creates <root>/sandcell/<run_id> in each hierarchy the mode uses (the parent too, if missing).
+std::unique_ptr<Cgroup> create_cgroup(const CgroupHost& host, const std::string& run_id);
+
+// For tests and gc: a v2 cgroup below an explicit root directory (a real unified mount or a fake
+// cgroupfs directory).
+std::unique_ptr<Cgroup> create_cgroup_v2(const std::string& root, const std::string& run_id);
+
+// For gc: kill what remains in a cgroup directory (any version) and remove it. Returns false if
+// it could not be removed.
+bool remove_cgroup_dir(const std::string& path);
+
+}  // namespace sandcell::runtime

@@ -1,0 +1,88 @@
+#pragma once
+// The result record: what happened in one sandbox run (DESIGN.md, "Result record").
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandcell/runtime/spec.hpp"
+
+namespace sandcell::runtime {
+
+enum class Status {
+  Ok,
+  ExitNonzero,
+  Signaled,
+  TimeoutWall,
+  TimeoutCpu,
+  Oom,
+  PidsLimit,
+  OutputLimit,
+  RuntimeError,
+};
+std::string to_string(Status s);
+
+// Which mechanism enforced a limit.
+enum class Enforcement { CgroupV2, CgroupV1, Rlimit, Supervisor, None };
+std::string to_string(Enforcement e);
+
+struct DeniedSyscall {
+  std::string name;
+  uint64_t count = 0;
+};
+
+struct BlockedConnection {
+  std::string host;
+  uint16_t port = 0;
+  std::string reason;
+};
+
+struct Isolation {
+  std::vector<std::string> namespaces;
+  std::string cgroup;  // "v2", "v1", "none"
+  std::string seccomp;
+  std::string lsm = "none";
+  std::vector<std::string> capabilities;
+  bool no_new_privs = true;
+  bool rootless = false;
+  std::string network = "none";
+};
+
+struct Events {
+  std::vector<DeniedSyscall> denied_syscalls;
+  std::vector<BlockedConnection> blocked_connections;
+  uint64_t oom_kills = 0;
+  uint64_t pids_limit_hits = 0;
+};
+
+struct Result {
+  Status status = Status::RuntimeError;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  uint64_t wall_ms = 0;
+  uint64_t cpu_ms = 0;
+  uint64_t peak_memory_bytes = 0;
+  uint64_t stdout_bytes = 0;  // bytes the program wrote, including any beyond the cap
+  uint64_t stderr_bytes = 0;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  Limits limits;
+  std::map<std::string, Enforcement> enforced;  // "memory_bytes" → CgroupV1 ...
+  Isolation isolation;
+  Events events;
+  std::string error;  // runtime_error: what failed; also execve failures
+
+  // Filled by callers that capture output instead of passing it through (`--json`).
+  std::optional<std::string> stdout_text;
+  std::optional<std::string> stderr_text;
+};
+
+nlohmann::json to_json(const Result& r);
+
+// The exit code `sandcell run` uses for a result: the program's own code, 128+N for signal N,
+// 125 when sandcell failed, 126 not executable, 127 not found.
+int exit_code_for(const Result& r);
+
+}  // namespace sandcell::runtime

@@ -1,0 +1,34 @@
+#pragma once
+// run_sandbox(): the isolation engine. Creates the cgroup, clones the child into fresh
+// namespaces, runs the child-side checklist (runtime/src/child_setup.cpp), supervises
+// deadlines and output, kills the whole tree, cleans up and returns the Result.
+#include <functional>
+#include <span>
+#include <string>
+
+#include "sandcell/runtime/result.hpp"
+#include "sandcell/runtime/spec.hpp"
+
+namespace sandcell::runtime {
+
+enum class Stream { Stdout, Stderr };
+
+// Where the program's output goes. Called on the supervisor thread with at most the capped
+// number of bytes per stream; the supervisor keeps draining (and counting) beyond the cap.
+using OutputSink = std::function<void(Stream, std::span<const char>)>;
+
+struct RunOptions {
+  OutputSink output;        // required
+  int stdin_fd = 0;         // passed to the program as its fd 0; -1 gives it /dev/null
+  std::string state_root;   // per-run state; empty: /run/sandcell
+};
+
+// Never throws for problems of the run itself: those become Status::RuntimeError with
+// Result::error set. Throws Error only for invalid specs (Error::input_error()).
+Result run_sandbox(const Spec& spec, const RunOptions& options);
+
+// Removes what crashed runs left: cgroups under the sandcell parents whose supervisor is gone,
+// and their state directories. Returns one line per thing removed.
+std::vector<std::string> collect_garbage(const std::string& state_root);
+
+}  // namespace sandcell::runtime

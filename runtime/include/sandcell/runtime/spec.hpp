@@ -1,0 +1,94 @@
+#pragma once
+// runtime::Spec — the one model of "what to run and how" (a C++ view of the OCI runtime-spec
+// config.json). Every entry point (CLI flags, images, config.json, skills, agents) produces one;
+// runtime::run_sandbox() is the only code that turns it into kernel state.
+#include <linux/filter.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandcell::runtime {
+
+// Resource limits as requested. An unset limit is not applied.
+struct Limits {
+  std::optional<uint64_t> memory_bytes;
+  std::optional<uint64_t> pids;
+  std::optional<double> cpus;          // CPU bandwidth, in cores (cgroup cpu quota)
+  std::optional<double> wall_s;        // wall-clock deadline
+  std::optional<double> cpu_s;         // CPU time across the whole tree
+  std::optional<uint64_t> output_bytes;  // per stream (stdout, stderr)
+};
+
+// The strict defaults of `sandcell run`; documented in README.md.
+Limits default_limits();
+
+struct BindMount {
+  std::string source;       // host path
+  std::string destination;  // absolute path inside the sandbox
+  bool read_only = false;
+};
+
+struct TmpfsMount {
+  std::string destination;
+  uint64_t size_bytes = 64ull << 20;
+};
+
+struct Rlimit {
+  int resource;  // RLIMIT_*
+  uint64_t soft;
+  uint64_t hard;
+};
+
+// A seccomp BPF program, compiled in the parent (the seccomp/ library does that with
+// libseccomp) so the child only has to install it.
+struct SeccompProgram {
+  std::string name;  // reported in the result record, e.g. "builtin"
+  std::vector<sock_filter> instructions;
+  unsigned int flags = 0;  // SECCOMP_FILTER_FLAG_*
+};
+
+enum class NetworkMode { None };
+
+struct Spec {
+  // Process
+  std::vector<std::string> args;
+  std::vector<std::string> env;  // "K=V"
+  std::string cwd = "/";
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> additional_gids;
+  std::vector<std::string> capabilities;  // names kept ("CAP_NET_BIND_SERVICE"); all others dropped
+  bool no_new_privileges = true;
+  std::vector<Rlimit> rlimits;
+  std::optional<SeccompProgram> seccomp;
+
+  // Root filesystem: read-only lower directories (top first) under a throw-away tmpfs upper.
+  std::vector<std::string> rootfs_layers;
+  uint64_t rootfs_upper_bytes = 1ull << 30;
+
+  std::string hostname = "sandcell";
+  std::vector<BindMount> bind_mounts;
+  std::vector<TmpfsMount> tmpfs_mounts;
+  std::vector<std::string> masked_paths;    // defaults: Docker's list
+  std::vector<std::string> readonly_paths;  // defaults: Docker's list
+
+  NetworkMode network = NetworkMode::None;
+  Limits limits;
+};
+
+// A Spec with sandcell's strict defaults: Docker's masked and read-only paths, core 0,
+// nofile 1024, memlock 0, default limits, loopback-only network, no capabilities.
+Spec default_spec();
+
+// "512m" → 536870912. Accepts a plain number of bytes and k/m/g/t suffixes (binary, either
+// case, optional trailing "b"). Throws Error::invalid naming `what` on anything else.
+uint64_t parse_size(const std::string& text, const std::string& what);
+
+// "1.5" → 1.5; must be a positive finite number. Throws Error::invalid naming `what`.
+double parse_positive_number(const std::string& text, const std::string& what);
+
+}  // namespace sandcell::runtime

@@ -1,0 +1,228 @@
+// Child-side mount steps: private propagation, the overlay rootfs, declared mounts, /proc /dev
+// /sys, pivot_root, and Docker's masked and read-only paths. No allocation (see child_plan.hpp).
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+
+#include "child_steps.hpp"
+
+namespace sandcell::runtime {
+namespace {
+
+constexpr unsigned long kNoSuidDev = MS_NOSUID | MS_NODEV;
+
+int open_beneath(int dirfd, const char* path, int flags, unsigned long long resolve) {
+  open_how how{};
+  how.flags = static_cast<unsigned long long>(flags) | O_CLOEXEC;
+  how.resolve = resolve;
+  return static_cast<int>(syscall(SYS_openat2, dirfd, path, &how, sizeof how));
+}
+
+// Opens `path` (absolute, inside the sandbox) as an O_PATH fd, creating missing directories and,
+// when `as_file`, a missing last component as an empty file. Every lookup is resolved with the
+// rootfs as "/" (RESOLVE_IN_ROOT), so a symlink the image planted cannot lead a mount outside.
+int open_mount_target(const ChildPlan& plan, int rootfd, const char* path, bool as_file) {
+  char prefix[PATH_MAX];
+  int parent = dup(rootfd);
+  const char* cursor = path;
+  while (*cursor == '/') ++cursor;
+  while (*cursor != '\0') {
+    const char* slash = strchr(cursor, '/');
+    size_t end = slash ? static_cast<size_t>(slash - path) : strlen(path);
+    bool last = slash == nullptr || slash[strspn(slash, "/")] == '\0';
+    snprintf(prefix, sizeof prefix, "%.*s", static_cast<int>(end), path);
+    const char* name = prefix + (cursor - path);
+    int fd = open_beneath(rootfd, prefix, O_PATH, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+    if (fd < 0 && errno == ENOENT) {
+      int made = (last && as_file) ? openat(parent, name, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644)
+                                   : mkdirat(parent, name, 0755);
+      if (made < 0 && errno != EEXIST) child_fail(plan, "create mount point %s", path);
+      if (last && as_file && made >= 0) close(made);
+      fd = open_beneath(rootfd, prefix, O_PATH, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+    }
+    if (fd < 0) child_fail(plan, "open mount point %s", path);
+    close(parent);
+    parent = fd;
+    if (last) break;
+    cursor = slash + strspn(slash, "/");
+  }
+  return parent;
+}
+
+void mount_at_fd(const ChildPlan& plan, const char* source, int target_fd, const char* fstype,
+                 unsigned long flags, const char* data, const char* what) {
+  char target[64];
+  snprintf(target, sizeof target, "/proc/self/fd/%d", target_fd);
+  if (mount(source, target, fstype, flags, data) < 0) child_fail(plan, "mount %s", what);
+}
+
+void remount_read_only(const ChildPlan& plan, int target_fd, unsigned long extra, const char* what) {
+  char target[64];
+  snprintf(target, sizeof target, "/proc/self/fd/%d", target_fd);
+  if (mount(nullptr, target, nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | extra, nullptr) < 0)
+    child_fail(plan, "remount %s read-only", what);
+}
+
+// /proc, /dev and /sys must be real directories of the image: a symlink there (a trick from
+// CVE-2019-16884 and friends) is refused rather than followed.
+int open_system_dir(const ChildPlan& plan, int rootfd, const char* name) {
+  if (mkdirat(rootfd, name, 0755) < 0 && errno != EEXIST) child_fail(plan, "create /%s", name);
+  int fd = open_beneath(rootfd, name, O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
+  if (fd < 0) child_fail(plan, "open /%s in the rootfs (it must be a directory, not a symlink)", name);
+  return fd;
+}
+
+int open_root(const ChildPlan& plan) {
+  int fd = open(plan.root_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) child_fail(plan, "open %s", plan.root_dir.c_str());
+  return fd;
+}
+
+void make_device_nodes(const ChildPlan& plan, int devfd) {
+  // Bind-mount the host's nodes onto empty files: works the same with and without a user
+  // namespace, where mknod is not allowed.
+  static constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+  char source[32];
+  for (const char* name : kDevices) {
+    int made = openat(devfd, name, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (made < 0) child_fail(plan, "create /dev/%s", name);
+    close(made);
+    int target = open_beneath(devfd, name, O_PATH, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
+    if (target < 0) child_fail(plan, "open /dev/%s", name);
+    snprintf(source, sizeof source, "/dev/%s", name);
+    mount_at_fd(plan, source, target, nullptr, MS_BIND, nullptr, source);
+    close(target);
+  }
+}
+
+void make_dev_links_and_dirs(const ChildPlan& plan, int devfd) {
+  static constexpr const char* kLinks[][2] = {{"ptmx", "pts/ptmx"}, {"fd", "/proc/self/fd"},
+      {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}};
+  for (const auto& link : kLinks)
+    if (symlinkat(link[1], devfd, link[0]) < 0) child_fail(plan, "symlink /dev/%s", link[0]);
+  if (mkdirat(devfd, "pts", 0755) < 0 || mkdirat(devfd, "shm", 01777) < 0)
+    child_fail(plan, "create /dev/pts and /dev/shm");
+  int pts = open_beneath(devfd, "pts", O_PATH | O_DIRECTORY, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+  int shm = open_beneath(devfd, "shm", O_PATH | O_DIRECTORY, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+  if (pts < 0 || shm < 0) child_fail(plan, "open /dev/pts and /dev/shm");
+  mount_at_fd(plan, "devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=0620", "devpts on /dev/pts");
+  mount_at_fd(plan, "shm", shm, "tmpfs", kNoSuidDev | MS_NOEXEC, "mode=1777,size=65536k",
+              "tmpfs on /dev/shm");
+  close(pts);
+  close(shm);
+}
+
+}  // namespace
+
+void make_mounts_private(const ChildPlan& plan) {
+  // Nothing we mount may propagate back to the host, and host mount events must not reach us.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0)
+    child_fail(plan, "make / private (MS_REC|MS_PRIVATE)");
+}
+
+void mount_rootfs(const ChildPlan& plan) {
+  // The upper layer lives in a tmpfs only this mount namespace sees: the run's writes vanish
+  // with it, and the lower directories are never modified.
+  if (mount("tmpfs", plan.scratch_dir.c_str(), "tmpfs", kNoSuidDev, plan.scratch_options.c_str()) < 0)
+    child_fail(plan, "mount tmpfs on %s", plan.scratch_dir.c_str());
+  for (const std::string* dir : {&plan.upper_dir, &plan.work_dir, &plan.root_dir})
+    if (mkdir(dir->c_str(), 0755) < 0) child_fail(plan, "mkdir %s", dir->c_str());
+  if (mount("overlay", plan.root_dir.c_str(), "overlay", MS_NOSUID | MS_NODEV,
+            plan.overlay_options.c_str()) < 0)
+    child_fail(plan, "mount overlay on %s", plan.root_dir.c_str());
+}
+
+void apply_declared_mounts(const ChildPlan& plan) {
+  int rootfd = open_root(plan);
+  for (const PlannedMount& m : plan.mounts) {
+    const char* dst = m.destination.c_str();
+    bool bind = m.kind == PlannedMount::Kind::Bind;
+    int target = open_mount_target(plan, rootfd, dst, bind && !m.source_is_dir);
+    if (bind) {
+      mount_at_fd(plan, m.source.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr, dst);
+      if (m.read_only) {
+        // A bind mount ignores flags on creation; they apply through a remount of the new
+        // mount, which a fresh lookup reaches (the old fd still names what lies beneath).
+        close(target);
+        target = open_beneath(rootfd, dst, O_PATH, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+        if (target < 0) child_fail(plan, "reopen %s", dst);
+        remount_read_only(plan, target, kNoSuidDev, dst);
+      }
+    } else {
+      mount_at_fd(plan, "tmpfs", target, "tmpfs", kNoSuidDev | (m.read_only ? MS_RDONLY : 0),
+                  m.data.c_str(), dst);
+    }
+    close(target);
+  }
+  close(rootfd);
+}
+
+void mount_proc_dev_sys(const ChildPlan& plan) {
+  int rootfd = open_root(plan);
+  int proc = open_system_dir(plan, rootfd, "proc");
+  mount_at_fd(plan, "proc", proc, "proc", kNoSuidDev | MS_NOEXEC, nullptr, "proc on /proc");
+  int dev = open_system_dir(plan, rootfd, "dev");
+  mount_at_fd(plan, "tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536k",
+              "tmpfs on /dev");
+  close(dev);
+  char dev_path[PATH_MAX];
+  snprintf(dev_path, sizeof dev_path, "%s/dev", plan.root_dir.c_str());
+  int devfd = open(dev_path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (devfd < 0) child_fail(plan, "open %s", dev_path);
+  make_device_nodes(plan, devfd);
+  make_dev_links_and_dirs(plan, devfd);
+  close(devfd);
+  int sys = open_system_dir(plan, rootfd, "sys");
+  mount_at_fd(plan, "sysfs", sys, "sysfs", kNoSuidDev | MS_NOEXEC | MS_RDONLY, nullptr,
+              "sysfs on /sys (read-only)");
+  close(sys);
+  close(proc);
+  close(rootfd);
+}
+
+void pivot_into_rootfs(const ChildPlan& plan) {
+  // pivot_root(".", ".") stacks the old root under the new one; unmounting "." then drops it,
+  // with no directory needed for the old root inside the image.
+  if (chdir(plan.root_dir.c_str()) < 0) child_fail(plan, "chdir %s", plan.root_dir.c_str());
+  if (syscall(SYS_pivot_root, ".", ".") < 0) child_fail(plan, "pivot_root into %s", plan.root_dir.c_str());
+  if (umount2(".", MNT_DETACH) < 0) child_fail(plan, "detach the old root");
+  if (chdir("/") < 0) child_fail(plan, "chdir / after pivot_root");
+}
+
+void mask_and_protect_paths(const ChildPlan& plan) {
+  for (const std::string& path : plan.masked_paths) {
+    int fd = open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) continue;
+    if (fd < 0) child_fail(plan, "open masked path %s", path.c_str());
+    struct stat st;
+    if (fstat(fd, &st) < 0) child_fail(plan, "stat masked path %s", path.c_str());
+    if (S_ISDIR(st.st_mode))
+      mount_at_fd(plan, "tmpfs", fd, "tmpfs", MS_RDONLY | kNoSuidDev | MS_NOEXEC, "size=0", path.c_str());
+    else
+      mount_at_fd(plan, "/dev/null", fd, nullptr, MS_BIND, nullptr, path.c_str());
+    close(fd);
+  }
+  for (const std::string& path : plan.readonly_paths) {
+    int fd = open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) continue;
+    if (fd < 0) child_fail(plan, "open read-only path %s", path.c_str());
+    mount_at_fd(plan, path.c_str(), fd, nullptr, MS_BIND | MS_REC, nullptr, path.c_str());
+    close(fd);
+    // Reopen: the fd still names the mount underneath, not the new bind mount.
+    fd = open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) child_fail(plan, "reopen read-only path %s", path.c_str());
+    remount_read_only(plan, fd, kNoSuidDev | MS_NOEXEC, path.c_str());
+    close(fd);
+  }
+}
+
+}  // namespace sandcell::runtime

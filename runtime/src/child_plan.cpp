@@ -1,0 +1,92 @@
+// Turns a Spec into the ChildPlan the child runs from, checking the Spec on the way: every
+// mistake in the input is found here, in the parent, with a message naming it.
+#include "child_plan.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "sandcell/runtime/error.hpp"
+#include "spec_checks.hpp"
+
+namespace sandcell::runtime {
+namespace {
+
+std::string overlay_options(const Spec& spec, const std::string& upper, const std::string& work) {
+  std::string lower;
+  for (const std::string& layer : spec.rootfs_layers) {
+    // overlayfs splits its options on ',' and lowerdir on ':'.
+    if (layer.find_first_of(",:\\") != std::string::npos)
+      throw Error::invalid("rootfs path " + layer + " contains ',', ':' or '\\', which overlayfs cannot take");
+    lower += (lower.empty() ? "" : ":") + layer;
+  }
+  return "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;
+}
+
+std::vector<PlannedMount> plan_mounts(const Spec& spec) {
+  std::vector<PlannedMount> mounts;
+  for (const BindMount& bind : spec.bind_mounts) {
+    struct stat st {};
+    if (stat(bind.source.c_str(), &st) < 0)
+      throw Error::invalid("--mount source " + bind.source + " does not exist");
+    check_sandbox_path(bind.destination, "--mount destination");
+    mounts.push_back({.kind = PlannedMount::Kind::Bind, .source = bind.source,
+                      .destination = bind.destination, .data = {}, .read_only = bind.read_only,
+                      .source_is_dir = S_ISDIR(st.st_mode)});
+  }
+  for (const TmpfsMount& tmpfs : spec.tmpfs_mounts) {
+    check_sandbox_path(tmpfs.destination, "--tmpfs destination");
+    mounts.push_back({.kind = PlannedMount::Kind::Tmpfs, .source = "tmpfs",
+                      .destination = tmpfs.destination,
+                      .data = "mode=1777,size=" + std::to_string(tmpfs.size_bytes)});
+  }
+  // Parents before children: /a must be mounted before /a/b lands on top of it.
+  std::stable_sort(mounts.begin(), mounts.end(), [](const auto& a, const auto& b) {
+    return std::count(a.destination.begin(), a.destination.end(), '/') <
+           std::count(b.destination.begin(), b.destination.end(), '/');
+  });
+  return mounts;
+}
+
+void fill_exec_arrays(ChildPlan& plan) {
+  for (std::string& arg : plan.args) plan.argv.push_back(arg.data());
+  plan.argv.push_back(nullptr);
+  for (std::string& entry : plan.env) {
+    plan.envp.push_back(entry.data());
+    if (entry.rfind("PATH=", 0) == 0) plan.path_env = entry.substr(5);
+  }
+  plan.envp.push_back(nullptr);
+  if (plan.path_env.empty()) plan.path_env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+}
+
+}  // namespace
+
+ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir) {
+  check_spec(spec);
+  ChildPlan plan;
+  plan.scratch_dir = scratch_dir;
+  plan.scratch_options = "mode=0700,size=" + std::to_string(spec.rootfs_upper_bytes);
+  plan.upper_dir = scratch_dir + "/upper";
+  plan.work_dir = scratch_dir + "/work";
+  plan.root_dir = scratch_dir + "/root";
+  plan.overlay_options = overlay_options(spec, plan.upper_dir, plan.work_dir);
+  plan.mounts = plan_mounts(spec);
+  plan.masked_paths = spec.masked_paths;
+  plan.readonly_paths = spec.readonly_paths;
+  plan.hostname = spec.hostname;
+  plan.rlimits = spec.rlimits;
+  plan.cwd = spec.cwd;
+  plan.uid = spec.uid;
+  plan.gid = spec.gid;
+  plan.groups = spec.additional_gids;
+  plan.caps = plan_capabilities(spec.capabilities);
+  plan.no_new_privileges = spec.no_new_privileges;
+  plan.seccomp = spec.seccomp ? &*spec.seccomp : nullptr;
+  plan.args = spec.args;
+  plan.env = spec.env;
+  fill_exec_arrays(plan);
+  return plan;
+}
+
+}  // namespace sandcell::runtime

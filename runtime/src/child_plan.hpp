@@ -1,0 +1,75 @@
+#pragma once
+// Everything the child needs between clone and execve, prepared by the parent. The child may
+// run in a copy of a multi-threaded process (servers), so it must not allocate or take locks:
+// it only reads this plan and makes syscalls.
+#include <sys/capability.h>
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "sandcell/runtime/spec.hpp"
+
+namespace sandcell::runtime {
+
+struct PlannedMount {
+  enum class Kind { Bind, Tmpfs };
+  Kind kind;
+  std::string source;       // host path (bind) or "tmpfs"
+  std::string destination;  // absolute path inside the sandbox root
+  std::string data;         // mount(2) data (tmpfs options)
+  bool read_only = false;
+  bool source_is_dir = true;
+};
+
+struct CapFree {
+  void operator()(void* state) const { cap_free(state); }
+};
+using CapState = std::unique_ptr<std::remove_pointer_t<cap_t>, CapFree>;
+
+struct CapabilityPlan {
+  std::vector<cap_value_t> drop_from_bounding;  // every capability not kept
+  std::vector<cap_value_t> keep;                 // raised in ambient for non-root users
+  CapState final_state;  // effective = permitted = inheritable = keep
+};
+
+struct ChildPlan {
+  // Rootfs: a tmpfs on scratch_dir holds the overlay's upper and work dirs and its mount point.
+  std::string scratch_dir, scratch_options;
+  std::string upper_dir, work_dir, root_dir;
+  std::string overlay_options;
+  std::vector<PlannedMount> mounts;
+  std::vector<std::string> masked_paths, readonly_paths;
+  std::string hostname;
+
+  std::vector<Rlimit> rlimits;
+  std::string cwd;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  CapabilityPlan caps;
+  bool no_new_privileges = true;
+  const SeccompProgram* seccomp = nullptr;
+
+  std::vector<std::string> args, env;
+  std::vector<char*> argv, envp;  // point into args/env, null-terminated
+  std::string path_env;           // the PATH the program is searched in
+
+  // File descriptors: the child's stdio, and its end of the sync socket.
+  int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
+  int sync_fd = -1;
+};
+
+// The message a child sends on the sync socket when a step fails. On success the socket just
+// closes at execve (it is close-on-exec).
+struct ChildFailure {
+  int err;         // errno
+  int exec_failed; // 1: execve itself failed (exit 126/127), 0: a setup step failed (125)
+  char step[480];
+};
+
+// Runs the checklist in child_setup.cpp and execs the program; never returns.
+[[noreturn]] void run_child(const ChildPlan& plan);
+
+}  // namespace sandcell::runtime

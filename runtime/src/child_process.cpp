@@ -1,0 +1,164 @@
+// Child-side process steps: stdio, the go signal, hostname, loopback, rlimits, fds and cwd,
+// user, capabilities, no_new_privs, seccomp, exec. No allocation (see child_plan.hpp).
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/close_range.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include "child_steps.hpp"
+
+namespace sandcell::runtime {
+
+void reset_signals() {
+  // The supervisor blocks SIGINT/SIGTERM/SIGCHLD for its signalfd, and both the mask and
+  // ignored dispositions survive execve: give the program a clean slate.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+}
+
+void wait_for_go(const ChildPlan& plan) {
+  char go = 0;
+  ssize_t n = read(plan.sync_fd, &go, 1);
+  if (n != 1) _exit(125);  // the supervisor is gone: run nothing
+}
+
+void enter_cgroup_namespace(const ChildPlan& plan) {
+  if (unshare(CLONE_NEWCGROUP) < 0) child_fail(plan, "unshare(CLONE_NEWCGROUP)");
+}
+
+void install_stdio(const ChildPlan& plan) {
+  int in = plan.stdin_fd >= 0 ? plan.stdin_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (in < 0) child_fail(plan, "open /dev/null for stdin");
+  if (dup2(in, 0) < 0 || dup2(plan.stdout_fd, 1) < 0 || dup2(plan.stderr_fd, 2) < 0)
+    child_fail(plan, "dup2 stdio");
+}
+
+void set_hostname(const ChildPlan& plan) {
+  if (sethostname(plan.hostname.data(), plan.hostname.size()) < 0)
+    child_fail(plan, "sethostname %s", plan.hostname.c_str());
+}
+
+void bring_up_loopback(const ChildPlan& plan) {
+  // A new network namespace has only `lo`, and it starts down.
+  int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) child_fail(plan, "socket for loopback setup");
+  ifreq request{};
+  snprintf(request.ifr_name, sizeof request.ifr_name, "lo");
+  request.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
+  if (ioctl(sock, SIOCSIFFLAGS, &request) < 0) child_fail(plan, "bring up lo");
+  close(sock);
+}
+
+void apply_rlimits(const ChildPlan& plan) {
+  for (const Rlimit& limit : plan.rlimits) {
+    // Never ask for more than the current hard limit: without CAP_SYS_RESOURCE in the host's
+    // user namespace raising it fails, and lowering is all a sandbox needs.
+    rlimit current{};
+    if (getrlimit(limit.resource, &current) < 0) child_fail(plan, "getrlimit %d", limit.resource);
+    rlimit wanted{.rlim_cur = limit.soft, .rlim_max = limit.hard};
+    if (wanted.rlim_max > current.rlim_max) wanted.rlim_max = current.rlim_max;
+    if (wanted.rlim_cur > wanted.rlim_max) wanted.rlim_cur = wanted.rlim_max;
+    if (setrlimit(limit.resource, &wanted) < 0) child_fail(plan, "setrlimit %d", limit.resource);
+  }
+}
+
+void close_inherited_fds_and_verify_cwd(const ChildPlan& plan) {
+  // Only 0-2 may reach the program. CLOEXEC rather than close keeps the sync socket usable to
+  // report an execve failure; execve closes the rest.
+  if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) child_fail(plan, "close_range");
+  if (chdir(plan.cwd.c_str()) < 0) child_fail(plan, "chdir to the working directory %s", plan.cwd.c_str());
+  // CVE-2024-21626: a cwd reached through a leaked host fd would lie outside the root, and
+  // getcwd() then reports it as "(unreachable)/...". Ours must be a path under "/".
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof cwd) == nullptr || cwd[0] != '/') {
+    errno = EPERM;
+    child_fail(plan, "working directory %s is outside the sandbox root", plan.cwd.c_str());
+  }
+}
+
+void drop_bounding_set(const ChildPlan& plan) {
+  for (cap_value_t cap : plan.caps.drop_from_bounding)
+    if (cap_drop_bound(cap) < 0 && errno != EINVAL) child_fail(plan, "drop capability %d from the bounding set", cap);
+}
+
+void switch_user(const ChildPlan& plan) {
+  // KEEPCAPS: a requested capability must survive the switch away from uid 0.
+  if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_KEEPCAPS)");
+  if (setgroups(plan.groups.size(), plan.groups.data()) < 0) child_fail(plan, "setgroups");
+  if (setresgid(plan.gid, plan.gid, plan.gid) < 0) child_fail(plan, "setresgid %u", plan.gid);
+  if (setresuid(plan.uid, plan.uid, plan.uid) < 0) child_fail(plan, "setresuid %u", plan.uid);
+  if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_KEEPCAPS, 0)");
+}
+
+void set_capabilities(const ChildPlan& plan) {
+  if (cap_set_proc(plan.caps.final_state.get()) < 0) child_fail(plan, "set capabilities");
+  if (cap_reset_ambient() < 0 && errno != EINVAL) child_fail(plan, "clear ambient capabilities");
+  // Root keeps its bounding set across execve; any other uid only keeps ambient capabilities.
+  if (plan.uid == 0) return;
+  for (cap_value_t cap : plan.caps.keep)
+    if (cap_set_ambient(cap, CAP_SET) < 0) child_fail(plan, "raise ambient capability %d", cap);
+}
+
+void die_with_supervisor(const ChildPlan& plan) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_PDEATHSIG)");
+  // If the supervisor died before the line above, the signal will never come; its end of the
+  // sync socket is closed then, so check for the hang-up.
+  pollfd hangup{.fd = plan.sync_fd, .events = POLLRDHUP, .revents = 0};
+  if (poll(&hangup, 1, 0) > 0 && (hangup.revents & (POLLHUP | POLLRDHUP))) _exit(125);
+}
+
+void set_no_new_privs(const ChildPlan& plan) {
+  if (!plan.no_new_privileges) return;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_NO_NEW_PRIVS)");
+}
+
+void install_seccomp(const ChildPlan& plan) {
+  if (plan.seccomp == nullptr) return;
+  sock_fprog program{
+      .len = static_cast<unsigned short>(plan.seccomp->instructions.size()),
+      .filter = const_cast<sock_filter*>(plan.seccomp->instructions.data()),
+  };
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, plan.seccomp->flags, &program) < 0)
+    child_fail(plan, "install seccomp filter %s", plan.seccomp->name.c_str());
+}
+
+// execvpe without allocation: try each PATH entry, remembering the most telling errno.
+void exec_program(const ChildPlan& plan) {
+  const char* program = plan.argv[0];
+  if (strchr(program, '/') != nullptr) {
+    execve(program, plan.argv.data(), plan.envp.data());
+    child_exec_failed(plan, errno, program);
+  }
+  int best = ENOENT;
+  char candidate[PATH_MAX];
+  const char* dir = plan.path_env.c_str();
+  while (true) {
+    const char* end = strchrnul(dir, ':');
+    int len = static_cast<int>(end - dir);
+    snprintf(candidate, sizeof candidate, "%.*s%s%s", len, dir, len ? "/" : "", program);
+    execve(candidate, plan.argv.data(), plan.envp.data());
+    if (errno != ENOENT && errno != ENOTDIR) best = errno;
+    if (*end == '\0') break;
+    dir = end + 1;
+  }
+  child_exec_failed(plan, best, program);
+}
+
+}  // namespace sandcell::runtime

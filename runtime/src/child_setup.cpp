@@ -1,0 +1,62 @@
+// Runs in the new namespaces, between clone and execve. The order is the security argument:
+// everything that needs privilege happens before the privileges go, seccomp comes last because
+// every step before it needs syscalls it denies.
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "child_steps.hpp"
+
+namespace sandcell::runtime {
+
+[[noreturn]] void run_child(const ChildPlan& plan) {
+  reset_signals();
+  wait_for_go(plan);              // the parent has put us in the cgroup
+  enter_cgroup_namespace(plan);   // after joining the cgroup, so it is the namespace's root
+  install_stdio(plan);
+  make_mounts_private(plan);
+  mount_rootfs(plan);             // overlay: read-only lowers + tmpfs upper
+  apply_declared_mounts(plan);
+  mount_proc_dev_sys(plan);
+  pivot_into_rootfs(plan);
+  mask_and_protect_paths(plan);   // Docker's masked and read-only lists
+  set_hostname(plan);
+  bring_up_loopback(plan);
+  apply_rlimits(plan);
+  close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
+  drop_bounding_set(plan);        // needs CAP_SETPCAP, so before the uid changes
+  switch_user(plan);
+  set_capabilities(plan);
+  die_with_supervisor(plan);      // after switch_user: a credential change clears PDEATHSIG
+  set_no_new_privs(plan);
+  install_seccomp(plan);          // last
+  exec_program(plan);             // reports the errno to the parent if execve fails
+}
+
+static void send_failure(const ChildPlan& plan, const ChildFailure& failure) {
+  // Best effort: if the parent is gone there is nobody to tell.
+  ssize_t ignored = write(plan.sync_fd, &failure, sizeof failure);
+  (void)ignored;
+}
+
+void child_fail(const ChildPlan& plan, const char* format, ...) {
+  ChildFailure failure{};
+  failure.err = errno;
+  va_list args;
+  va_start(args, format);
+  vsnprintf(failure.step, sizeof failure.step, format, args);
+  va_end(args);
+  send_failure(plan, failure);
+  _exit(125);
+}
+
+void child_exec_failed(const ChildPlan& plan, int err, const char* program) {
+  ChildFailure failure{};
+  failure.err = err;
+  failure.exec_failed = 1;
+  snprintf(failure.step, sizeof failure.step, "%s", program);
+  send_failure(plan, failure);
+  _exit(err == ENOENT ? 127 : 126);
+}
+
+}  // namespace sandcell::runtime

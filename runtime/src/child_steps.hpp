@@ -1,0 +1,37 @@
+#pragma once
+// The child-side steps, in the order child_setup.cpp runs them. Each either succeeds or calls
+// child_fail(), which reports "<step>: <errno text>" to the parent and exits 125.
+#include "child_plan.hpp"
+
+namespace sandcell::runtime {
+
+[[noreturn]] void child_fail(const ChildPlan& plan, const char* format, ...)
+    __attribute__((format(printf, 2, 3)));
+[[noreturn]] void child_exec_failed(const ChildPlan& plan, int err, const char* program);
+
+// child_mounts.cpp
+void make_mounts_private(const ChildPlan& plan);
+void mount_rootfs(const ChildPlan& plan);
+void apply_declared_mounts(const ChildPlan& plan);
+void mount_proc_dev_sys(const ChildPlan& plan);
+void pivot_into_rootfs(const ChildPlan& plan);
+void mask_and_protect_paths(const ChildPlan& plan);
+
+// child_process.cpp
+void reset_signals();
+void install_stdio(const ChildPlan& plan);
+void wait_for_go(const ChildPlan& plan);
+void enter_cgroup_namespace(const ChildPlan& plan);
+void set_hostname(const ChildPlan& plan);
+void bring_up_loopback(const ChildPlan& plan);
+void apply_rlimits(const ChildPlan& plan);
+void close_inherited_fds_and_verify_cwd(const ChildPlan& plan);
+void drop_bounding_set(const ChildPlan& plan);
+void switch_user(const ChildPlan& plan);
+void set_capabilities(const ChildPlan& plan);
+void die_with_supervisor(const ChildPlan& plan);
+void set_no_new_privs(const ChildPlan& plan);
+void install_seccomp(const ChildPlan& plan);
+[[noreturn]] void exec_program(const ChildPlan& plan);
+
+}  // namespace sandcell::runtime

@@ -1,0 +1,66 @@
+// collect_garbage(): what `sandcell gc` runs. A supervisor killed with SIGKILL takes its sandbox
+// with it (PDEATHSIG kills pid 1, the kernel the rest of the pid namespace) and its mounts lived
+// only in the sandbox's mount namespace; what can remain are cgroup directories and run state.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_state.hpp"
+#include "sandcell/runtime/cgroup.hpp"
+#include "sandcell/runtime/sandbox.hpp"
+
+namespace sandcell::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool run_is_live(const std::string& run_id) {
+  pid_t supervisor = supervisor_of_run_id(run_id);
+  return supervisor > 0 && supervisor_alive(supervisor);
+}
+
+std::vector<std::string> cgroups_in_state(const fs::path& dir) {
+  std::ifstream in(dir / "state.json");
+  auto state = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (state.is_discarded() || !state.contains("cgroups")) return {};
+  return state["cgroups"].get<std::vector<std::string>>();
+}
+
+void collect_run_states(const std::string& state_root, std::vector<std::string>& removed) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(state_root, ec)) {
+    std::string id = entry.path().filename();
+    if (run_is_live(id)) continue;
+    for (const std::string& cgroup : cgroups_in_state(entry.path()))
+      if (fs::exists(cgroup) && remove_cgroup_dir(cgroup)) removed.push_back("cgroup " + cgroup);
+    remove_state_dir(entry.path());
+    removed.push_back("run state " + entry.path().string());
+  }
+}
+
+void collect_cgroups(std::vector<std::string>& removed) {
+  CgroupHost host = probe_cgroups();
+  std::vector<std::string> parents;
+  for (const auto& [controller, root] : host.v1_roots) parents.push_back(root + "/" + kCgroupParent);
+  if (!host.v2_root.empty()) parents.push_back(host.v2_root + "/" + kCgroupParent);
+  for (const std::string& parent : parents) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(parent, ec)) {
+      std::string id = entry.path().filename();
+      // Only names of the run-id form are ours to judge; a live supervisor still owns its cgroup.
+      if (!entry.is_directory() || supervisor_of_run_id(id) < 0 || run_is_live(id)) continue;
+      if (remove_cgroup_dir(entry.path())) removed.push_back("cgroup " + entry.path().string());
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> collect_garbage(const std::string& state_root) {
+  std::vector<std::string> removed;
+  collect_run_states(state_root.empty() ? default_state_root() : state_root, removed);
+  collect_cgroups(removed);
+  return removed;
+}
+
+}  // namespace sandcell::runtime

@@ -1,0 +1,78 @@
+#include "run_state.hpp"
+
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::runtime {
+
+namespace fs = std::filesystem;
+
+std::string default_state_root() {
+  if (const char* env = getenv("SANDCELL_STATE"); env != nullptr && *env != '\0') return env;
+  return "/run/sandcell";
+}
+
+std::string new_run_id() {
+  uint32_t random = 0;
+  if (getrandom(&random, sizeof random, 0) != sizeof random) throw Error(errno, "getrandom");
+  char id[32];
+  snprintf(id, sizeof id, "%d-%08x", getpid(), random);
+  return id;
+}
+
+pid_t supervisor_of_run_id(const std::string& run_id) {
+  unsigned random = 0;
+  int pid = -1;
+  char tail = 0;
+  if (sscanf(run_id.c_str(), "%d-%8x%c", &pid, &random, &tail) != 2 || pid <= 0) return -1;
+  return pid;
+}
+
+bool supervisor_alive(pid_t pid) {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+  return !ec && exe.filename().string().rfind("sandcell", 0) == 0;
+}
+
+RunState::RunState(const std::string& state_root, const std::string& run_id)
+    : dir_(state_root + "/" + run_id) {
+  std::error_code ec;
+  fs::create_directories(state_root, ec);
+  if (ec) throw Error(ec.value(), "create state root " + state_root);
+  check(mkdir(dir_.c_str(), 0700), "create run state " + dir_);
+  if (mkdir(scratch_dir().c_str(), 0700) < 0) {
+    int err = errno;
+    rmdir(dir_.c_str());
+    throw Error(err, "create " + scratch_dir());
+  }
+}
+
+RunState::~RunState() { remove_state_dir(dir_); }
+
+void RunState::record(pid_t child, const std::vector<std::string>& cgroup_paths) const {
+  nlohmann::json state = {{"supervisor_pid", getpid()}, {"child_pid", child}, {"cgroups", cgroup_paths}};
+  std::string tmp = dir_ + "/state.json.tmp";
+  {
+    std::ofstream out(tmp);
+    out << state.dump() << '\n';
+    if (!out.flush()) throw Error(EIO, "write " + tmp);
+  }
+  check(rename(tmp.c_str(), (dir_ + "/state.json").c_str()), "rename " + tmp);
+}
+
+void remove_state_dir(const std::string& dir) {
+  // The scratch dir was only ever a mount point inside the run's own mount namespace, so on the
+  // host it is an empty directory; remove_all never crosses into a mount anyway.
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+}  // namespace sandcell::runtime

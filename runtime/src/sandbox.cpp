@@ -1,0 +1,254 @@
+// run_sandbox(): the parent's side of one run, start to finish.
+#include "sandcell/runtime/sandbox.hpp"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <mutex>
+
+#include "child_plan.hpp"
+#include "run_state.hpp"
+#include "sandcell/runtime/cgroup.hpp"
+#include "sandcell/runtime/error.hpp"
+#include "spec_checks.hpp"
+#include "supervisor.hpp"
+
+namespace sandcell::runtime {
+namespace {
+
+constexpr uint64_t kNamespaces =
+    CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET;
+
+const CgroupHost& cgroup_host() {
+  static std::once_flag once;
+  static CgroupHost host;
+  std::call_once(once, [] { host = probe_cgroups(); });
+  return host;
+}
+
+std::string mode_name(CgroupHost::Mode mode) {
+  switch (mode) {
+    case CgroupHost::Mode::V2: return "v2";
+    case CgroupHost::Mode::V1: return "v1";
+    case CgroupHost::Mode::None: return "none";
+  }
+  return "none";
+}
+
+// SIGINT/SIGTERM/SIGHUP to sandcell become events of the supervisor loop, so an interrupted
+// run still kills its sandbox and cleans up. Restores the old mask on scope exit.
+class InterruptSignals {
+ public:
+  InterruptSignals() {
+    sigemptyset(&set_);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, sig);
+    check(sigprocmask(SIG_BLOCK, &set_, &old_), "sigprocmask");
+    fd_.reset(signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!fd_) throw Error(errno, "signalfd");
+  }
+  ~InterruptSignals() { sigprocmask(SIG_SETMASK, &old_, nullptr); }
+  int fd() const { return fd_.get(); }
+
+ private:
+  sigset_t set_{}, old_{};
+  UniqueFd fd_;
+};
+
+struct Pipe {
+  UniqueFd read_end, write_end;
+};
+
+Pipe make_output_pipe(const char* name) {
+  int fds[2];
+  check(pipe2(fds, O_CLOEXEC), std::string("pipe for ") + name);
+  Pipe pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+  check(fcntl(pipe.read_end.get(), F_SETFL, O_NONBLOCK), "set O_NONBLOCK");
+  return pipe;
+}
+
+pid_t clone_child(const ChildPlan& plan, const Cgroup& cgroup, UniqueFd& pidfd) {
+  int pidfd_raw = -1;
+  clone_args args{};
+  args.flags = kNamespaces | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd_raw);
+  args.exit_signal = SIGCHLD;
+  if (cgroup.clone_into_fd() >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(cgroup.clone_into_fd());
+  }
+  long pid = syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) run_child(plan);
+  check(pid, "clone3 into new pid, mount, uts, ipc and network namespaces");
+  pidfd.reset(pidfd_raw);
+  return static_cast<pid_t>(pid);
+}
+
+// Waits for the child's setup to end: EOF on the sync socket means execve succeeded.
+std::optional<ChildFailure> await_exec(int sync_fd) {
+  pollfd ready{.fd = sync_fd, .events = POLLIN, .revents = 0};
+  // Setup takes milliseconds; a minute means something in the kernel is stuck.
+  if (poll(&ready, 1, 60'000) <= 0) {
+    ChildFailure timeout{.err = ETIMEDOUT, .exec_failed = 0, .step = "sandbox setup"};
+    return timeout;
+  }
+  ChildFailure failure{};
+  ssize_t n = read(sync_fd, &failure, sizeof failure);
+  if (n == sizeof failure) return failure;
+  return std::nullopt;
+}
+
+Isolation isolation_of(const Spec& spec, CgroupHost::Mode mode) {
+  return {.namespaces = {"pid", "mount", "network", "uts", "ipc", "cgroup"},
+          .cgroup = mode_name(mode),
+          .seccomp = spec.seccomp ? spec.seccomp->name : "none",
+          .lsm = "none",
+          .capabilities = spec.capabilities,
+          .no_new_privs = spec.no_new_privileges,
+          .rootless = false,
+          .network = "none"};
+}
+
+std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& limits) {
+  auto enforced = cgroup.apply(limits);
+  if (limits.wall_s) enforced["wall_s"] = Enforcement::Supervisor;
+  if (limits.output_bytes) enforced["output_bytes"] = Enforcement::Supervisor;
+  if (limits.cpu_s)
+    enforced["cpu_s"] = cgroup.mode() == CgroupHost::Mode::None ? Enforcement::None : Enforcement::Supervisor;
+  for (const char* name : {"memory_bytes", "pids", "cpus"}) enforced.try_emplace(name, Enforcement::None);
+  return enforced;
+}
+
+Status status_of(const SupervisionOutcome& o, const CgroupUsage& usage) {
+  if (o.output_limit) return Status::OutputLimit;
+  bool killed = o.wall_timeout || o.cpu_timeout;
+  if (!killed && WIFEXITED(o.wait_status) && WEXITSTATUS(o.wait_status) == 0) return Status::Ok;
+  if (usage.oom_kills > 0) return Status::Oom;
+  if (usage.pids_limit_hits > 0) return Status::PidsLimit;
+  if (o.cpu_timeout) return Status::TimeoutCpu;
+  if (o.wall_timeout) return Status::TimeoutWall;
+  if (WIFSIGNALED(o.wait_status)) return Status::Signaled;
+  return Status::ExitNonzero;
+}
+
+void describe_failure(Result& result, const ChildFailure& failure) {
+  result.status = Status::RuntimeError;
+  std::string step(failure.step, strnlen(failure.step, sizeof failure.step));
+  if (!failure.exec_failed) {
+    result.error = step + ": " + strerror(failure.err);
+    return;
+  }
+  result.exit_code = failure.err == ENOENT ? 127 : 126;
+  result.error = failure.err == ENOENT ? step + ": command not found in the sandbox"
+                                       : step + ": cannot execute: " + strerror(failure.err);
+}
+
+void fill_outcome(Result& result, const SupervisionOutcome& o, const CgroupUsage& usage,
+                  const Limits& limits) {
+  result.status = status_of(o, usage);
+  if (WIFEXITED(o.wait_status)) result.exit_code = WEXITSTATUS(o.wait_status);
+  if (WIFSIGNALED(o.wait_status)) result.signal = WTERMSIG(o.wait_status);
+  uint64_t rusage_cpu_ms = static_cast<uint64_t>(o.usage.ru_utime.tv_sec + o.usage.ru_stime.tv_sec) * 1000 +
+                           static_cast<uint64_t>(o.usage.ru_utime.tv_usec + o.usage.ru_stime.tv_usec) / 1000;
+  result.cpu_ms = usage.cpu_ns > 0 ? usage.cpu_ns / 1'000'000 : rusage_cpu_ms;
+  result.peak_memory_bytes = usage.peak_memory_bytes > 0 ? usage.peak_memory_bytes
+                                                         : static_cast<uint64_t>(o.usage.ru_maxrss) * 1024;
+  result.events.oom_kills = usage.oom_kills;
+  result.events.pids_limit_hits = usage.pids_limit_hits;
+  if (o.interrupted_by) {
+    result.status = Status::RuntimeError;
+    result.error = std::string("sandcell was interrupted by ") + sigabbrev_np(o.interrupted_by) +
+                   "; the sandbox was killed";
+  }
+  (void)limits;
+}
+
+struct Launch {
+  const Spec& spec;
+  const RunOptions& options;
+  ChildPlan& plan;
+  const RunState& state;
+  Cgroup& cgroup;
+};
+
+void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock::time_point start) {
+  Pipe out = make_output_pipe("stdout"), err = make_output_pipe("stderr");
+  int sync_fds[2];
+  check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_fds), "socketpair");
+  UniqueFd sync_parent(sync_fds[0]), sync_child(sync_fds[1]);
+  ChildPlan& plan = l.plan;
+  plan.stdin_fd = l.options.stdin_fd;
+  plan.stdout_fd = out.write_end.get();
+  plan.stderr_fd = err.write_end.get();
+  plan.sync_fd = sync_child.get();
+
+  InterruptSignals interrupts;
+  UniqueFd pidfd;
+  pid_t pid = clone_child(plan, l.cgroup, pidfd);
+  sync_child.reset();
+  out.write_end.reset();
+  err.write_end.reset();
+  OutputPump out_pump(std::move(out.read_end), Stream::Stdout, l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
+  OutputPump err_pump(std::move(err.read_end), Stream::Stderr, l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
+  Supervised run{pid, pidfd.get(), out_pump, err_pump, l.cgroup, l.spec.limits, interrupts.fd()};
+  try {
+    l.state.record(pid, l.cgroup.paths());
+    if (l.cgroup.clone_into_fd() < 0) l.cgroup.add_process(pid);
+    check(write(sync_parent.get(), "g", 1), "tell the child to go");
+  } catch (...) {
+    kill_sandbox(run);
+    waitpid(pid, nullptr, 0);
+    throw;
+  }
+  std::optional<ChildFailure> failure = await_exec(sync_parent.get());
+  if (failure) kill_sandbox(run);
+  SupervisionOutcome outcome = supervise(run);
+  result.wall_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::steady_clock::now() - start).count());
+  CgroupUsage usage = l.cgroup.usage();
+  fill_outcome(result, outcome, usage, l.spec.limits);
+  if (failure) describe_failure(result, *failure);
+  result.stdout_bytes = out_pump.total_bytes();
+  result.stderr_bytes = err_pump.total_bytes();
+  result.stdout_truncated = out_pump.truncated();
+  result.stderr_truncated = err_pump.truncated();
+}
+
+}  // namespace
+
+Result run_sandbox(const Spec& spec, const RunOptions& options) {
+  if (geteuid() != 0)
+    throw Error::invalid("sandcell run must be started as root (rootless mode is not available yet)");
+  auto start = std::chrono::steady_clock::now();
+  std::string state_root = options.state_root.empty() ? default_state_root() : options.state_root;
+  std::string run_id = new_run_id();
+  ChildPlan plan = make_child_plan(spec, state_root + "/" + run_id + "/scratch");  // input errors here
+
+  Result result;
+  result.limits = spec.limits;
+  const CgroupHost& host = cgroup_host();
+  result.isolation = isolation_of(spec, host.mode);
+  try {
+    RunState state(state_root, run_id);
+    std::unique_ptr<Cgroup> cgroup = create_cgroup(host, run_id);
+    result.enforced = enforce_limits(*cgroup, spec.limits);
+    Launch launch{spec, options, plan, state, *cgroup};
+    supervise_child(launch, result, start);
+    cgroup->remove();
+  } catch (const Error& e) {
+    result.status = Status::RuntimeError;
+    result.error = e.what();
+  }
+  return result;
+}
+
+}  // namespace sandcell::runtime

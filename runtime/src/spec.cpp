@@ -1,0 +1,77 @@
+#include "sandcell/runtime/spec.hpp"
+
+#include <sys/resource.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::runtime {
+
+Limits default_limits() {
+  return {
+      .memory_bytes = 512ull << 20,
+      .pids = 128,
+      .cpus = 1.0,
+      .wall_s = 30.0,
+      .cpu_s = std::nullopt,  // bounded by cpus × wall already; set --cpu-time to tighten
+      .output_bytes = 1ull << 20,
+  };
+}
+
+Spec default_spec() {
+  Spec spec;
+  spec.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
+              "HOSTNAME=sandcell", "LANG=C.UTF-8"};
+  // Docker's lists (moby oci/defaults.go), plus /proc/interrupts as in Docker 25.
+  spec.masked_paths = {"/proc/acpi",           "/proc/asound",        "/proc/interrupts",
+                       "/proc/kcore",          "/proc/keys",          "/proc/latency_stats",
+                       "/proc/sched_debug",    "/proc/scsi",          "/proc/timer_list",
+                       "/proc/timer_stats",    "/sys/firmware",       "/sys/devices/virtual/powercap"};
+  spec.readonly_paths = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
+  spec.rlimits = {
+      {.resource = RLIMIT_CORE, .soft = 0, .hard = 0},          // no core dumps of untrusted code
+      {.resource = RLIMIT_NOFILE, .soft = 1024, .hard = 1024},
+      {.resource = RLIMIT_MEMLOCK, .soft = 0, .hard = 0},       // nothing pinned outside the memcg
+  };
+  spec.limits = default_limits();
+  return spec;
+}
+
+uint64_t parse_size(const std::string& text, const std::string& what) {
+  auto bad = [&] {
+    return Error::invalid(what + ": invalid size '" + text + "' (expected e.g. 512m, 1g, 65536)");
+  };
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) throw bad();
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long number = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0) throw bad();
+  std::string suffix(end);
+  if (!suffix.empty() && (suffix.back() == 'b' || suffix.back() == 'B')) suffix.pop_back();
+  unsigned shift = 0;
+  if (suffix.size() > 1) throw bad();
+  if (suffix.size() == 1) {
+    switch (std::tolower(static_cast<unsigned char>(suffix[0]))) {
+      case 'k': shift = 10; break;
+      case 'm': shift = 20; break;
+      case 'g': shift = 30; break;
+      case 't': shift = 40; break;
+      default: throw bad();
+    }
+  }
+  if (shift > 0 && number > (~0ull >> shift)) throw bad();
+  return number << shift;
+}
+
+double parse_positive_number(const std::string& text, const std::string& what) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value) || value <= 0)
+    throw Error::invalid(what + ": expected a positive number, got '" + text + "'");
+  return value;
+}
+
+}  // namespace sandcell::runtime

@@ -1,0 +1,64 @@
+#include "spec_checks.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::runtime {
+
+void check_sandbox_path(const std::string& path, const std::string& what) {
+  if (path.empty() || path[0] != '/') throw Error::invalid(what + " must be an absolute path: '" + path + "'");
+  std::istringstream parts(path);
+  std::string part;
+  while (std::getline(parts, part, '/'))
+    if (part == "." || part == "..")
+      throw Error::invalid(what + " must not contain '.' or '..': '" + path + "'");
+}
+
+void check_spec(const Spec& spec) {
+  if (spec.args.empty() || spec.args[0].empty()) throw Error::invalid("no command given to run");
+  if (spec.rootfs_layers.empty()) throw Error::invalid("no rootfs given (--rootfs DIR)");
+  for (const std::string& layer : spec.rootfs_layers) {
+    struct stat st {};
+    if (stat(layer.c_str(), &st) < 0) throw Error::invalid("rootfs " + layer + " does not exist");
+    if (!S_ISDIR(st.st_mode)) throw Error::invalid("rootfs " + layer + " is not a directory");
+  }
+  check_sandbox_path(spec.cwd, "working directory");
+  if (spec.hostname.empty() || spec.hostname.size() > 64)
+    throw Error::invalid("hostname must be 1 to 64 characters: '" + spec.hostname + "'");
+  for (const std::string& entry : spec.env)
+    if (entry.find('=') == std::string::npos || entry[0] == '=')
+      throw Error::invalid("environment entry must be K=V: '" + entry + "'");
+}
+
+cap_value_t capability_from_name(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower.rfind("cap_", 0) != 0) lower = "cap_" + lower;
+  cap_value_t value = 0;
+  if (cap_from_name(lower.c_str(), &value) < 0)
+    throw Error::invalid("unknown capability '" + name + "'");
+  return value;
+}
+
+CapabilityPlan plan_capabilities(const std::vector<std::string>& keep) {
+  CapabilityPlan plan;
+  for (const std::string& name : keep) plan.keep.push_back(capability_from_name(name));
+  for (cap_value_t cap = 0; cap < static_cast<cap_value_t>(cap_max_bits()); ++cap)
+    if (std::find(plan.keep.begin(), plan.keep.end(), cap) == plan.keep.end())
+      plan.drop_from_bounding.push_back(cap);
+  plan.final_state.reset(cap_init());  // all clear
+  if (!plan.final_state) throw Error(errno, "cap_init");
+  for (cap_flag_t flag : {CAP_EFFECTIVE, CAP_PERMITTED, CAP_INHERITABLE})
+    if (!plan.keep.empty() &&
+        cap_set_flag(plan.final_state.get(), flag, static_cast<int>(plan.keep.size()), plan.keep.data(), CAP_SET) < 0)
+      throw Error(errno, "cap_set_flag");
+  return plan;
+}
+
+}  // namespace sandcell::runtime

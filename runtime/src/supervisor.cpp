@@ -1,0 +1,137 @@
+#include "supervisor.hpp"
+
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::runtime {
+namespace {
+
+constexpr long kCpuPollNs = 50'000'000;  // CPU-time limit checked every 50 ms
+constexpr int kDrainAfterExitMs = 2000;  // output still arriving after pid 1 is gone
+
+UniqueFd make_timer(double first_s, long interval_ns) {
+  UniqueFd fd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (!fd) throw Error(errno, "timerfd_create");
+  itimerspec spec{};
+  double whole = std::floor(first_s);
+  spec.it_value.tv_sec = static_cast<time_t>(whole);
+  spec.it_value.tv_nsec = static_cast<long>((first_s - whole) * 1e9);
+  if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
+  spec.it_interval.tv_nsec = interval_ns;
+  check(timerfd_settime(fd.get(), 0, &spec, nullptr), "timerfd_settime");
+  return fd;
+}
+
+void watch(int epfd, int fd) {
+  if (fd < 0) return;
+  epoll_event event{.events = EPOLLIN, .data = {.fd = fd}};
+  check(epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event), "epoll_ctl add");
+}
+
+void unwatch(int epfd, int fd) { epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nullptr); }
+
+void consume(int fd) {
+  char buffer[sizeof(signalfd_siginfo)];
+  ssize_t ignored = read(fd, buffer, sizeof buffer);
+  (void)ignored;
+}
+
+class Loop {
+ public:
+  explicit Loop(const Supervised& run) : run_(run), epoll_(epoll_create1(EPOLL_CLOEXEC)) {
+    if (!epoll_) throw Error(errno, "epoll_create1");
+    if (run.limits.wall_s) wall_ = make_timer(*run.limits.wall_s, 0);
+    if (run.limits.cpu_s) cpu_tick_ = make_timer(0.05, kCpuPollNs);
+    for (int fd : {run.pidfd, run.out.fd(), run.err.fd(), wall_.get(), cpu_tick_.get(), run.signal_fd})
+      watch(epoll_.get(), fd);
+  }
+
+  SupervisionOutcome run() {
+    while (!reaped_ || run_.out.open() || run_.err.open()) {
+      int timeout = reaped_ ? remaining_drain_ms() : -1;
+      if (reaped_ && timeout == 0) break;  // a stray writer kept a pipe open: stop waiting
+      epoll_event events[8];
+      int n = epoll_wait(epoll_.get(), events, 8, timeout);
+      if (n < 0 && errno == EINTR) continue;
+      check(n, "epoll_wait");
+      for (int i = 0; i < n; ++i) handle(events[i].data.fd);
+    }
+    run_.out.close();
+    run_.err.close();
+    return outcome_;
+  }
+
+ private:
+  void handle(int fd) {
+    if (fd == run_.out.fd() || fd == run_.err.fd()) {
+      OutputPump& pump = fd == run_.out.fd() ? run_.out : run_.err;
+      pump.drain();
+      if (!pump.open()) unwatch(epoll_.get(), fd);
+      if (pump.truncated() && !outcome_.output_limit) stop([&] { outcome_.output_limit = true; });
+    } else if (fd == run_.pidfd) {
+      reap();
+    } else if (fd == wall_.get()) {
+      consume(fd);
+      stop([&] { outcome_.wall_timeout = true; });
+    } else if (fd == cpu_tick_.get()) {
+      consume(fd);
+      if (run_.cgroup.usage().cpu_ns >= static_cast<uint64_t>(*run_.limits.cpu_s * 1e9))
+        stop([&] { outcome_.cpu_timeout = true; });
+    } else if (fd == run_.signal_fd) {
+      signalfd_siginfo info{};
+      if (read(fd, &info, sizeof info) == sizeof info)
+        stop([&] { outcome_.interrupted_by = static_cast<int>(info.ssi_signo); });
+    }
+  }
+
+  // Records why the sandbox is stopped (only the first reason counts) and kills it.
+  template <typename Why>
+  void stop(Why why) {
+    if (reaped_ || killed_) return;
+    why();
+    killed_ = true;
+    kill_sandbox(run_);
+  }
+
+  void reap() {
+    if (reaped_) return;
+    if (wait4(run_.pid, &outcome_.wait_status, WNOHANG, &outcome_.usage) != run_.pid) return;
+    reaped_ = true;
+    unwatch(epoll_.get(), run_.pidfd);
+    // pid 1 is gone, so the kernel has killed the rest of its namespace and the pipes close;
+    // give the last output a bounded time to arrive.
+    drain_deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainAfterExitMs);
+  }
+
+  int remaining_drain_ms() const {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline_ - std::chrono::steady_clock::now());
+    return left.count() > 0 ? static_cast<int>(left.count()) : 0;
+  }
+
+  const Supervised& run_;
+  UniqueFd epoll_, wall_, cpu_tick_;
+  SupervisionOutcome outcome_;
+  bool reaped_ = false, killed_ = false;
+  std::chrono::steady_clock::time_point drain_deadline_;
+};
+
+}  // namespace
+
+void kill_sandbox(const Supervised& run) {
+  syscall(SYS_pidfd_send_signal, run.pidfd, SIGKILL, nullptr, 0);
+  run.cgroup.kill_all();
+}
+
+SupervisionOutcome supervise(const Supervised& run) { return Loop(run).run(); }
+
+}  // namespace sandcell::runtime

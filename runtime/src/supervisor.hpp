@@ -1,0 +1,38 @@
+#pragma once
+// The supervisor loop: waits for the program while enforcing the wall deadline, the CPU-time
+// limit (polling the cgroup's usage), the output caps and interrupts of sandcell itself; kills
+// the whole tree when one fires; reaps the program and drains its output.
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "output_pump.hpp"
+#include "sandcell/runtime/cgroup.hpp"
+
+namespace sandcell::runtime {
+
+struct Supervised {
+  pid_t pid;       // pid 1 of the sandbox's pid namespace
+  int pidfd;
+  OutputPump& out;
+  OutputPump& err;
+  Cgroup& cgroup;
+  const Limits& limits;
+  int signal_fd;   // signalfd for SIGINT/SIGTERM/SIGHUP sent to sandcell
+};
+
+struct SupervisionOutcome {
+  int wait_status = 0;
+  rusage usage{};
+  bool wall_timeout = false;
+  bool cpu_timeout = false;
+  bool output_limit = false;
+  int interrupted_by = 0;  // the signal that interrupted sandcell, if any
+};
+
+SupervisionOutcome supervise(const Supervised& run);
+
+// Kills every process of the sandbox: pid 1 of its pid namespace (the kernel then kills the
+// rest of the namespace) and, for good measure, everything in its cgroup.
+void kill_sandbox(const Supervised& run);
+
+}  // namespace sandcell::runtime

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every package sandcell needs to build, test and benchmark on Debian/Ubuntu.
+# Idempotent: packages already present are skipped by apt-get; safe to run on every CI run.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake ninja-build pkg-config clang-format
+  # libraries sandcell links against
+  libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev googletest libarchive-dev libssl-dev libcurl4-openssl-dev libnftables-dev
+  # test fixtures: a static busybox rootfs; a static helper is built with the C compiler
+  busybox-static libc6-dev
+  # tools the tests and benchmarks compare against or drive
+  hyperfine bubblewrap runc util-linux iproute2 procps nftables
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: must run as root (apt-get install)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Fails if the host still holds anything a sandcell run created: mounts, cgroups under a
+# sandcell parent, run state, veths, nft tables, or sandcell processes.
+set -u
+bad=0
+say() { echo "host not clean: $*"; bad=1; }
+
+n=$(grep -c sandcell /proc/self/mountinfo || true)
+[ "$n" -eq 0 ] || say "$n mounts mention sandcell: $(grep sandcell /proc/self/mountinfo | head -3)"
+for d in /sys/fs/cgroup/*/sandcell /sys/fs/cgroup/sandcell; do
+  [ -d "$d" ] || continue
+  n=$(find "$d" -mindepth 1 -type d | wc -l)
+  [ "$n" -eq 0 ] || say "$n cgroups under $d"
+done
+if [ -d /run/sandcell ]; then
+  n=$(find /run/sandcell -mindepth 1 -maxdepth 1 | wc -l)
+  [ "$n" -eq 0 ] || say "$n run state entries under /run/sandcell"
+fi
+n=$(ip -o link show 2>/dev/null | grep -c ' sc-' || true)
+[ "$n" -eq 0 ] || say "$n links named sc-*"
+if nft list tables 2>/dev/null | grep -q sandcell; then say "nft table sandcell exists"; fi
+# Any process running from our build tree or the test rootfs (the probe program) is a leak.
+p=$(pgrep -f -a 'sandcell run|sc-probe' | grep -v -e pgrep -e check-host-clean || true)
+[ -z "$p" ] || say "processes left: $p"
+[ $bad -eq 0 ] && echo "host is clean"
+exit $bad

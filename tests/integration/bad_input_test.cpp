@@ -1,0 +1,82 @@
+// Bad input: one clear line on stderr, exit 125 (126/127 for the command), nothing left behind.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "sandcell_cli.hpp"
+
+namespace sandcell::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+size_t run_state_entries() {
+  std::error_code ec;
+  size_t n = 0;
+  for (auto it = fs::directory_iterator("/run/sandcell", ec); !ec && it != fs::directory_iterator(); ++it) ++n;
+  return n;
+}
+
+void expect_one_line_error(const CliRun& r, int code, const std::string& mentions) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(mentions), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.rfind("sandcell: ", 0), 0u) << r.err;
+}
+
+TEST(BadInput, MissingRootfs) {
+  auto r = run_sandcell({"run", "--rootfs", "/nonexistent/rootfs", "--", "/bin/true"});
+  expect_one_line_error(r, 125, "/nonexistent/rootfs");
+  EXPECT_EQ(run_state_entries(), 0u);
+}
+
+TEST(BadInput, BadSize) {
+  auto r = run_sandcell({"run", "--rootfs", test_rootfs(), "--memory", "lots", "--", "/bin/true"});
+  expect_one_line_error(r, 125, "--memory");
+}
+
+TEST(BadInput, UnknownOption) {
+  auto r = run_sandcell({"run", "--rootfs", test_rootfs(), "--frobnicate", "--", "/bin/true"});
+  expect_one_line_error(r, 125, "--frobnicate");
+}
+
+TEST(BadInput, CommandMissingInRootfsIs127) {
+  auto r = run_sandcell({"run", "--rootfs", test_rootfs(), "--", "/bin/no-such-program"});
+  expect_one_line_error(r, 127, "no-such-program");
+  auto json = run_in_sandbox({}, {"no-such-program"});
+  EXPECT_EQ(json.exit_code, 127);
+  EXPECT_EQ(json.record["status"], "runtime_error");
+  EXPECT_EQ(run_state_entries(), 0u);
+  EXPECT_TRUE(sandcell_cgroups().empty());
+}
+
+TEST(BadInput, NotExecutableIs126) {
+  auto r = run_in_sandbox({}, {"/etc/passwd"});
+  EXPECT_EQ(r.exit_code, 126);
+  EXPECT_EQ(r.record["status"], "runtime_error");
+}
+
+TEST(BadInput, NonRootCallerIsRefused) {
+  auto r = run_sandcell({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                         sandcell_binary(), "run", "--rootfs", test_rootfs(), "--", "/bin/true"});
+  expect_one_line_error(r, 125, "root");
+}
+
+TEST(BadInput, BadMountAndUserSpecs) {
+  expect_one_line_error(run_sandcell({"run", "--rootfs", test_rootfs(), "--mount", "/tmp", "--", "/bin/true"}), 125, "--mount");
+  expect_one_line_error(run_sandcell({"run", "--rootfs", test_rootfs(), "--user", "alice", "--", "/bin/true"}), 125, "--user");
+  expect_one_line_error(run_sandcell({"run", "--rootfs", test_rootfs(), "--cap-add", "CAP_NOPE", "--", "/bin/true"}), 125, "CAP_NOPE");
+  expect_one_line_error(run_sandcell({"run", "--rootfs", test_rootfs(), "--workdir", "relative", "--", "/bin/true"}), 125, "working directory");
+  expect_one_line_error(run_sandcell({"run", "--rootfs", test_rootfs(), "--net", "full", "--", "/bin/true"}), 125, "--net");
+}
+
+TEST(BadInput, HelpTeachesAndExitsZero) {
+  auto r = run_sandcell({"run", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* text : {"--memory", "--timeout", "--report", "Exit code", "[512m]"})
+    EXPECT_NE(r.out.find(text), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace sandcell::test

@@ -1,0 +1,169 @@
+// What the program sees inside `sandcell run`: namespaces, filesystem, /proc, /dev, privileges.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "sandcell_cli.hpp"
+
+namespace sandcell::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string stdout_of(const CliRun& r) {
+  EXPECT_TRUE(r.record.is_object()) << r.out << r.err;
+  return r.record.is_object() ? r.record.value("stdout", "") : "";
+}
+
+TEST(Isolation, ProgramIsPid1AndSeesNoHostPids) {
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "echo $$; ls -d /proc/[0-9]* | wc -l"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string out = stdout_of(r);
+  EXPECT_EQ(out.substr(0, 2), "1\n");
+  int visible = std::stoi(out.substr(2));
+  EXPECT_LE(visible, 4) << "host processes are visible: " << out;
+}
+
+TEST(Isolation, HostnameIsSandcellByDefaultAndSettable) {
+  EXPECT_EQ(trim(stdout_of(run_in_sandbox({}, {"/bin/hostname"}))), "sandcell");
+  EXPECT_EQ(trim(stdout_of(run_in_sandbox({"--hostname", "box7"}, {"/bin/hostname"}))), "box7");
+}
+
+TEST(Isolation, OnlyLoopbackInterfaceExistsAndIsUp) {
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "ls /sys/class/net; cat /sys/class/net/lo/operstate"});
+  EXPECT_EQ(stdout_of(r), "lo\nunknown\n");
+  auto ping = run_in_sandbox({}, {"/bin/sh", "-c", "nc -l -p 9000 -w 2 & sleep 0.2; echo hi | nc -w 1 127.0.0.1 9000"});
+  EXPECT_EQ(ping.exit_code, 0) << ping.out;
+}
+
+std::map<std::string, std::string> snapshot(const std::string& root) {
+  std::map<std::string, std::string> entries;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    struct stat st {};
+    lstat(it->path().c_str(), &st);
+    entries[it->path()] = std::to_string(st.st_mode) + ":" + std::to_string(st.st_size) + ":" +
+                          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) +
+                          ":" + std::to_string(st.st_uid);
+  }
+  return entries;
+}
+
+TEST(Isolation, RootfsUnchangedAfterRunThatWritesEverywhere) {
+  auto before = snapshot(test_rootfs());
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c",
+      "/bin/sc-probe write-everywhere; echo x > /etc/passwd; rm -rf /usr /sbin; "
+      "chmod 000 /etc; mkdir -p /new/dir; touch /bin/added; rm /bin/ls; echo done"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(stdout_of(r).find("done"), std::string::npos);
+  EXPECT_EQ(before, snapshot(test_rootfs()));
+  // The writes did land inside the sandbox (an overlay), just not in the directory.
+  auto seen = run_in_sandbox({}, {"/bin/sh", "-c", "echo y > /etc/x && cat /etc/x"});
+  EXPECT_EQ(stdout_of(seen), "y\n");
+}
+
+TEST(Isolation, MaskedPathsReadEmpty) {
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c",
+      "wc -c < /proc/kcore; wc -c < /proc/keys; wc -c < /proc/timer_list; ls -A /proc/acpi /proc/scsi /sys/firmware | wc -l"});
+  EXPECT_EQ(stdout_of(r), "0\n0\n0\n0\n") << r.out;
+}
+
+TEST(Isolation, ReadOnlyPathsRefuseWrites) {
+  for (const char* target : {"/proc/sysrq-trigger", "/proc/sys/kernel/hostname", "/proc/sys/vm/drop_caches",
+                             "/sys/kernel/uevent_helper"}) {
+    auto r = run_in_sandbox({}, {"/bin/sh", "-c", std::string("echo 1 > ") + target});
+    EXPECT_NE(r.exit_code, 0) << target << " was writable";
+  }
+  auto fs_check = run_in_sandbox({}, {"/bin/sh", "-c", "grep -E ' /(sys|proc/sys|proc/bus|proc/irq|proc/fs) ' /proc/mounts"});
+  std::string mounts = stdout_of(fs_check);
+  for (const char* path : {" /sys ", " /proc/sys ", " /proc/bus ", " /proc/irq ", " /proc/fs "}) {
+    auto line = mounts.find(path);
+    ASSERT_NE(line, std::string::npos) << path << " missing in " << mounts;
+    EXPECT_EQ(mounts.substr(mounts.find(' ', line + strlen(path)) + 1, 2), "ro") << path;
+  }
+}
+
+TEST(Isolation, DevHasOnlyTheMinimalNodes) {
+  auto r = run_in_sandbox({}, {"/bin/ls", "/dev"});
+  EXPECT_EQ(stdout_of(r), "fd\nfull\nnull\nptmx\npts\nrandom\nshm\nstderr\nstdin\nstdout\ntty\nurandom\nzero\n");
+  auto rw = run_in_sandbox({}, {"/bin/sh", "-c", "echo x > /dev/null && head -c 4 /dev/zero | wc -c && echo ok > /dev/shm/a && cat /dev/shm/a"});
+  EXPECT_EQ(stdout_of(rw), "4\nok\n") << rw.err;
+}
+
+TEST(Isolation, NoCapabilitiesNoNewPrivsAndSeccompFilter) {
+  auto r = run_in_sandbox({}, {"/bin/sc-probe", "caps"});
+  std::string out = stdout_of(r);
+  for (const char* line : {"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
+                           "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000",
+                           "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"})
+    EXPECT_NE(out.find(line), std::string::npos) << line << " not in\n" << out;
+  EXPECT_TRUE(r.record["isolation"]["no_new_privs"].get<bool>());
+  EXPECT_EQ(r.record["isolation"]["seccomp"], "builtin");
+}
+
+TEST(Isolation, CapAddKeepsOnlyThatCapability) {
+  auto root = run_in_sandbox({"--cap-add", "NET_BIND_SERVICE"}, {"/bin/sc-probe", "caps"});
+  EXPECT_NE(stdout_of(root).find("CapEff:\t0000000000000400"), std::string::npos) << root.out;
+  EXPECT_NE(stdout_of(root).find("CapBnd:\t0000000000000400"), std::string::npos) << root.out;
+  auto user = run_in_sandbox({"--cap-add", "NET_BIND_SERVICE", "--user", "1000:1000"}, {"/bin/sc-probe", "caps"});
+  EXPECT_NE(stdout_of(user).find("CapAmb:\t0000000000000400"), std::string::npos) << user.out;
+  EXPECT_EQ(root.record["isolation"]["capabilities"], nlohmann::json::array({"NET_BIND_SERVICE"}));
+}
+
+TEST(Isolation, UserAndGroupAreSwitched) {
+  auto r = run_in_sandbox({"--user", "65534:65533"}, {"/bin/sh", "-c", "id -u; id -g; id -G"});
+  EXPECT_EQ(stdout_of(r), "65534\n65533\n65533\n");
+}
+
+TEST(Isolation, OnlyStdioFdsSurviveAndCwdIsInsideRoot) {
+  auto fds = run_in_sandbox({}, {"/bin/sc-probe", "fds"});
+  EXPECT_EQ(trim(stdout_of(fds)), "0 1 2") << fds.out;
+  auto cwd = run_in_sandbox({"--workdir", "/tmp"}, {"/bin/sc-probe", "cwd"});
+  EXPECT_EQ(trim(stdout_of(cwd)), "/tmp");
+}
+
+TEST(Isolation, ResourceLimitsAreStrict) {
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "ulimit -c; ulimit -n; ulimit -l"});
+  EXPECT_EQ(stdout_of(r), "0\n1024\n0\n");
+}
+
+TEST(Isolation, EnvironmentIsCleanAndSettable) {
+  setenv("SANDCELL_HOST_SECRET", "leak", 1);
+  auto r = run_in_sandbox({"--env", "A=1", "--env", "PATH=/bin"}, {"/bin/env"});
+  std::string out = stdout_of(r);
+  EXPECT_EQ(out.find("SANDCELL_HOST_SECRET"), std::string::npos);
+  EXPECT_NE(out.find("A=1\n"), std::string::npos);
+  EXPECT_NE(out.find("PATH=/bin\n"), std::string::npos);
+}
+
+TEST(Isolation, BindAndTmpfsMounts) {
+  fs::path host = fs::temp_directory_path() / ("sandcell-mount-" + std::to_string(getpid()));
+  fs::create_directories(host);
+  std::ofstream(host / "in.txt") << "from host";
+  auto ro = run_in_sandbox({"--mount", host.string() + ":/data:ro"},
+                           {"/bin/sh", "-c", "cat /data/in.txt; echo x > /data/new || echo refused"});
+  EXPECT_EQ(stdout_of(ro), "from hostrefused\n") << ro.err;
+  auto rw = run_in_sandbox({"--mount", host.string() + ":/data"}, {"/bin/sh", "-c", "echo out > /data/out.txt"});
+  EXPECT_EQ(rw.exit_code, 0) << rw.err;
+  EXPECT_TRUE(fs::exists(host / "out.txt"));
+  auto tmp = run_in_sandbox({"--tmpfs", "/scratch:1m"},
+                            {"/bin/sh", "-c", "head -c 2000000 /dev/zero > /scratch/f || echo full"});
+  EXPECT_NE(stdout_of(tmp).find("full"), std::string::npos);
+  fs::remove_all(host);
+}
+
+TEST(Isolation, StdinIsPassedThrough) {
+  auto r = run_in_sandbox({}, {"/bin/cat"}, "hello from stdin\n");
+  EXPECT_EQ(stdout_of(r), "hello from stdin\n");
+}
+
+}  // namespace
+}  // namespace sandcell::test

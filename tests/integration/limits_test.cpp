@@ -1,0 +1,149 @@
+// Limits, statuses and the supervisor: every way a run can end is reported as what it was.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "sandcell_cli.hpp"
+
+namespace sandcell::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string status_of(const CliRun& r) {
+  return r.record.is_object() ? r.record["status"].get<std::string>() : "no record: " + r.out + r.err;
+}
+
+TEST(Limits, CleanExitIsOkWithUsageAndEnforcement) {
+  auto r = run_in_sandbox({}, {"/bin/true"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(status_of(r), "ok");
+  for (const char* field : {"exit_code", "signal", "wall_ms", "cpu_ms", "peak_memory_bytes", "stdout_bytes",
+                            "stderr_bytes", "stdout_truncated", "stderr_truncated", "limits", "enforced",
+                            "isolation", "events"})
+    EXPECT_TRUE(r.record.contains(field)) << field;
+  EXPECT_EQ(r.record["limits"]["memory_bytes"], 512ull << 20);
+  EXPECT_EQ(r.record["limits"]["pids"], 128);
+  EXPECT_EQ(r.record["enforced"]["memory_bytes"], "cgroup-v1");  // this CI host is hybrid
+  EXPECT_EQ(r.record["enforced"]["wall_s"], "supervisor");
+  EXPECT_EQ(r.record["isolation"]["cgroup"], "v1");
+}
+
+TEST(Limits, NonzeroExitCodeIsPassedThrough) {
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "echo oops >&2; exit 3"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(status_of(r), "exit_nonzero");
+  EXPECT_EQ(r.record["stderr"], "oops\n");
+}
+
+TEST(Limits, MemoryBombIsOom) {
+  auto r = run_in_sandbox({"--memory", "64m"}, {"/bin/sc-probe", "mem", "512"});
+  EXPECT_EQ(status_of(r), "oom") << r.out;
+  EXPECT_GE(r.record["events"]["oom_kills"].get<int>(), 1);
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+}
+
+TEST(Limits, ForkBombIsPidsLimitAndHostUnaffected) {
+  auto r = run_in_sandbox({"--pids", "32", "--timeout", "2"}, {"/bin/sc-probe", "forkbomb"});
+  EXPECT_EQ(status_of(r), "pids_limit") << r.out;
+  EXPECT_GT(r.record["events"]["pids_limit_hits"].get<int>(), 0);
+  EXPECT_TRUE(processes_matching("sc-probe forkbomb").empty());
+  // The host can still start processes.
+  EXPECT_EQ(system("true"), 0);
+}
+
+TEST(Limits, SpinIsTimeoutCpu) {
+  auto r = run_in_sandbox({"--cpu-time", "0.5", "--timeout", "20"}, {"/bin/sc-probe", "spin"});
+  EXPECT_EQ(status_of(r), "timeout_cpu") << r.out;
+  EXPECT_GE(r.record["cpu_ms"].get<int>(), 450);
+}
+
+TEST(Limits, SleepIsTimeoutWall) {
+  auto r = run_in_sandbox({"--timeout", "0.5"}, {"/bin/sc-probe", "sleep", "100"});
+  EXPECT_EQ(status_of(r), "timeout_wall") << r.out;
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+}
+
+TEST(Limits, SigtermIgnoringProgramIsStillKilled) {
+  auto r = run_in_sandbox({"--timeout", "0.5"}, {"/bin/sc-probe", "ignore-term"});
+  EXPECT_EQ(status_of(r), "timeout_wall");
+}
+
+TEST(Limits, FloodIsOutputLimitAndSupervisorMemoryStaysBounded) {
+  auto r = run_in_sandbox({"--output-limit", "1m"}, {"/bin/sc-probe", "flood"});
+  EXPECT_EQ(status_of(r), "output_limit");
+  EXPECT_TRUE(r.record["stdout_truncated"].get<bool>());
+  EXPECT_EQ(r.record["stdout"].get<std::string>().size(), 1u << 20);
+  EXPECT_GE(r.record["stdout_bytes"].get<uint64_t>(), 1u << 20);
+  // Passed through (not captured), 256 MiB of output must not grow the supervisor.
+  auto plain = run_sandcell({"run", "--rootfs", test_rootfs(), "--output-limit", "256m", "--", "/bin/sc-probe", "flood"});
+  EXPECT_EQ(plain.exit_code, 128 + SIGKILL);
+  EXPECT_GE(plain.out.size(), 256u << 20);
+  EXPECT_LT(plain.max_rss_kb, 64 * 1024) << "supervisor peak RSS in KiB";
+}
+
+TEST(Limits, StderrFloodIsCappedToo) {
+  auto r = run_in_sandbox({"--output-limit", "64k"}, {"/bin/sc-probe", "flood-stderr"});
+  EXPECT_EQ(status_of(r), "output_limit");
+  EXPECT_TRUE(r.record["stderr_truncated"].get<bool>());
+  EXPECT_EQ(r.record["stderr"].get<std::string>().size(), 64u << 10);
+}
+
+TEST(Supervisor, BackgroundChildIsKilledWhenProgramExits) {
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "/bin/sc-probe sleep 3001 & exit 0"});
+  EXPECT_EQ(status_of(r), "ok");
+  EXPECT_LT(r.record["wall_ms"].get<int>(), 3000);
+  EXPECT_TRUE(processes_matching("sc-probe sleep 3001").empty());
+}
+
+TEST(Supervisor, SetsidDaemonIsKilled) {
+  auto r = run_in_sandbox({}, {"/bin/sc-probe", "daemon"});
+  EXPECT_EQ(status_of(r), "ok");
+  EXPECT_TRUE(processes_matching("sc-probe daemon").empty());
+}
+
+TEST(Supervisor, TwentyParallelRunsStayIndependent) {
+  std::vector<std::thread> threads;
+  std::vector<CliRun> runs(20);
+  for (int i = 0; i < 20; ++i)
+    threads.emplace_back([&runs, i] {
+      std::string id = std::to_string(i);
+      runs[i] = run_in_sandbox({"--hostname", "h" + id, "--env", "ID=" + id},
+                               {"/bin/sh", "-c", "echo $ID > /tmp/id; sleep 0.3; echo $(hostname) $(cat /tmp/id) $$"});
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(status_of(runs[i]), "ok") << runs[i].err;
+    EXPECT_EQ(runs[i].record.value("stdout", ""), "h" + std::to_string(i) + " " + std::to_string(i) + " 1\n");
+  }
+}
+
+TEST(Supervisor, SigkilledSupervisorLeavesNothingAfterGc) {
+  pid_t supervisor = spawn_sandcell({"run", "--rootfs", test_rootfs(), "--", "/bin/sc-probe", "sleep", "3002"});
+  // Wait until the program runs inside the sandbox.
+  for (int i = 0; i < 100 && processes_matching("sc-probe sleep 3002").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_FALSE(processes_matching("sc-probe sleep 3002").empty());
+  kill(supervisor, SIGKILL);
+  waitpid(supervisor, nullptr, 0);
+  for (int i = 0; i < 100 && !processes_matching("sc-probe sleep 3002").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(processes_matching("sc-probe sleep 3002").empty()) << "the sandbox outlived its supervisor";
+  std::string id_prefix = "/sandcell/" + std::to_string(supervisor) + "-";
+  bool left = false;
+  for (const auto& dir : sandcell_cgroups()) left |= dir.find(id_prefix) != std::string::npos;
+  EXPECT_TRUE(left) << "expected the killed run's cgroups to remain until gc";
+  auto gc = run_sandcell({"gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_NE(gc.out.find("removed cgroup"), std::string::npos) << gc.out;
+  for (const auto& dir : sandcell_cgroups()) EXPECT_EQ(dir.find(id_prefix), std::string::npos) << dir;
+  EXPECT_FALSE(fs::exists("/run/sandcell/" + std::to_string(supervisor)));
+}
+
+}  // namespace
+}  // namespace sandcell::test

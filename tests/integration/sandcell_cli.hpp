@@ -1,0 +1,35 @@
+#pragma once
+// Runs the real `sandcell` executable the way a user would and collects what it printed.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace sandcell::test {
+
+struct CliRun {
+  int exit_code = -1;     // exit status of sandcell, 128+N if a signal N killed it
+  std::string out, err;   // sandcell's own stdout and stderr
+  long max_rss_kb = 0;    // peak RSS of sandcell (or its largest waited-for child)
+  nlohmann::json record;  // the parsed stdout when it is JSON, else null
+};
+
+// sandcell ARGS..., with `input` on its stdin.
+CliRun run_sandcell(const std::vector<std::string>& args, const std::string& input = "");
+
+// sandcell run --json --rootfs <test rootfs> FLAGS... -- COMMAND...
+CliRun run_in_sandbox(const std::vector<std::string>& flags, const std::vector<std::string>& command,
+                      const std::string& input = "");
+
+// Starts sandcell in the background (stdout/stderr to /dev/null); returns its pid.
+pid_t spawn_sandcell(const std::vector<std::string>& args);
+
+std::string test_rootfs();
+std::string sandcell_binary();
+
+// Processes on the host whose command line contains `needle` (other than the caller).
+std::vector<pid_t> processes_matching(const std::string& needle);
+
+// Directories under every sandcell cgroup parent on the host.
+std::vector<std::string> sandcell_cgroups();
+
+}  // namespace sandcell::test
