@@ -1,0 +1,97 @@
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include "cgroup_files.hpp"
+#include "sandcell/runtime/cgroup.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::runtime {
+namespace {
+
+// v1 super options that name a controller. Everything else there ("rw", "name=systemd",
+// "clone_children", "release_agent=...") is an option of the hierarchy, not a controller.
+const std::set<std::string_view> kV1Controllers = {
+    "blkio",  "cpu",  "cpuacct", "cpuset",   "devices",    "freezer", "hugetlb",
+    "memory", "misc", "net_cls", "net_prio", "perf_event", "pids",    "rdma"};
+
+struct CgroupMount {
+  std::string mount_point;
+  std::string fstype;
+  std::string super_options;
+};
+
+// mountinfo escapes space, tab, newline and backslash in paths as \ooo (proc(5)).
+std::string unescape_octal(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto is_octal = [&](size_t j) {
+      return j < text.size() && text[j] >= '0' && text[j] <= '7';
+    };
+    if (text[i] == '\\' && is_octal(i + 1) && is_octal(i + 2) && is_octal(i + 3)) {
+      out += static_cast<char>((text[i + 1] - '0') * 64 + (text[i + 2] - '0') * 8 +
+                               (text[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue": the mount
+// point is field 5; a variable number of optional fields ends at the lone "-", after which come
+// the fstype, the source and the super options.
+std::optional<CgroupMount> parse_mountinfo_line(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> fields;
+  for (std::string field; in >> field;) fields.push_back(field);
+  size_t sep = 6;
+  while (sep < fields.size() && fields[sep] != "-") ++sep;
+  if (sep + 3 >= fields.size()) return std::nullopt;  // also covers lines shorter than 7 fields
+  return CgroupMount{.mount_point = unescape_octal(fields[4]),
+                     .fstype = fields[sep + 1],
+                     .super_options = fields[sep + 3]};
+}
+
+void add_v1_controllers(const CgroupMount& mount, CgroupHost& host) {
+  std::istringstream options(mount.super_options);
+  for (std::string option; std::getline(options, option, ',');) {
+    // The first mount of a hierarchy wins; later ones are bind mounts of the same tree.
+    if (kV1Controllers.contains(option)) host.v1_roots.try_emplace(option, mount.mount_point);
+  }
+}
+
+bool unified_has_needed_controllers(const std::string& root) {
+  const auto text = cgroupfs::read_if_exists(root + "/cgroup.controllers");
+  if (!text) return false;
+  std::set<std::string> offered;
+  std::istringstream words(*text);
+  for (std::string word; words >> word;) offered.insert(word);
+  return offered.contains("memory") && offered.contains("pids") && offered.contains("cpu");
+}
+
+}  // namespace
+
+CgroupHost probe_cgroups(const std::string& mountinfo_path) {
+  std::ifstream in(mountinfo_path);
+  if (!in) throw Error(errno, "open " + mountinfo_path);
+  CgroupHost host;
+  for (std::string line; std::getline(in, line);) {
+    const auto mount = parse_mountinfo_line(line);
+    if (!mount) continue;
+    if (mount->fstype == "cgroup2" && host.v2_root.empty()) host.v2_root = mount->mount_point;
+    if (mount->fstype == "cgroup") add_v1_controllers(*mount, host);
+  }
+  if (!host.v2_root.empty() && unified_has_needed_controllers(host.v2_root)) {
+    host.mode = CgroupHost::Mode::V2;
+  } else if (host.v1_roots.contains("memory") && host.v1_roots.contains("pids")) {
+    host.mode = CgroupHost::Mode::V1;
+  }
+  return host;
+}
+
+}  // namespace sandcell::runtime

@@ -1,0 +1,165 @@
+#include <algorithm>
+
+#include "cgroup_files.hpp"
+#include "cgroup_versions.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::runtime {
+namespace {
+
+// cpuset is left out on purpose: a new v1 cpuset cgroup has empty cpuset.cpus/mems and refuses
+// tasks until they are filled. cpuacct gives the CPU time, freezer a race-free kill.
+// freezer comes first so paths() lists it first: gc removes directories in that order, and
+// thawing a frozen leftover there is what lets its pending SIGKILLs empty the other hierarchies.
+constexpr const char* kControllers[] = {"freezer", "memory", "pids", "cpu", "cpuacct"};
+
+// A freezer that never reaches FROZEN (a task stuck in the kernel) must not hang teardown.
+constexpr std::chrono::milliseconds kFreezeLimit{1000};
+
+}  // namespace
+
+CgroupV1::CgroupV1(const std::map<std::string, std::string>& controller_mounts,
+                   const std::string& run_id) {
+  cgroupfs::check_run_id(run_id);
+  try {
+    for (const char* controller : kControllers) {
+      const auto mount = controller_mounts.find(controller);
+      if (mount == controller_mounts.end()) continue;
+      const std::string dir = mount->second + "/" + kCgroupParent + "/" + run_id;
+      if (std::find(dirs_.begin(), dirs_.end(), dir) == dirs_.end()) {
+        cgroupfs::make_dir(mount->second + "/" + kCgroupParent);
+        cgroupfs::make_dir(dir);
+        dirs_.push_back(dir);
+      }
+      dir_of_[controller] = dir;
+    }
+  } catch (...) {
+    // The destructor does not run for a half-built object; undo the directories made so far.
+    std::vector<std::string> made(dirs_.rbegin(), dirs_.rend());
+    try {
+      cgroupfs::kill_and_remove(made);
+    } catch (...) {
+      // The creation error is the one worth reporting.
+    }
+    throw;
+  }
+}
+
+CgroupV1::~CgroupV1() {
+  try {
+    remove();
+  } catch (...) {
+    // A destructor must not throw; `sandcell gc` removes what is left from the run state.
+  }
+}
+
+std::string CgroupV1::file(const std::string& controller, const char* name) const {
+  const auto dir = dir_of_.find(controller);
+  // "" names no file: reads of it find nothing, exists() is false.
+  return dir == dir_of_.end() ? std::string() : dir->second + "/" + name;
+}
+
+std::map<std::string, Enforcement> CgroupV1::apply(const Limits& limits) {
+  std::map<std::string, Enforcement> enforced;
+  if (limits.memory_bytes && apply_memory(*limits.memory_bytes)) {
+    enforced["memory_bytes"] = Enforcement::CgroupV1;
+  }
+  const std::string pids_max = file("pids", "pids.max");
+  if (limits.pids && cgroupfs::exists(pids_max)) {
+    cgroupfs::write(pids_max, std::to_string(*limits.pids));
+    enforced["pids"] = Enforcement::CgroupV1;
+  }
+  if (limits.cpus && apply_cpus(*limits.cpus)) enforced["cpus"] = Enforcement::CgroupV1;
+  return enforced;
+}
+
+bool CgroupV1::apply_memory(uint64_t bytes) {
+  const std::string limit = file("memory", "memory.limit_in_bytes");
+  if (!cgroupfs::exists(limit)) return false;
+  const std::string memsw = file("memory", "memory.memsw.limit_in_bytes");
+  const std::string value = std::to_string(bytes);
+  // memsw (memory + swap) set to the same value means no swap. The kernel keeps
+  // limit_in_bytes <= memsw.limit_in_bytes at every step (EINVAL otherwise), so on a raise memsw
+  // goes first and on a lowering it goes second.
+  const bool has_memsw = cgroupfs::exists(memsw);
+  const bool raising = cgroupfs::single_value(limit).value_or(0) < bytes;
+  if (has_memsw && raising) cgroupfs::write(memsw, value);
+  cgroupfs::write(limit, value);
+  if (has_memsw && !raising) cgroupfs::write(memsw, value);
+  const std::string swappiness = file("memory", "memory.swappiness");
+  if (cgroupfs::exists(swappiness)) {
+    try {
+      cgroupfs::write(swappiness, "0");
+    } catch (const Error&) {
+      // Only a preference (memsw already caps swap, or there is no swap to cap); some kernels
+      // refuse it on non-root cgroups.
+    }
+  }
+  return true;
+}
+
+bool CgroupV1::apply_cpus(double cpus) {
+  const std::string quota = file("cpu", "cpu.cfs_quota_us");
+  if (!cgroupfs::exists(quota)) return false;
+  // The period is set explicitly so the quota means what v2's "<quota> 100000" means.
+  cgroupfs::write(file("cpu", "cpu.cfs_period_us"), std::to_string(kCpuPeriodUs));
+  cgroupfs::write(quota, std::to_string(cpu_quota_us(cpus)));
+  return true;
+}
+
+void CgroupV1::add_process(pid_t pid) {
+  for (const auto& dir : dirs_) cgroupfs::write(dir + "/cgroup.procs", std::to_string(pid));
+}
+
+CgroupUsage CgroupV1::usage() const {
+  return {
+      .cpu_ns = cgroupfs::single_value(file("cpuacct", "cpuacct.usage")).value_or(0),
+      .peak_memory_bytes =
+          cgroupfs::single_value(file("memory", "memory.max_usage_in_bytes")).value_or(0),
+      .oom_kills = cgroupfs::keyed_value(file("memory", "memory.oom_control"), "oom_kill"),
+      .pids_limit_hits = cgroupfs::keyed_value(file("pids", "pids.events"), "max"),
+  };
+}
+
+bool CgroupV1::freeze(const char* state) {
+  const std::string path = file("freezer", "freezer.state");
+  if (!cgroupfs::exists(path)) return false;
+  cgroupfs::write(path, state);
+  const std::string wanted = std::string(state) + "\n";
+  cgroupfs::wait_until([&] { return cgroupfs::read_if_exists(path).value_or(wanted) == wanted; },
+                       kFreezeLimit);
+  return true;
+}
+
+void CgroupV1::kill_all() {
+  if (removed_) return;
+  // v1 has no cgroup.kill. Frozen tasks cannot fork, so one pass over cgroup.procs sees every
+  // process; the SIGKILL stays pending while frozen and takes effect on THAWED.
+  const bool frozen = freeze("FROZEN");
+  std::vector<std::string> all;
+  for (const auto& dir : dirs_) {
+    auto tree = cgroupfs::tree_bottom_up(dir);
+    all.insert(all.end(), tree.begin(), tree.end());
+  }
+  cgroupfs::kill_procs(all);
+  if (frozen) freeze("THAWED");
+}
+
+void CgroupV1::remove() {
+  if (removed_) return;
+  kill_all();
+  // Only the run directories and what the sandbox may have made below them; never the parent.
+  std::vector<std::string> all;
+  for (auto dir = dirs_.rbegin(); dir != dirs_.rend(); ++dir) {
+    auto tree = cgroupfs::tree_bottom_up(*dir);
+    all.insert(all.end(), tree.begin(), tree.end());
+  }
+  cgroupfs::kill_and_remove(all);
+  removed_ = true;
+}
+
+std::vector<std::string> CgroupV1::paths() const {
+  return dirs_;
+}
+
+}  // namespace sandcell::runtime
