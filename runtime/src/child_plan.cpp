@@ -7,10 +7,17 @@
 #include <algorithm>
 #include <cctype>
 
+#include "sandcell/apparmor/lsm_probe.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "spec_checks.hpp"
 
 namespace sandcell::runtime {
+
+const apparmor::LsmHost& lsm_host() {
+  static const apparmor::LsmHost host = apparmor::probe_lsm();  // thread-safe static init
+  return host;
+}
+
 namespace {
 
 std::string overlay_options(const Spec& spec, const std::string& upper, const std::string& work) {
@@ -49,6 +56,18 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
   return mounts;
 }
 
+apparmor::LandlockPlan plan_landlock(const Spec& spec) {
+  apparmor::LandlockPlan landlock;
+  landlock.abi = spec.lsm ? lsm_host().landlock_abi : 0;
+  landlock.writable = spec.writable_paths;
+  if (spec.cwd != "/") landlock.writable.push_back(spec.cwd);
+  for (const BindMount& bind : spec.bind_mounts)
+    if (!bind.read_only) landlock.writable.push_back(bind.destination);
+  for (const TmpfsMount& tmpfs : spec.tmpfs_mounts) landlock.writable.push_back(tmpfs.destination);
+  landlock.deny_tcp = spec.network == NetworkMode::None;
+  return landlock;
+}
+
 void fill_exec_arrays(ChildPlan& plan) {
   for (std::string& arg : plan.args) plan.argv.push_back(arg.data());
   plan.argv.push_back(nullptr);
@@ -82,6 +101,7 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir) {
   plan.groups = spec.additional_gids;
   plan.caps = plan_capabilities(spec.capabilities);
   plan.no_new_privileges = spec.no_new_privileges;
+  plan.landlock = plan_landlock(spec);
   plan.seccomp = spec.seccomp ? &*spec.seccomp : nullptr;
   plan.args = spec.args;
   plan.env = spec.env;

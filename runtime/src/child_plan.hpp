@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sandcell/apparmor/landlock.hpp"
 #include "sandcell/runtime/spec.hpp"
 
 namespace sandcell::runtime {
@@ -50,6 +51,7 @@ struct ChildPlan {
   std::vector<gid_t> groups;
   CapabilityPlan caps;
   bool no_new_privileges = true;
+  apparmor::LandlockPlan landlock;  // abi 0: not applied
   const SeccompProgram* seccomp = nullptr;
 
   std::vector<std::string> args, env;

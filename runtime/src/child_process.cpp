@@ -129,6 +129,11 @@ void set_no_new_privs(const ChildPlan& plan) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_NO_NEW_PRIVS)");
 }
 
+void apply_lsm(const ChildPlan& plan) {
+  const char* step = nullptr;
+  if (apparmor::restrict_with_landlock(plan.landlock, &step) < 0) child_fail(plan, "%s", step);
+}
+
 void install_seccomp(const ChildPlan& plan) {
   if (plan.seccomp == nullptr) return;
   sock_fprog program{

@@ -29,6 +29,7 @@ namespace sandcell::runtime {
   set_capabilities(plan);
   die_with_supervisor(plan);      // after switch_user: a credential change clears PDEATHSIG
   set_no_new_privs(plan);
+  apply_lsm(plan);                // Landlock (AppArmor hosts: exec profile)
   install_seccomp(plan);          // last
   exec_program(plan);             // reports the errno to the parent if execve fails
 }

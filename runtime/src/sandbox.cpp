@@ -111,7 +111,8 @@ Isolation isolation_of(const Spec& spec, CgroupHost::Mode mode) {
   return {.namespaces = {"pid", "mount", "network", "uts", "ipc", "cgroup"},
           .cgroup = mode_name(mode),
           .seccomp = spec.seccomp ? spec.seccomp->name : "none",
-          .lsm = "none",
+          .lsm = spec.lsm && lsm_host().landlock_abi > 0
+                     ? "landlock:abi" + std::to_string(lsm_host().landlock_abi) : "none",
           .capabilities = spec.capabilities,
           .no_new_privs = spec.no_new_privileges,
           .rootless = false,

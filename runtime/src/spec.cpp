@@ -36,6 +36,7 @@ Spec default_spec() {
       {.resource = RLIMIT_NOFILE, .soft = 1024, .hard = 1024},
       {.resource = RLIMIT_MEMLOCK, .soft = 0, .hard = 0},       // nothing pinned outside the memcg
   };
+  spec.writable_paths = {"/tmp", "/var/tmp", "/dev/shm", "/root"};
   spec.limits = default_limits();
   return spec;
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "child_plan.hpp"
+#include "sandcell/apparmor/lsm_probe.hpp"
 #include "sandcell/runtime/spec.hpp"
 
 namespace sandcell::runtime {
@@ -19,6 +20,9 @@ cap_value_t capability_from_name(const std::string& name);
 
 // The capabilities to keep → what to drop from the bounding set and the final state.
 CapabilityPlan plan_capabilities(const std::vector<std::string>& keep);
+
+// The host's LSMs, probed once per process.
+const apparmor::LsmHost& lsm_host();
 
 ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir);
 

@@ -76,6 +76,12 @@ struct Spec {
   std::vector<std::string> masked_paths;    // defaults: Docker's list
   std::vector<std::string> readonly_paths;  // defaults: Docker's list
 
+  // Linux security module layer: AppArmor where the host has it, else Landlock, which makes
+  // the root read/execute only with writes allowed below these paths (plus the working
+  // directory, read-write bind mounts and tmpfs mounts).
+  bool lsm = true;
+  std::vector<std::string> writable_paths;
+
   NetworkMode network = NetworkMode::None;
   Limits limits;
 };
