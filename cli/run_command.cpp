@@ -160,14 +160,14 @@ void add_run_command(CLI::App& app, Action& action) {
   run_cmd->add_option("--timeout", f->timeout, "Wall-clock limit in seconds [30]");
   run_cmd->add_option("--cpu-time", f->cpu_time, "CPU-time limit in seconds, whole process tree [none]");
   run_cmd->add_option("--output-limit", f->output_limit, "Bytes kept per output stream; more stops the run [1m]");
-  run_cmd->add_option("--env", f->env, "Environment variable K=V (repeatable)");
+  run_cmd->add_option("--env", f->env, "Environment variable K=V (repeatable)")->allow_extra_args(false);
   run_cmd->add_option("--workdir", f->workdir, "Working directory inside the sandbox [/]");
   run_cmd->add_option("--user", f->user, "UID[:GID] to run as [0:0, without capabilities]");
   run_cmd->add_option("--hostname", f->hostname, "Hostname inside the sandbox [sandcell]");
-  run_cmd->add_option("--mount", f->mounts, "Bind mount SRC:DST[:ro] (repeatable)");
-  run_cmd->add_option("--tmpfs", f->tmpfs, "tmpfs at DST[:SIZE] (repeatable; size default 64m)");
+  run_cmd->add_option("--mount", f->mounts, "Bind mount SRC:DST[:ro] (repeatable)")->allow_extra_args(false);
+  run_cmd->add_option("--tmpfs", f->tmpfs, "tmpfs at DST[:SIZE] (repeatable; size default 64m)")->allow_extra_args(false);
   run_cmd->add_option("--net", f->net, "Network policy: none (loopback only) [none]");
-  run_cmd->add_option("--cap-add", f->cap_add, "Keep this capability, e.g. NET_BIND_SERVICE (all are dropped by default)");
+  run_cmd->add_option("--cap-add", f->cap_add, "Keep this capability, e.g. NET_BIND_SERVICE (all are dropped by default)")->allow_extra_args(false);
   run_cmd->add_option("--report", f->report, "Write the result record (JSON) to FILE");
   run_cmd->add_flag("--json", f->json, "Print the result record on stdout, with stdout/stderr captured as fields");
   run_cmd->add_option("command", f->command, "The command and its arguments, after --")->required();

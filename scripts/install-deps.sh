@@ -13,6 +13,8 @@ packages=(
   busybox-static libc6-dev
   # tools the tests and benchmarks compare against or drive
   hyperfine bubblewrap runc util-linux iproute2 procps nftables
+  # AppArmor profiles are checked with apparmor_parser -QK even where the kernel lacks AppArmor
+  apparmor
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include <mutex>
+
 #include "sandcell/apparmor/lsm_probe.hpp"
+#include "sandcell/apparmor/profile.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "spec_checks.hpp"
 
@@ -19,6 +22,8 @@ const apparmor::LsmHost& lsm_host() {
 }
 
 namespace {
+
+constexpr const char* kAppArmorProfile = "sandcell-default";
 
 std::string overlay_options(const Spec& spec, const std::string& upper, const std::string& work) {
   std::string lower;
@@ -56,9 +61,21 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
   return mounts;
 }
 
+// The host's AppArmor gets sandcell-default, loaded once per process; Landlock is the layer
+// where AppArmor is absent (one LSM layer, as DESIGN.md says, not both).
+std::string plan_apparmor(const Spec& spec) {
+  if (!spec.lsm || !lsm_host().apparmor) return "";
+  static std::once_flag loaded;
+  std::call_once(loaded, [] {
+    apparmor::load_profile(apparmor::render_profile(apparmor::load_profile_template(kAppArmorProfile),
+        {{"name", kAppArmorProfile}, {"sandcell_binary", "sandcell"}}));
+  });
+  return kAppArmorProfile;
+}
+
 apparmor::LandlockPlan plan_landlock(const Spec& spec) {
   apparmor::LandlockPlan landlock;
-  landlock.abi = spec.lsm ? lsm_host().landlock_abi : 0;
+  landlock.abi = spec.lsm && !lsm_host().apparmor ? lsm_host().landlock_abi : 0;
   landlock.writable = spec.writable_paths;
   if (spec.cwd != "/") landlock.writable.push_back(spec.cwd);
   for (const BindMount& bind : spec.bind_mounts)
@@ -101,6 +118,7 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir) {
   plan.groups = spec.additional_gids;
   plan.caps = plan_capabilities(spec.capabilities);
   plan.no_new_privileges = spec.no_new_privileges;
+  plan.apparmor_profile = plan_apparmor(spec);
   plan.landlock = plan_landlock(spec);
   plan.seccomp = spec.seccomp ? &*spec.seccomp : nullptr;
   plan.args = spec.args;

@@ -51,6 +51,7 @@ struct ChildPlan {
   std::vector<gid_t> groups;
   CapabilityPlan caps;
   bool no_new_privileges = true;
+  std::string apparmor_profile;     // empty: none (the host has no AppArmor)
   apparmor::LandlockPlan landlock;  // abi 0: not applied
   const SeccompProgram* seccomp = nullptr;
 

@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "child_steps.hpp"
+#include "sandcell/apparmor/profile.hpp"
 
 namespace sandcell::runtime {
 
@@ -129,7 +130,13 @@ void set_no_new_privs(const ChildPlan& plan) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_NO_NEW_PRIVS)");
 }
 
-void apply_lsm(const ChildPlan& plan) {
+void apply_apparmor(const ChildPlan& plan) {
+  if (plan.apparmor_profile.empty()) return;
+  if (apparmor::change_onexec(plan.apparmor_profile.c_str()) < 0)
+    child_fail(plan, "apply AppArmor profile %s", plan.apparmor_profile.c_str());
+}
+
+void apply_landlock(const ChildPlan& plan) {
   const char* step = nullptr;
   if (apparmor::restrict_with_landlock(plan.landlock, &step) < 0) child_fail(plan, "%s", step);
 }

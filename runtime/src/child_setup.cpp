@@ -28,8 +28,9 @@ namespace sandcell::runtime {
   switch_user(plan);
   set_capabilities(plan);
   die_with_supervisor(plan);      // after switch_user: a credential change clears PDEATHSIG
+  apply_apparmor(plan);           // AppArmor hosts: profile for execve; refused after no_new_privs
   set_no_new_privs(plan);
-  apply_lsm(plan);                // Landlock (AppArmor hosts: exec profile)
+  apply_landlock(plan);           // hosts without AppArmor; needs no_new_privs
   install_seccomp(plan);          // last
   exec_program(plan);             // reports the errno to the parent if execve fails
 }

@@ -30,8 +30,9 @@ void drop_bounding_set(const ChildPlan& plan);
 void switch_user(const ChildPlan& plan);
 void set_capabilities(const ChildPlan& plan);
 void die_with_supervisor(const ChildPlan& plan);
+void apply_apparmor(const ChildPlan& plan);
 void set_no_new_privs(const ChildPlan& plan);
-void apply_lsm(const ChildPlan& plan);
+void apply_landlock(const ChildPlan& plan);
 void install_seccomp(const ChildPlan& plan);
 [[noreturn]] void exec_program(const ChildPlan& plan);
 

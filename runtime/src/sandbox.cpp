@@ -107,12 +107,18 @@ std::optional<ChildFailure> await_exec(int sync_fd) {
   return std::nullopt;
 }
 
+std::string lsm_name(const Spec& spec) {
+  if (!spec.lsm) return "none";
+  if (lsm_host().apparmor) return "apparmor:sandcell-default";
+  if (lsm_host().landlock_abi > 0) return "landlock:abi" + std::to_string(lsm_host().landlock_abi);
+  return "none";
+}
+
 Isolation isolation_of(const Spec& spec, CgroupHost::Mode mode) {
   return {.namespaces = {"pid", "mount", "network", "uts", "ipc", "cgroup"},
           .cgroup = mode_name(mode),
           .seccomp = spec.seccomp ? spec.seccomp->name : "none",
-          .lsm = spec.lsm && lsm_host().landlock_abi > 0
-                     ? "landlock:abi" + std::to_string(lsm_host().landlock_abi) : "none",
+          .lsm = lsm_name(spec),
           .capabilities = spec.capabilities,
           .no_new_privs = spec.no_new_privileges,
           .rootless = false,

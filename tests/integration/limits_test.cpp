@@ -52,7 +52,7 @@ TEST(Limits, ForkBombIsPidsLimitAndHostUnaffected) {
   auto r = run_in_sandbox({"--pids", "32", "--timeout", "2"}, {"/bin/sc-probe", "forkbomb"});
   EXPECT_EQ(status_of(r), "pids_limit") << r.out;
   EXPECT_GT(r.record["events"]["pids_limit_hits"].get<int>(), 0);
-  EXPECT_TRUE(processes_matching("sc-probe forkbomb").empty());
+  EXPECT_TRUE(processes_matching("/bin/sc-probe forkbomb").empty());
   // The host can still start processes.
   EXPECT_EQ(system("true"), 0);
 }
@@ -98,13 +98,13 @@ TEST(Supervisor, BackgroundChildIsKilledWhenProgramExits) {
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", "/bin/sc-probe sleep 3001 & exit 0"});
   EXPECT_EQ(status_of(r), "ok");
   EXPECT_LT(r.record["wall_ms"].get<int>(), 3000);
-  EXPECT_TRUE(processes_matching("sc-probe sleep 3001").empty());
+  EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3001").empty());
 }
 
 TEST(Supervisor, SetsidDaemonIsKilled) {
   auto r = run_in_sandbox({}, {"/bin/sc-probe", "daemon"});
   EXPECT_EQ(status_of(r), "ok");
-  EXPECT_TRUE(processes_matching("sc-probe daemon").empty());
+  EXPECT_TRUE(processes_matching("/bin/sc-probe daemon").empty());
 }
 
 TEST(Supervisor, TwentyParallelRunsStayIndependent) {
@@ -126,14 +126,14 @@ TEST(Supervisor, TwentyParallelRunsStayIndependent) {
 TEST(Supervisor, SigkilledSupervisorLeavesNothingAfterGc) {
   pid_t supervisor = spawn_sandcell({"run", "--rootfs", test_rootfs(), "--", "/bin/sc-probe", "sleep", "3002"});
   // Wait until the program runs inside the sandbox.
-  for (int i = 0; i < 100 && processes_matching("sc-probe sleep 3002").empty(); ++i)
+  for (int i = 0; i < 100 && processes_matching("/bin/sc-probe sleep 3002").empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_FALSE(processes_matching("sc-probe sleep 3002").empty());
+  ASSERT_FALSE(processes_matching("/bin/sc-probe sleep 3002").empty());
   kill(supervisor, SIGKILL);
   waitpid(supervisor, nullptr, 0);
-  for (int i = 0; i < 100 && !processes_matching("sc-probe sleep 3002").empty(); ++i)
+  for (int i = 0; i < 100 && !processes_matching("/bin/sc-probe sleep 3002").empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_TRUE(processes_matching("sc-probe sleep 3002").empty()) << "the sandbox outlived its supervisor";
+  EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3002").empty()) << "the sandbox outlived its supervisor";
   std::string id_prefix = "/sandcell/" + std::to_string(supervisor) + "-";
   bool left = false;
   for (const auto& dir : sandcell_cgroups()) left |= dir.find(id_prefix) != std::string::npos;

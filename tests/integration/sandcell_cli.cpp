@@ -95,7 +95,7 @@ pid_t spawn_sandcell(const std::vector<std::string>& args) {
   return spawn(full, "/dev/null", "/dev/null", "/dev/null");
 }
 
-std::vector<pid_t> processes_matching(const std::string& needle) {
+std::vector<pid_t> processes_matching(const std::string& prefix) {
   std::vector<pid_t> found;
   for (const auto& entry : fs::directory_iterator("/proc")) {
     std::string name = entry.path().filename();
@@ -103,7 +103,7 @@ std::vector<pid_t> processes_matching(const std::string& needle) {
     std::string cmdline = read_file(entry.path() / "cmdline");
     for (char& c : cmdline) if (c == '\0') c = ' ';
     pid_t pid = std::stoi(name);
-    if (pid != getpid() && cmdline.find(needle) != std::string::npos) found.push_back(pid);
+    if (pid != getpid() && cmdline.rfind(prefix, 0) == 0) found.push_back(pid);
   }
   return found;
 }

@@ -26,8 +26,8 @@ pid_t spawn_sandcell(const std::vector<std::string>& args);
 std::string test_rootfs();
 std::string sandcell_binary();
 
-// Processes on the host whose command line contains `needle` (other than the caller).
-std::vector<pid_t> processes_matching(const std::string& needle);
+// Processes on the host whose command line starts with `prefix` (other than the caller).
+std::vector<pid_t> processes_matching(const std::string& prefix);
 
 // Directories under every sandcell cgroup parent on the host.
 std::vector<std::string> sandcell_cgroups();
