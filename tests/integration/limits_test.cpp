@@ -1,6 +1,7 @@
 // Limits, statuses and the supervisor: every way a run can end is reported as what it was.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,6 +125,9 @@ TEST(Supervisor, TwentyParallelRunsStayIndependent) {
 }
 
 TEST(Supervisor, SigkilledSupervisorLeavesNothingAfterGc) {
+  // The sandbox's pid 1 is orphaned when its supervisor dies; as subreaper this test inherits
+  // and reaps it, instead of leaving a zombie for the host's init.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   pid_t supervisor = spawn_sandcell({"run", "--rootfs", test_rootfs(), "--", "/bin/sc-probe", "sleep", "3002"});
   // Wait until the program runs inside the sandbox.
   for (int i = 0; i < 100 && processes_matching("/bin/sc-probe sleep 3002").empty(); ++i)
@@ -143,6 +147,9 @@ TEST(Supervisor, SigkilledSupervisorLeavesNothingAfterGc) {
   EXPECT_NE(gc.out.find("removed cgroup"), std::string::npos) << gc.out;
   for (const auto& dir : sandcell_cgroups()) EXPECT_EQ(dir.find(id_prefix), std::string::npos) << dir;
   EXPECT_FALSE(fs::exists("/run/sandcell/" + std::to_string(supervisor)));
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 }  // namespace
