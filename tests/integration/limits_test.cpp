@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "sandcell_cli.hpp"
@@ -150,6 +151,34 @@ TEST(Supervisor, SigkilledSupervisorLeavesNothingAfterGc) {
   while (waitpid(-1, nullptr, WNOHANG) > 0) {
   }
   prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+}  // namespace
+}  // namespace sandcell::test
+
+namespace sandcell::test {
+namespace {
+
+TEST(Limits, CpuQuotaThrottlesToTheRequestedShare) {
+  auto r = run_in_sandbox({"--cpus", "0.25", "--timeout", "1"}, {"/bin/sc-probe", "spin"});
+  EXPECT_EQ(r.record["status"], "timeout_wall");
+  // 0.25 cores for ~1 s of wall time: about 250 ms of CPU, far from the 1000 ms it would get.
+  EXPECT_LT(r.record["cpu_ms"].get<int>(), 500) << r.record.dump();
+  EXPECT_GT(r.record["cpu_ms"].get<int>(), 100) << r.record.dump();
+}
+
+TEST(Limits, ReportFileHoldsTheRecord) {
+  std::string report = "/tmp/sandcell-report-" + std::to_string(getpid()) + ".json";
+  auto r = run_sandcell({"run", "--rootfs", test_rootfs(), "--report", report, "--", "/bin/sh", "-c", "echo hi; exit 4"});
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.out, "hi\n");  // passed through, not captured
+  std::ifstream in(report);
+  auto record = nlohmann::json::parse(in);
+  EXPECT_EQ(record["status"], "exit_nonzero");
+  EXPECT_EQ(record["exit_code"], 4);
+  EXPECT_EQ(record["stdout_bytes"], 3);
+  EXPECT_FALSE(record.contains("stdout"));
+  std::filesystem::remove(report);
 }
 
 }  // namespace

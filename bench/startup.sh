@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): start-to-exit time of /bin/true with full isolation, in ONE hyperfine run:
+#   unshare   unshare --pid --fork --mount --uts --ipc --net /bin/true        (host /bin/true)
+#   bwrap     bwrap --unshare-all --die-with-parent --ro-bind ROOTFS / --proc /proc --dev /dev /bin/true
+#   runc      runc run on an OCI bundle (from `runc spec`) whose root.path is ROOTFS, read-only
+#   sandcell  BUILD/cli/sandcell run --rootfs ROOTFS -- /bin/true
+#
+# Usage: sudo bench/startup.sh [BUILD_DIR]
+#   BUILD_DIR  build tree with cli/sandcell and test-rootfs (default: $BUILD or build/default)
+# Environment:
+#   BUILD    same as the argument (the argument wins)
+#   ROOTFS   rootfs to run /bin/true from (default: $BUILD/test-rootfs)
+#   RUNS     hyperfine --runs (default 50); WARMUP: hyperfine --warmup (default 5)
+#   OUT      directory for the exported startup.md / startup.json (default: $BUILD/bench)
+# Targets (see bench/README.md): sandcell <= 1.2x unshare, faster than bwrap, ~10x faster than runc.
+set -euo pipefail
+
+die() {
+  echo "bench/startup.sh: error: $*" >&2
+  exit 1
+}
+
+BUILD=${1:-${BUILD:-build/default}}
+ROOTFS=${ROOTFS:-$BUILD/test-rootfs}
+RUNS=${RUNS:-50}
+WARMUP=${WARMUP:-5}
+
+# ---- prerequisites -------------------------------------------------------------------------------
+[ "$(id -u)" -eq 0 ] || die "must run as root (unshare/runc/sandcell need full privileges): sudo $0 $*"
+[[ $RUNS =~ ^[0-9]+$ && $RUNS -ge 2 ]] || die "RUNS must be an integer >= 2 (got '$RUNS')"
+[[ $WARMUP =~ ^[0-9]+$ ]] || die "WARMUP must be a non-negative integer (got '$WARMUP')"
+
+missing=()
+for tool in hyperfine bwrap runc unshare python3; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+[ ${#missing[@]} -eq 0 ] ||
+  die "missing tools: ${missing[*]} (run scripts/install-deps.sh: Debian packages hyperfine bubblewrap runc util-linux)"
+
+SANDCELL=$BUILD/cli/sandcell
+[ -x "$SANDCELL" ] ||
+  die "$SANDCELL not found or not executable: cmake --build $BUILD --target sandcell (or pass the build dir as \$1)"
+[ -d "$ROOTFS" ] ||
+  die "rootfs $ROOTFS not found: cmake --build $BUILD --target test-rootfs (or set ROOTFS=DIR)"
+[ -e "$ROOTFS/bin/true" ] || [ -L "$ROOTFS/bin/true" ] ||
+  die "$ROOTFS has no /bin/true (expected a busybox applet symlink)"
+
+SANDCELL=$(realpath "$SANDCELL")
+ROOTFS=$(realpath "$ROOTFS")
+UNSHARE=$(command -v unshare)
+BWRAP=$(command -v bwrap)
+RUNC=$(command -v runc)
+HOST_TRUE=$(command -v true 2>/dev/null || true)
+[ -x /bin/true ] && HOST_TRUE=/bin/true
+
+# -N / --shell=none (hyperfine >= 1.13) avoids measuring a shell around every command.
+hf_version=$(hyperfine --version | awk '{print $2}')
+shell_opt=()
+if hyperfine --help 2>/dev/null | grep -q -- "--shell=none"; then
+  shell_opt=(--shell=none)
+else
+  echo "note: hyperfine $hf_version has no --shell=none; times include a shell spawn (subtracted by hyperfine)" >&2
+fi
+
+# ---- temp bundle / state dirs, removed on exit ---------------------------------------------------
+TMP=$(mktemp -d /tmp/sandcell-bench.XXXXXX)
+STATE=$TMP/runc-state
+cleanup() {
+  # Any container a failed run left behind (runc run without -d deletes its own on exit).
+  if [ -d "$STATE" ]; then
+    for id in $("$RUNC" --root "$STATE" list -q 2>/dev/null); do
+      "$RUNC" --root "$STATE" delete -f "$id" >/dev/null 2>&1 || true
+    done
+  fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# bwrap (--proc /proc --dev /dev onto a read-only /) and runc need the mount points to exist in the
+# rootfs, and runc would otherwise create them inside it. If any is missing, benchmark all four on a
+# copy that has them, so the rootfs given is never modified and every runtime sees the same tree.
+for d in proc dev sys; do
+  if [ ! -d "$ROOTFS/$d" ]; then
+    echo "note: $ROOTFS lacks /$d; using a copy with proc/ dev/ sys/ added ($TMP/rootfs)" >&2
+    cp -a "$ROOTFS" "$TMP/rootfs"
+    mkdir -p "$TMP/rootfs/proc" "$TMP/rootfs/dev" "$TMP/rootfs/sys"
+    ROOTFS=$TMP/rootfs
+    break
+  fi
+done
+
+# OCI bundle: runc's default spec (namespaces pid, net, ipc, uts, mount, cgroup; all caps but a few
+# dropped; masked paths; devices cgroup), edited to run /bin/true without a terminal on ROOTFS read-only.
+BUNDLE=$TMP/bundle
+mkdir -p "$BUNDLE" "$STATE"
+(cd "$BUNDLE" && "$RUNC" spec)
+python3 - "$BUNDLE/config.json" "$ROOTFS" <<'EOF'
+import json, sys
+path, rootfs = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    spec = json.load(f)
+spec["process"]["args"] = ["/bin/true"]
+spec["process"]["terminal"] = False
+spec["root"] = {"path": rootfs, "readonly": True}
+with open(path, "w") as f:
+    json.dump(spec, f, indent=2)
+EOF
+
+# hyperfine runs each command many times and `runc run` needs a unique container id: a tiny /bin/sh
+# wrapper uses its own pid (one dash exec, well under a millisecond, is charged to runc). `runc run`
+# without -d deletes the container when it exits; the trap catches any a failed run leaves.
+RUNC_WRAPPER=$TMP/runc-run.sh
+cat >"$RUNC_WRAPPER" <<EOF
+#!/bin/sh
+exec "$RUNC" --root "$STATE" run --bundle "$BUNDLE" "sandcell-bench-\$\$"
+EOF
+chmod +x "$RUNC_WRAPPER"
+
+# Benchmark a private copy of the sandcell binary: a concurrent rebuild of the build tree would
+# otherwise replace it under hyperfine (sandcell finds nothing relative to its own path).
+cp "$SANDCELL" "$TMP/sandcell"
+SANDCELL_BIN=$SANDCELL
+SANDCELL=$TMP/sandcell
+
+# Smoke-run each command once so a broken runtime fails here with its own message, not in hyperfine.
+"$UNSHARE" --pid --fork --mount --uts --ipc --net "$HOST_TRUE" || die "unshare failed"
+"$BWRAP" --unshare-all --die-with-parent --ro-bind "$ROOTFS" / --proc /proc --dev /dev /bin/true ||
+  die "bwrap failed"
+"$RUNC_WRAPPER" </dev/null || die "runc run failed (bundle $BUNDLE)"
+"$SANDCELL" run --rootfs "$ROOTFS" -- /bin/true || die "sandcell run failed"
+
+OUT=${OUT:-$BUILD/bench}
+mkdir -p "$OUT"
+MD=$OUT/startup.md
+JSON=$OUT/startup.json
+
+echo "hyperfine $hf_version, runs=$RUNS warmup=$WARMUP, rootfs=$ROOTFS, sandcell=$SANDCELL_BIN (copied to $SANDCELL)"
+hyperfine "${shell_opt[@]}" --warmup "$WARMUP" --runs "$RUNS" \
+  --export-markdown "$MD" --export-json "$JSON" \
+  -n unshare "$UNSHARE --pid --fork --mount --uts --ipc --net $HOST_TRUE" \
+  -n bwrap "$BWRAP --unshare-all --die-with-parent --ro-bind $ROOTFS / --proc /proc --dev /dev /bin/true" \
+  -n runc "$RUNC_WRAPPER" \
+  -n sandcell "$SANDCELL run --rootfs $ROOTFS -- /bin/true" \
+  </dev/null
+
+echo
+echo "## Markdown ($MD)"
+cat "$MD"
+
+echo
+echo "## Mean relative to unshare ($JSON)"
+python3 - "$JSON" <<'EOF'
+import json, sys
+results = json.load(open(sys.argv[1]))["results"]
+by_name = {r["command"]: r for r in results}
+base = by_name["unshare"]["mean"]
+print(f"{'command':<10} {'mean ms':>9} {'stddev ms':>10} {'x unshare':>10}")
+for r in results:
+    print(f"{r['command']:<10} {r['mean'] * 1e3:9.2f} {r['stddev'] * 1e3:10.2f} {r['mean'] / base:10.2f}")
+sc = by_name["sandcell"]["mean"]
+print()
+checks = [
+    ("sandcell <= 1.2x unshare", sc / base <= 1.2, f"{sc / base:.2f}x"),
+    ("sandcell faster than bwrap", sc < by_name["bwrap"]["mean"], f"bwrap/sandcell = {by_name['bwrap']['mean'] / sc:.2f}x"),
+    ("sandcell >= 10x faster than runc", by_name["runc"]["mean"] / sc >= 10, f"runc/sandcell = {by_name['runc']['mean'] / sc:.2f}x"),
+]
+for label, ok, detail in checks:
+    print(f"target {label:<32} {'met' if ok else 'NOT met':<8} ({detail})")
+EOF
+echo
+echo "results kept in $OUT"
