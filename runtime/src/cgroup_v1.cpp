@@ -135,12 +135,17 @@ void CgroupV1::kill_all() {
   if (removed_) return;
   // v1 has no cgroup.kill. Frozen tasks cannot fork, so one pass over cgroup.procs sees every
   // process; the SIGKILL stays pending while frozen and takes effect on THAWED.
-  const bool frozen = freeze("FROZEN");
   std::vector<std::string> all;
   for (const auto& dir : dirs_) {
     auto tree = cgroupfs::tree_bottom_up(dir);
     all.insert(all.end(), tree.begin(), tree.end());
   }
+  // The common case at the end of a run: pid 1 is gone and the kernel already killed its pid
+  // namespace. Nobody left to fork, so no freeze (each state change costs a round of waiting).
+  bool empty = true;
+  for (const auto& dir : all) empty = empty && cgroupfs::procs(dir).empty();
+  if (empty) return;
+  const bool frozen = freeze("FROZEN");
   cgroupfs::kill_procs(all);
   if (frozen) freeze("THAWED");
 }

@@ -11,8 +11,6 @@ namespace sandcell::runtime {
 
 [[noreturn]] void run_child(const ChildPlan& plan) {
   reset_signals();
-  wait_for_go(plan);              // the parent has put us in the cgroup
-  enter_cgroup_namespace(plan);   // after joining the cgroup, so it is the namespace's root
   install_stdio(plan);
   make_mounts_private(plan);
   mount_rootfs(plan);             // overlay: read-only lowers + tmpfs upper
@@ -24,6 +22,11 @@ namespace sandcell::runtime {
   bring_up_loopback(plan);
   apply_rlimits(plan);
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
+  // The steps above are sandcell's own code and run while the parent attaches us to the v1
+  // cgroups (that write waits for an RCU grace period, several ms); nothing the user gave runs
+  // before this point.
+  wait_for_go(plan);              // the parent has put us in the cgroup
+  enter_cgroup_namespace(plan);   // after joining the cgroup, so it is the namespace's root
   drop_bounding_set(plan);        // needs CAP_SETPCAP, so before the uid changes
   switch_user(plan);
   set_capabilities(plan);
