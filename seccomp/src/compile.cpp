@@ -167,7 +167,8 @@ runtime::SeccompProgram compile(const Profile& profile) {
   return {.name = profile.name,
           .instructions = export_program(ctx.get(), profile.name),
           // A notify action needs the listener fd seccomp(2) returns only with this flag.
-          .flags = uses_notify(profile) ? unsigned{SECCOMP_FILTER_FLAG_NEW_LISTENER} : 0u};
+          .flags = uses_notify(profile) ? unsigned{SECCOMP_FILTER_FLAG_NEW_LISTENER} : 0u,
+          .notify = std::nullopt};
 }
 
 }  // namespace sandcell::seccomp
