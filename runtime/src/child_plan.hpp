@@ -64,12 +64,14 @@ struct ChildPlan {
   int sync_fd = -1;
 };
 
-// The message a child sends on the sync socket when a step fails. On success the socket just
-// closes at execve (it is close-on-exec).
-struct ChildFailure {
-  int err;         // errno
-  int exec_failed; // 1: execve itself failed (exit 126/127), 0: a setup step failed (125)
-  char step[480];
+// A message from the child on the sync socket. When all goes well the child sends only its
+// seccomp listener (if the filter reports denials) and the socket then closes at execve (it is
+// close-on-exec): EOF means the program runs.
+struct ChildMessage {
+  enum Kind : int { SetupFailed = 0, ExecFailed = 1, SeccompListener = 2 };
+  int kind = SetupFailed;
+  int err = 0;          // errno of the failure
+  char step[480] = {};  // the failed step, or the program that could not be executed
 };
 
 // Runs the checklist in child_setup.cpp and execs the program; never returns.

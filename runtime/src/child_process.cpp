@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -80,11 +81,30 @@ void apply_rlimits(const ChildPlan& plan) {
   }
 }
 
+// As Docker does for WORKDIR: a missing working directory is created (in the overlay, so the
+// rootfs is untouched), owned by the user the program runs as.
+int create_working_directory(const ChildPlan& plan) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s", plan.cwd.c_str());
+  for (char* slash = strchr(path + 1, '/');; slash = strchr(slash + 1, '/')) {
+    if (slash != nullptr) *slash = '\0';
+    if (mkdir(path, 0755) == 0) {
+      if (chown(path, plan.uid, plan.gid) < 0) return -1;
+    } else if (errno != EEXIST) {
+      return -1;
+    }
+    if (slash == nullptr) return 0;
+    *slash = '/';
+  }
+}
+
 void close_inherited_fds_and_verify_cwd(const ChildPlan& plan) {
   // Only 0-2 may reach the program. CLOEXEC rather than close keeps the sync socket usable to
   // report an execve failure; execve closes the rest.
   if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) child_fail(plan, "close_range");
-  if (chdir(plan.cwd.c_str()) < 0) child_fail(plan, "chdir to the working directory %s", plan.cwd.c_str());
+  if (chdir(plan.cwd.c_str()) < 0 && (errno != ENOENT || create_working_directory(plan) < 0 ||
+                                       chdir(plan.cwd.c_str()) < 0))
+    child_fail(plan, "chdir to the working directory %s", plan.cwd.c_str());
   // CVE-2024-21626: a cwd reached through a leaked host fd would lie outside the root, and
   // getcwd() then reports it as "(unreachable)/...". Ours must be a path under "/".
   char cwd[PATH_MAX];
@@ -147,8 +167,30 @@ void install_seccomp(const ChildPlan& plan) {
       .len = static_cast<unsigned short>(plan.seccomp->instructions.size()),
       .filter = const_cast<sock_filter*>(plan.seccomp->instructions.data()),
   };
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, plan.seccomp->flags, &program) < 0)
-    child_fail(plan, "install seccomp filter %s", plan.seccomp->name.c_str());
+  long listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, plan.seccomp->flags, &program);
+  if (listener < 0) child_fail(plan, "install seccomp filter %s", plan.seccomp->name.c_str());
+  if (!(plan.seccomp->flags & SECCOMP_FILTER_FLAG_NEW_LISTENER)) return;
+  // The supervisor answers the filter's notifications; the program must never hold the
+  // listener itself (it could approve its own denied calls), so it is closed right after.
+  send_seccomp_listener(plan, static_cast<int>(listener));
+  close(static_cast<int>(listener));
+}
+
+void send_seccomp_listener(const ChildPlan& plan, int listener) {
+  ChildMessage message{.kind = ChildMessage::SeccompListener};
+  iovec data{.iov_base = &message, .iov_len = sizeof message};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr header{};
+  header.msg_iov = &data;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  cmsghdr* fd_message = CMSG_FIRSTHDR(&header);
+  fd_message->cmsg_level = SOL_SOCKET;
+  fd_message->cmsg_type = SCM_RIGHTS;
+  fd_message->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(fd_message), &listener, sizeof listener);
+  if (sendmsg(plan.sync_fd, &header, MSG_NOSIGNAL) < 0) child_fail(plan, "send the seccomp listener");
 }
 
 // execvpe without allocation: try each PATH entry, remembering the most telling errno.

@@ -38,29 +38,26 @@ namespace sandcell::runtime {
   exec_program(plan);             // reports the errno to the parent if execve fails
 }
 
-static void send_failure(const ChildPlan& plan, const ChildFailure& failure) {
+static void send_message(const ChildPlan& plan, const ChildMessage& message) {
   // Best effort: if the parent is gone there is nobody to tell.
-  ssize_t ignored = write(plan.sync_fd, &failure, sizeof failure);
+  ssize_t ignored = write(plan.sync_fd, &message, sizeof message);
   (void)ignored;
 }
 
 void child_fail(const ChildPlan& plan, const char* format, ...) {
-  ChildFailure failure{};
-  failure.err = errno;
+  ChildMessage message{.kind = ChildMessage::SetupFailed, .err = errno};
   va_list args;
   va_start(args, format);
-  vsnprintf(failure.step, sizeof failure.step, format, args);
+  vsnprintf(message.step, sizeof message.step, format, args);
   va_end(args);
-  send_failure(plan, failure);
+  send_message(plan, message);
   _exit(125);
 }
 
 void child_exec_failed(const ChildPlan& plan, int err, const char* program) {
-  ChildFailure failure{};
-  failure.err = err;
-  failure.exec_failed = 1;
-  snprintf(failure.step, sizeof failure.step, "%s", program);
-  send_failure(plan, failure);
+  ChildMessage message{.kind = ChildMessage::ExecFailed, .err = err};
+  snprintf(message.step, sizeof message.step, "%s", program);
+  send_message(plan, message);
   _exit(err == ENOENT ? 127 : 126);
 }
 

@@ -34,6 +34,7 @@ void apply_apparmor(const ChildPlan& plan);
 void set_no_new_privs(const ChildPlan& plan);
 void apply_landlock(const ChildPlan& plan);
 void install_seccomp(const ChildPlan& plan);
+void send_seccomp_listener(const ChildPlan& plan, int listener);
 [[noreturn]] void exec_program(const ChildPlan& plan);
 
 }  // namespace sandcell::runtime

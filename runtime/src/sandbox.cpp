@@ -93,20 +93,6 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup& cgroup, UniqueFd& pidfd) 
   return static_cast<pid_t>(pid);
 }
 
-// Waits for the child's setup to end: EOF on the sync socket means execve succeeded.
-std::optional<ChildFailure> await_exec(int sync_fd) {
-  pollfd ready{.fd = sync_fd, .events = POLLIN, .revents = 0};
-  // Setup takes milliseconds; a minute means something in the kernel is stuck.
-  if (poll(&ready, 1, 60'000) <= 0) {
-    ChildFailure timeout{.err = ETIMEDOUT, .exec_failed = 0, .step = "sandbox setup"};
-    return timeout;
-  }
-  ChildFailure failure{};
-  ssize_t n = read(sync_fd, &failure, sizeof failure);
-  if (n == sizeof failure) return failure;
-  return std::nullopt;
-}
-
 std::string lsm_name(const Spec& spec) {
   if (!spec.lsm) return "none";
   if (lsm_host().apparmor) return "apparmor:sandcell-default";
@@ -147,10 +133,10 @@ Status status_of(const SupervisionOutcome& o, const CgroupUsage& usage) {
   return Status::ExitNonzero;
 }
 
-void describe_failure(Result& result, const ChildFailure& failure) {
+void describe_failure(Result& result, const ChildMessage& failure) {
   result.status = Status::RuntimeError;
   std::string step(failure.step, strnlen(failure.step, sizeof failure.step));
-  if (!failure.exec_failed) {
+  if (failure.kind != ChildMessage::ExecFailed) {
     result.error = step + ": " + strerror(failure.err);
     return;
   }
@@ -206,7 +192,9 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   err.write_end.reset();
   OutputPump out_pump(std::move(out.read_end), Stream::Stdout, l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
   OutputPump err_pump(std::move(err.read_end), Stream::Stderr, l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
-  Supervised run{pid, pidfd.get(), out_pump, err_pump, l.cgroup, l.spec.limits, interrupts.fd()};
+  const SeccompNotifyPlan* notify = l.spec.seccomp && l.spec.seccomp->notify ? &*l.spec.seccomp->notify : nullptr;
+  Supervised run{pid, pidfd.get(), out_pump, err_pump, l.cgroup, l.spec.limits, interrupts.fd(),
+                 sync_parent.get(), notify};
   try {
     l.state.record(pid, l.cgroup.paths());
     if (l.cgroup.clone_into_fd() < 0) l.cgroup.add_process(pid);
@@ -216,14 +204,14 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
     waitpid(pid, nullptr, 0);
     throw;
   }
-  std::optional<ChildFailure> failure = await_exec(sync_parent.get());
-  if (failure) kill_sandbox(run);
   SupervisionOutcome outcome = supervise(run);
   result.wall_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                              std::chrono::steady_clock::now() - start).count());
   CgroupUsage usage = l.cgroup.usage();
   fill_outcome(result, outcome, usage, l.spec.limits);
-  if (failure) describe_failure(result, *failure);
+  result.events.denied_syscalls = outcome.denied_syscalls;
+  if (!outcome.seccomp_kill.empty()) result.error = outcome.seccomp_kill;
+  if (outcome.child_failure) describe_failure(result, *outcome.child_failure);
   result.stdout_bytes = out_pump.total_bytes();
   result.stderr_bytes = err_pump.total_bytes();
   result.stdout_truncated = out_pump.truncated();

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <csignal>
 
+#include "child_messages.hpp"
+#include "denied_syscall_log.hpp"
 #include "sandcell/runtime/error.hpp"
 
 namespace sandcell::runtime {
@@ -52,7 +54,8 @@ class Loop {
     if (!epoll_) throw Error(errno, "epoll_create1");
     if (run.limits.wall_s) wall_ = make_timer(*run.limits.wall_s, 0);
     if (run.limits.cpu_s) cpu_tick_ = make_timer(0.05, kCpuPollNs);
-    for (int fd : {run.pidfd, run.out.fd(), run.err.fd(), wall_.get(), cpu_tick_.get(), run.signal_fd})
+    for (int fd : {run.pidfd, run.out.fd(), run.err.fd(), wall_.get(), cpu_tick_.get(), run.signal_fd,
+                   run.sync_fd})
       watch(epoll_.get(), fd);
   }
 
@@ -68,6 +71,9 @@ class Loop {
     }
     run_.out.close();
     run_.err.close();
+    // A failure written just before the child exited may still sit unread in the socket.
+    while (!sync_closed_ && !outcome_.child_failure) handle_child_message_or_stop();
+    if (denials_) outcome_.denied_syscalls = denials_->denied();
     return outcome_;
   }
 
@@ -87,10 +93,41 @@ class Loop {
       consume(fd);
       if (run_.cgroup.usage().cpu_ns >= static_cast<uint64_t>(*run_.limits.cpu_s * 1e9))
         stop([&] { outcome_.cpu_timeout = true; });
+    } else if (fd == run_.sync_fd) {
+      handle_child_message();
+    } else if (denials_ && fd == denials_->fd()) {
+      if (denials_->answer_pending()) stop([&] { outcome_.seccomp_kill = denials_->kill_reason(); });
     } else if (fd == run_.signal_fd) {
       signalfd_siginfo info{};
       if (read(fd, &info, sizeof info) == sizeof info)
         stop([&] { outcome_.interrupted_by = static_cast<int>(info.ssi_signo); });
+    }
+  }
+
+  void handle_child_message_or_stop() {
+    std::optional<ReceivedMessage> received = receive_child_message(run_.sync_fd);
+    if (!received || received->message.kind < 0) {
+      sync_closed_ = true;
+      return;
+    }
+    if (received->message.kind != ChildMessage::SeccompListener) outcome_.child_failure = received->message;
+  }
+
+  void handle_child_message() {
+    std::optional<ReceivedMessage> received = receive_child_message(run_.sync_fd);
+    if (received && received->message.kind < 0) return;  // spurious wake-up
+    if (!received) {  // EOF: execve succeeded (or the child died); nothing more will come
+      unwatch(epoll_.get(), run_.sync_fd);
+      sync_closed_ = true;
+      return;
+    }
+    if (received->message.kind == ChildMessage::SeccompListener && received->fd && run_.notify) {
+      denials_.emplace(std::move(received->fd), *run_.notify);
+      watch(epoll_.get(), denials_->fd());
+    } else if (received->message.kind == ChildMessage::SetupFailed ||
+               received->message.kind == ChildMessage::ExecFailed) {
+      outcome_.child_failure = received->message;
+      stop([] {});
     }
   }
 
@@ -121,7 +158,8 @@ class Loop {
   const Supervised& run_;
   UniqueFd epoll_, wall_, cpu_tick_;
   SupervisionOutcome outcome_;
-  bool reaped_ = false, killed_ = false;
+  std::optional<DeniedSyscallLog> denials_;
+  bool reaped_ = false, killed_ = false, sync_closed_ = false;
   std::chrono::steady_clock::time_point drain_deadline_;
 };
 

@@ -5,6 +5,11 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "child_plan.hpp"
 #include "output_pump.hpp"
 #include "sandcell/runtime/cgroup.hpp"
 
@@ -18,6 +23,8 @@ struct Supervised {
   Cgroup& cgroup;
   const Limits& limits;
   int signal_fd;   // signalfd for SIGINT/SIGTERM/SIGHUP sent to sandcell
+  int sync_fd;     // parent end of the sync socket: setup failures, the seccomp listener, EOF
+  const SeccompNotifyPlan* notify;  // non-null when the filter reports denials
 };
 
 struct SupervisionOutcome {
@@ -27,6 +34,9 @@ struct SupervisionOutcome {
   bool cpu_timeout = false;
   bool output_limit = false;
   int interrupted_by = 0;  // the signal that interrupted sandcell, if any
+  std::optional<ChildMessage> child_failure;  // setup or execve failed
+  std::vector<DeniedSyscall> denied_syscalls;
+  std::string seccomp_kill;  // why the seccomp report killed the sandbox, if it did
 };
 
 SupervisionOutcome supervise(const Supervised& run);
