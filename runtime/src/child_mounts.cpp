@@ -134,8 +134,10 @@ void mount_rootfs(const ChildPlan& plan) {
   // with it, and the lower directories are never modified.
   if (mount("tmpfs", plan.scratch_dir.c_str(), "tmpfs", kNoSuidDev, plan.scratch_options.c_str()) < 0)
     child_fail(plan, "mount tmpfs on %s", plan.scratch_dir.c_str());
-  for (const std::string* dir : {&plan.upper_dir, &plan.work_dir, &plan.root_dir})
+  for (const std::string* dir : {&plan.upper_dir, &plan.work_dir, &plan.root_dir}) {
+    if (plan.persistent_upper && dir != &plan.root_dir) continue;
     if (mkdir(dir->c_str(), 0755) < 0) child_fail(plan, "mkdir %s", dir->c_str());
+  }
   if (mount("overlay", plan.root_dir.c_str(), "overlay", MS_NOSUID | MS_NODEV,
             plan.overlay_options.c_str()) < 0)
     child_fail(plan, "mount overlay on %s", plan.root_dir.c_str());

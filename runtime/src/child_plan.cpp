@@ -103,14 +103,16 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir) {
   ChildPlan plan;
   plan.scratch_dir = scratch_dir;
   plan.scratch_options = "mode=0700,size=" + std::to_string(spec.rootfs_upper_bytes);
-  plan.upper_dir = scratch_dir + "/upper";
-  plan.work_dir = scratch_dir + "/work";
+  plan.persistent_upper = !spec.rootfs_upper_dir.empty();
+  plan.upper_dir = plan.persistent_upper ? spec.rootfs_upper_dir : scratch_dir + "/upper";
+  plan.work_dir = plan.persistent_upper ? spec.rootfs_work_dir : scratch_dir + "/work";
   plan.root_dir = scratch_dir + "/root";
   plan.overlay_options = overlay_options(spec, plan.upper_dir, plan.work_dir);
   plan.mounts = plan_mounts(spec);
   plan.masked_paths = spec.masked_paths;
   plan.readonly_paths = spec.readonly_paths;
   plan.hostname = spec.hostname;
+  plan.host_network = spec.network == NetworkMode::Host;
   plan.rlimits = spec.rlimits;
   plan.cwd = spec.cwd;
   plan.uid = spec.uid;

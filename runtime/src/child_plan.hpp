@@ -39,10 +39,12 @@ struct ChildPlan {
   // Rootfs: a tmpfs on scratch_dir holds the overlay's upper and work dirs and its mount point.
   std::string scratch_dir, scratch_options;
   std::string upper_dir, work_dir, root_dir;
+  bool persistent_upper = false;  // upper_dir/work_dir are host directories the caller keeps
   std::string overlay_options;
   std::vector<PlannedMount> mounts;
   std::vector<std::string> masked_paths, readonly_paths;
   std::string hostname;
+  bool host_network = false;
 
   std::vector<Rlimit> rlimits;
   std::string cwd;

@@ -58,6 +58,7 @@ void set_hostname(const ChildPlan& plan) {
 }
 
 void bring_up_loopback(const ChildPlan& plan) {
+  if (plan.host_network) return;  // the host's lo is already up, and not ours to touch
   // A new network namespace has only `lo`, and it starts down.
   int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (sock < 0) child_fail(plan, "socket for loopback setup");

@@ -80,6 +80,7 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup& cgroup, UniqueFd& pidfd) 
   int pidfd_raw = -1;
   clone_args args{};
   args.flags = kNamespaces | CLONE_PIDFD;
+  if (plan.host_network) args.flags &= ~static_cast<uint64_t>(CLONE_NEWNET);
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd_raw);
   args.exit_signal = SIGCHLD;
   if (cgroup.clone_into_fd() >= 0) {
@@ -100,15 +101,20 @@ std::string lsm_name(const Spec& spec) {
   return "none";
 }
 
+std::vector<std::string> namespaces_of(const Spec& spec) {
+  if (spec.network == NetworkMode::Host) return {"pid", "mount", "uts", "ipc", "cgroup"};
+  return {"pid", "mount", "network", "uts", "ipc", "cgroup"};
+}
+
 Isolation isolation_of(const Spec& spec, CgroupHost::Mode mode) {
-  return {.namespaces = {"pid", "mount", "network", "uts", "ipc", "cgroup"},
+  return {.namespaces = namespaces_of(spec),
           .cgroup = mode_name(mode),
           .seccomp = spec.seccomp ? spec.seccomp->name : "none",
           .lsm = lsm_name(spec),
           .capabilities = spec.capabilities,
           .no_new_privs = spec.no_new_privileges,
           .rootless = false,
-          .network = "none"};
+          .network = spec.network == NetworkMode::Host ? "host" : "none"};
 }
 
 std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& limits) {

@@ -28,6 +28,8 @@ void check_spec(const Spec& spec) {
     if (!S_ISDIR(st.st_mode)) throw Error::invalid("rootfs " + layer + " is not a directory");
   }
   check_sandbox_path(spec.cwd, "working directory");
+  if (spec.rootfs_upper_dir.empty() != spec.rootfs_work_dir.empty())
+    throw Error::invalid("a persistent rootfs upper directory needs a work directory, and vice versa");
   if (spec.hostname.empty() || spec.hostname.size() > 64)
     throw Error::invalid("hostname must be 1 to 64 characters: '" + spec.hostname + "'");
   for (const std::string& entry : spec.env)

@@ -8,11 +8,14 @@
 
 #include <cerrno>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "sandcell/runtime/error.hpp"
+#include "reported_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
+#include "syscall_table.hpp"
 
 namespace sandcell::seccomp {
 namespace {
@@ -77,49 +80,65 @@ scmp_compare libseccomp_op(ArgCondition::Op op) {
   throw Error::invalid("unknown seccomp argument comparison");
 }
 
-std::vector<scmp_arg_cmp> libseccomp_conditions(const std::vector<ArgCondition>& args) {
-  std::vector<scmp_arg_cmp> conditions;
-  for (const ArgCondition& arg : args) {
-    // An index past 5 is passed on as is: libseccomp rejects it, and the error names the rule.
-    conditions.push_back({.arg = arg.index,
-                          .op = libseccomp_op(arg.op),
-                          .datum_a = arg.value,
-                          .datum_b = arg.value_two});
-  }
-  return conditions;
+scmp_arg_cmp libseccomp_condition(const ArgCondition& arg) {
+  // An index past 5 is passed on as is: libseccomp rejects it, and the error names the rule.
+  return {.arg = arg.index,
+          .op = libseccomp_op(arg.op),
+          .datum_a = arg.value,
+          .datum_b = arg.value_two};
 }
 
-bool same_action(const Action& a, const Action& b) {
-  return a.kind == b.kind && (a.kind != ActionKind::Errno || a.errno_ret == b.errno_ret);
+bool repeats_an_argument(const std::vector<ArgCondition>& args) {
+  std::set<unsigned> seen;
+  for (const ArgCondition& arg : args) {
+    if (!seen.insert(arg.index).second) return true;
+  }
+  return false;
+}
+
+// The condition sets to add for one rule. libseccomp 2.5 refuses two conditions on the same
+// argument in one rule (EINVAL). runc (libcontainer/seccomp/seccomp_linux.go, matchCall) then
+// adds each condition as a rule of its own, and Docker and Podman profiles are written against
+// runc, so that is what they mean here: the conditions are ORed, not ANDed, for such a rule.
+std::vector<std::vector<scmp_arg_cmp>> libseccomp_condition_sets(const Rule& rule) {
+  std::vector<scmp_arg_cmp> all;
+  for (const ArgCondition& arg : rule.args) all.push_back(libseccomp_condition(arg));
+  if (!repeats_an_argument(rule.args)) return {all};
+  std::vector<std::vector<scmp_arg_cmp>> one_each;
+  for (const scmp_arg_cmp& condition : all) one_each.push_back({condition});
+  return one_each;
 }
 
 void add_rule(scmp_filter_ctx ctx, const Rule& rule) {
   const uint32_t action = libseccomp_action(rule.action);
-  const std::vector<scmp_arg_cmp> conditions = libseccomp_conditions(rule.args);
+  const std::vector<std::vector<scmp_arg_cmp>> condition_sets = libseccomp_condition_sets(rule);
   for (const std::string& name : rule.names) {
     // Profiles list syscalls of every architecture (Docker's does); a name this one lacks
     // (unknown, or only a libseccomp pseudo-number here) has nothing to filter.
-    const int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, name.c_str());
+    const int nr = native_syscall_number(name);
     if (nr < 0) continue;
-    check_libseccomp(
-        seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(conditions.size()),
-                               conditions.data()),
-        "seccomp rule for '" + name + "'");
+    for (const std::vector<scmp_arg_cmp>& conditions : condition_sets) {
+      check_libseccomp(
+          seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(conditions.size()),
+                                 conditions.data()),
+          "seccomp rule for '" + name + "'");
+    }
   }
 }
 
-FilterContext new_context(const Profile& profile) {
+FilterContext new_context(const Profile& profile, uint32_t foreign_abi_action) {
   FilterContext ctx(seccomp_init(libseccomp_action(profile.default_action)), &seccomp_release);
   if (!ctx) throw Error(EINVAL, "seccomp_init for profile '" + profile.name + "'");
   // The runtime sets no_new_privs itself, right before installing the program.
   check_libseccomp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0),
                    "seccomp attribute no_new_privs");
   // The filter only knows native syscall numbers; the same number means another syscall in the
-  // i386 and x32 ABIs, so a call through either is killed rather than judged by the wrong table.
-  // The i386 ABI fails the arch check. x32 shares AUDIT_ARCH_X86_64 and is told apart only by
-  // bit 30 of the number: libseccomp 2.5.4 emits "nr >= 0x40000000 && nr != -1 → bad arch" for
-  // a native x86_64 filter (checked in tests/unit/seccomp_test.cpp with a live x32 number).
-  check_libseccomp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS),
+  // i386 and x32 ABIs, so a call through either gets the bad-arch action rather than being
+  // judged by the wrong table. The i386 ABI fails the arch check. x32 shares AUDIT_ARCH_X86_64
+  // and is told apart only by bit 30 of the number: libseccomp 2.5.4 emits "nr >= 0x40000000 &&
+  // nr != -1 → bad arch" for a native x86_64 filter (checked in tests/unit/seccomp_test.cpp and
+  // seccomp_profile_test.cpp with live x32 and i386 calls).
+  check_libseccomp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, foreign_abi_action),
                    "seccomp attribute bad-arch action");
   return ctx;
 }
@@ -154,21 +173,49 @@ bool uses_notify(const Profile& profile) {
   return false;
 }
 
-}  // namespace
+// Without a supervisor a foreign-ABI call cannot be reported, only killed or denied.
+uint32_t unreported_foreign_abi_action(const Profile& profile) {
+  if (profile.kill_foreign_abi) return SCMP_ACT_KILL_PROCESS;
+  const Action& fallback = profile.default_action;
+  return SCMP_ACT_ERRNO(static_cast<uint32_t>(fallback.kind == ActionKind::Errno ? fallback.errno_ret
+                                                                                 : EPERM));
+}
 
-runtime::SeccompProgram compile(const Profile& profile) {
-  FilterContext ctx = new_context(profile);
+runtime::SeccompProgram compile_filter(const Profile& profile, uint32_t foreign_abi_action,
+                                       unsigned flags) {
+  FilterContext ctx = new_context(profile, foreign_abi_action);
   for (const Rule& rule : profile.rules) {
     // libseccomp refuses a rule that repeats the default action (EACCES); it changes nothing, so
     // it is skipped as runc does.
-    if (same_action(rule.action, profile.default_action)) continue;
+    if (rule.action == profile.default_action) continue;
     add_rule(ctx.get(), rule);
   }
+  // A notify action needs the listener fd seccomp(2) returns only with this flag.
+  if (uses_notify(profile)) flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER;
   return {.name = profile.name,
           .instructions = export_program(ctx.get(), profile.name),
-          // A notify action needs the listener fd seccomp(2) returns only with this flag.
-          .flags = uses_notify(profile) ? unsigned{SECCOMP_FILTER_FLAG_NEW_LISTENER} : 0u,
+          .flags = flags,
           .notify = std::nullopt};
+}
+
+}  // namespace
+
+runtime::SeccompProgram compile(const Profile& profile, const CompileOptions& options) {
+  if (!options.report_denials) {
+    return compile_filter(profile, unreported_foreign_abi_action(profile), 0);
+  }
+  ReportedProfile reported = with_denials_reported(profile);
+  // Foreign-ABI calls go to the supervisor too: it records them, then kills the sandbox or
+  // answers with the default errno as plan.kill_on_foreign_abi says. libseccomp 2.5.4 accepts
+  // SCMP_ACT_NOTIFY as the bad-arch action.
+  runtime::SeccompProgram program = compile_filter(reported.profile, SCMP_ACT_NOTIFY,
+                                                   SECCOMP_FILTER_FLAG_NEW_LISTENER);
+  program.notify = std::move(reported.plan);
+  return program;
+}
+
+runtime::SeccompProgram compile(const Profile& profile) {
+  return compile(profile, CompileOptions{.report_denials = false});
 }
 
 }  // namespace sandcell::seccomp

@@ -68,7 +68,9 @@ struct SeccompProgram {
   std::optional<SeccompNotifyPlan> notify;
 };
 
-enum class NetworkMode { None };
+// None: an own network namespace with only `lo`. Host: the host's network namespace (image
+// builds, as `docker build --network host`); never for untrusted code.
+enum class NetworkMode { None, Host };
 
 struct Spec {
   // Process
@@ -86,6 +88,9 @@ struct Spec {
   // Root filesystem: read-only lower directories (top first) under a throw-away tmpfs upper.
   std::vector<std::string> rootfs_layers;
   uint64_t rootfs_upper_bytes = 1ull << 30;
+  // Image builds keep what a step wrote: a host directory as the overlay's upper layer (and an
+  // empty work directory on the same filesystem). Empty: a tmpfs upper that is thrown away.
+  std::string rootfs_upper_dir, rootfs_work_dir;
 
   std::string hostname = "sandcell";
   std::vector<BindMount> bind_mounts;

@@ -17,6 +17,11 @@ struct Action {
   int errno_ret = 0;  // only for ActionKind::Errno
 };
 
+// Equal when the kernel answers alike: the errno counts only for Errno.
+inline bool operator==(const Action& a, const Action& b) {
+  return a.kind == b.kind && (a.kind != ActionKind::Errno || a.errno_ret == b.errno_ret);
+}
+
 // One comparison of a syscall argument, as in the OCI spec's seccomp "args".
 struct ArgCondition {
   enum class Op { NotEqual, Less, LessEqual, Equal, GreaterEqual, Greater, MaskedEqual };
@@ -39,14 +44,30 @@ struct Profile {
   std::string name{};
   Action default_action{};
   std::vector<Rule> rules{};
+  // What a call through another ABI (i386 via int $0x80, x32 numbers) gets: the filter knows
+  // only native numbers, so such a call is never judged by the rules. true: the sandbox is
+  // killed; false: the call fails with the default errno. Loaded profiles set it from
+  // "sandcellForeignAbi"; the built-in profile keeps the strict default.
+  bool kill_foreign_abi = true;
 };
 
 // The filter of `sandcell run`: allow by default, deny the syscalls that reach kernel attack
 // surface or host-global state a sandboxed program has no business with.
 Profile builtin_profile();
 
+struct CompileOptions {
+  // Denials go to the supervisor (SECCOMP_RET_USER_NOTIF) to be counted by name and answered
+  // with the profile's errno; program.notify says how. Needs a supervisor reading the listener
+  // fd: a notifying call blocks until it is answered or the listener is closed (then ENOSYS).
+  bool report_denials = true;
+};
+
 // Compiles for the native architecture only; a syscall made through any other ABI (i386 via
-// int $0x80, x32) kills the process. Throws sandcell::Error naming the rule that failed.
+// int $0x80, x32) is killed or denied as profile.kill_foreign_abi says, and reported with
+// report_denials. Throws sandcell::Error naming the rule that failed.
+runtime::SeccompProgram compile(const Profile& profile, const CompileOptions& options);
+
+// Without a supervisor: denials are plain SECCOMP_RET_ERRNO, nothing is reported.
 runtime::SeccompProgram compile(const Profile& profile);
 
 }  // namespace sandcell::seccomp
