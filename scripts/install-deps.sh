@@ -13,6 +13,10 @@ packages=(
   busybox-static libc6-dev
   # tools the tests and benchmarks compare against or drive
   hyperfine bubblewrap runc util-linux iproute2 procps nftables
+  # image interop: real tools read and write what sandcell stores
+  skopeo umoci podman buildah debootstrap uidmap fuse-overlayfs
+  # the Docker and containers-common seccomp profiles are loaded in the confinement tests
+  golang-github-docker-docker-dev golang-github-containers-common
   # AppArmor profiles are checked with apparmor_parser -QK even where the kernel lacks AppArmor
   apparmor
 )
