@@ -1,6 +1,7 @@
 // `sandcell run`: CLI flags → runtime::Spec → run_sandbox() → output, report, exit code.
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include "commands.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/sandbox.hpp"
+#include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
 
 namespace sandcell::cli {
@@ -22,6 +24,8 @@ struct RunFlags {
   std::vector<std::string> env, mounts, tmpfs, cap_add, command;
   std::optional<std::string> workdir, user, hostname;
   std::string net = "none";
+  std::string seccomp = "default";
+  bool no_denial_report = false;
   std::string report;
   bool json = false;
 };
@@ -89,13 +93,27 @@ void apply_process(const RunFlags& f, Spec& spec) {
     throw Error::invalid("--net " + f.net + ": only 'none' is available in this version");
 }
 
+std::string capability_name(std::string name) {
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name.rfind("CAP_", 0) == 0 ? name : "CAP_" + name;
+}
+
+void apply_seccomp(const RunFlags& f, Spec& spec) {
+  seccomp::ProfileContext context;
+  for (const std::string& cap : spec.capabilities) context.capabilities.push_back(capability_name(cap));
+  std::optional<seccomp::Profile> profile = seccomp::load_profile_arg(f.seccomp, context);
+  if (!profile) return;  // unconfined
+  spec.seccomp = seccomp::compile(*profile, {.report_denials = !f.no_denial_report});
+  spec.seccomp->name = f.seccomp;
+}
+
 Spec spec_from_flags(const RunFlags& f) {
   Spec spec = runtime::default_spec();
   spec.rootfs_layers = {f.rootfs};
   apply_limits(f, spec.limits);
   apply_mounts(f, spec);
   apply_process(f, spec);
-  spec.seccomp = seccomp::compile(seccomp::builtin_profile());
+  apply_seccomp(f, spec);
   return spec;
 }
 
@@ -168,6 +186,12 @@ void add_run_command(CLI::App& app, Action& action) {
   run_cmd->add_option("--tmpfs", f->tmpfs, "tmpfs at DST[:SIZE] (repeatable; size default 64m)")->allow_extra_args(false);
   run_cmd->add_option("--net", f->net, "Network policy: none (loopback only) [none]");
   run_cmd->add_option("--cap-add", f->cap_add, "Keep this capability, e.g. NET_BIND_SERVICE (all are dropped by default)")->allow_extra_args(false);
+  run_cmd->add_option("--seccomp", f->seccomp,
+                      "seccomp profile: default (Docker's allowlist, stricter), code (for generated "
+                      "code: also no ptrace, raw sockets; other ABIs kill), builtin (deny list), "
+                      "unconfined, or a Docker/OCI JSON FILE [default]");
+  run_cmd->add_flag("--no-denial-report", f->no_denial_report,
+                    "Let the kernel answer denied syscalls without counting them in the record");
   run_cmd->add_option("--report", f->report, "Write the result record (JSON) to FILE");
   run_cmd->add_flag("--json", f->json, "Print the result record on stdout, with stdout/stderr captured as fields");
   run_cmd->add_option("command", f->command, "The command and its arguments, after --")->required();

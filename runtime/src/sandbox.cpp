@@ -109,7 +109,7 @@ std::vector<std::string> namespaces_of(const Spec& spec) {
 Isolation isolation_of(const Spec& spec, CgroupHost::Mode mode) {
   return {.namespaces = namespaces_of(spec),
           .cgroup = mode_name(mode),
-          .seccomp = spec.seccomp ? spec.seccomp->name : "none",
+          .seccomp = spec.seccomp ? spec.seccomp->name : "unconfined",
           .lsm = lsm_name(spec),
           .capabilities = spec.capabilities,
           .no_new_privs = spec.no_new_privileges,

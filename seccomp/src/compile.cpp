@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "sandcell/runtime/error.hpp"
 #include "reported_profile.hpp"
+#include "sandcell/runtime/error.hpp"
 #include "sandcell/seccomp/profile.hpp"
 #include "syscall_table.hpp"
 
@@ -177,8 +177,8 @@ bool uses_notify(const Profile& profile) {
 uint32_t unreported_foreign_abi_action(const Profile& profile) {
   if (profile.kill_foreign_abi) return SCMP_ACT_KILL_PROCESS;
   const Action& fallback = profile.default_action;
-  return SCMP_ACT_ERRNO(static_cast<uint32_t>(fallback.kind == ActionKind::Errno ? fallback.errno_ret
-                                                                                 : EPERM));
+  return SCMP_ACT_ERRNO(
+      static_cast<uint32_t>(fallback.kind == ActionKind::Errno ? fallback.errno_ret : EPERM));
 }
 
 runtime::SeccompProgram compile_filter(const Profile& profile, uint32_t foreign_abi_action,
@@ -208,8 +208,8 @@ runtime::SeccompProgram compile(const Profile& profile, const CompileOptions& op
   // Foreign-ABI calls go to the supervisor too: it records them, then kills the sandbox or
   // answers with the default errno as plan.kill_on_foreign_abi says. libseccomp 2.5.4 accepts
   // SCMP_ACT_NOTIFY as the bad-arch action.
-  runtime::SeccompProgram program = compile_filter(reported.profile, SCMP_ACT_NOTIFY,
-                                                   SECCOMP_FILTER_FLAG_NEW_LISTENER);
+  runtime::SeccompProgram program =
+      compile_filter(reported.profile, SCMP_ACT_NOTIFY, SECCOMP_FILTER_FLAG_NEW_LISTENER);
   program.notify = std::move(reported.plan);
   return program;
 }

@@ -6,8 +6,8 @@
 namespace sandcell::seccomp {
 
 struct ReportedProfile {
-  Profile profile;                   // denying actions turned into Notify where that is exact
-  runtime::SeccompNotifyPlan plan;   // how the supervisor answers each notification
+  Profile profile;                  // denying actions turned into Notify where that is exact
+  runtime::SeccompNotifyPlan plan;  // how the supervisor answers each notification
 };
 
 ReportedProfile with_denials_reported(const Profile& profile);

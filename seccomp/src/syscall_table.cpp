@@ -31,7 +31,9 @@ int native_syscall_number(const std::string& name) {
   return seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, name.c_str());
 }
 
-uint32_t native_audit_arch() { return seccomp_arch_native(); }
+uint32_t native_audit_arch() {
+  return seccomp_arch_native();
+}
 
 std::string syscall_name(uint32_t arch, uint64_t nr) {
   if (arch == AUDIT_ARCH_X86_64 && (nr & kX32SyscallBit) != 0) {

@@ -75,7 +75,7 @@ TEST(Confinement, CodeProfileAlsoDeniesPacketAndRawSockets) {
 }
 
 TEST(Confinement, ForeignAbiCallsAreDeniedAndReported) {
-  auto x32 = run_in_sandbox({"--seccomp", "builtin"}, {"/bin/sc-probe", "x32", "getpid"});
+  auto x32 = run_in_sandbox({"--seccomp", "default"}, {"/bin/sc-probe", "x32", "getpid"});
   EXPECT_EQ(x32.record.value("stdout", ""), "x32 getpid errno=EPERM\n");
   EXPECT_EQ(denied_count(x32, "x32:getpid"), 1u) << x32.record["events"].dump();
   auto i386 = run_in_sandbox({"--seccomp", "default"}, {"/bin/sc-probe", "int80", "getpid"});

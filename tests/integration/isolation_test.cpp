@@ -117,7 +117,7 @@ TEST(Isolation, NoCapabilitiesNoNewPrivsAndSeccompFilter) {
                            "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"})
     EXPECT_NE(out.find(line), std::string::npos) << line << " not in\n" << out;
   EXPECT_TRUE(r.record["isolation"]["no_new_privs"].get<bool>());
-  EXPECT_EQ(r.record["isolation"]["seccomp"], "builtin");
+  EXPECT_EQ(r.record["isolation"]["seccomp"], "default");  // seccomp/profiles/default.json
 }
 
 TEST(Isolation, CapAddKeepsOnlyThatCapability) {

@@ -1,5 +1,6 @@
-// The built-in seccomp filter, seen from inside the sandbox: each denied call fails with EPERM
-// (clone3 with ENOSYS so libc falls back to clone), and the other ABIs kill the process.
+// The built-in seccomp filter (`--seccomp builtin`), seen from inside the sandbox: each denied
+// call fails with EPERM (clone3 with ENOSYS so libc falls back to clone), and a call through
+// another ABI kills the sandbox.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -12,7 +13,7 @@ class DeniedSyscall : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(DeniedSyscall, ReturnsEperm) {
   std::string name = GetParam();
-  auto r = run_in_sandbox({}, {"/bin/sc-probe", "syscall", name});
+  auto r = run_in_sandbox({"--seccomp", "builtin"}, {"/bin/sc-probe", "syscall", name});
   ASSERT_TRUE(r.record.is_object()) << r.out << r.err;
   EXPECT_EQ(r.record.value("stdout", ""), name + " errno=EPERM\n");
 }
@@ -30,23 +31,32 @@ INSTANTIATE_TEST_SUITE_P(Builtin, DeniedSyscall,
     });
 
 TEST(Seccomp, Clone3ReturnsEnosysSoLibcFallsBack) {
-  auto r = run_in_sandbox({}, {"/bin/sc-probe", "syscall", "clone3"});
+  auto r = run_in_sandbox({"--seccomp", "builtin"}, {"/bin/sc-probe", "syscall", "clone3"});
   EXPECT_EQ(r.record.value("stdout", ""), "clone3 errno=ENOSYS\n");
   auto fork_still_works = run_in_sandbox({}, {"/bin/sh", "-c", "(echo child) ; echo parent"});
   EXPECT_EQ(fork_still_works.record.value("stdout", ""), "child\nparent\n");
 }
 
-TEST(Seccomp, X32AbiKillsTheProcessAndIsReportedSignaled) {
-  auto r = run_in_sandbox({}, {"/bin/sc-probe", "x32", "getpid"});
+TEST(Seccomp, X32AbiKillsTheSandboxAndIsReportedSignaled) {
+  auto r = run_in_sandbox({"--seccomp", "builtin"}, {"/bin/sc-probe", "x32", "getpid"});
   EXPECT_EQ(r.record["status"], "signaled") << r.out;
-  EXPECT_EQ(r.record["signal"], SIGSYS);
-  EXPECT_EQ(r.exit_code, 128 + SIGSYS);
+  EXPECT_EQ(r.record["signal"], SIGKILL);
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+  EXPECT_EQ(r.record["events"]["denied_syscalls"][0]["name"], "x32:getpid");
 }
 
-TEST(Seccomp, I386AbiKillsTheProcess) {
-  auto r = run_in_sandbox({}, {"/bin/sc-probe", "int80", "getpid"});
+TEST(Seccomp, I386AbiKillsTheSandbox) {
+  auto r = run_in_sandbox({"--seccomp", "builtin"}, {"/bin/sc-probe", "int80", "getpid"});
   EXPECT_EQ(r.record["status"], "signaled") << r.out;
+  EXPECT_EQ(r.record["signal"], SIGKILL);
+  EXPECT_EQ(r.record["events"]["denied_syscalls"][0]["name"], "i386:getpid");
+}
+
+TEST(Seccomp, WithoutTheReportTheKernelKillsWithSigsys) {
+  auto r = run_in_sandbox({"--seccomp", "builtin", "--no-denial-report"}, {"/bin/sc-probe", "x32", "getpid"});
+  EXPECT_EQ(r.record["status"], "signaled");
   EXPECT_EQ(r.record["signal"], SIGSYS);
+  EXPECT_TRUE(r.record["events"]["denied_syscalls"].empty());
 }
 
 }  // namespace

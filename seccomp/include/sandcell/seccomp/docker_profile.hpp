@@ -3,11 +3,10 @@
 // containers-common variant Podman ships (errno names beside the numbers), and the OCI
 // runtime-spec `linux.seccomp` object, which is a subset of Docker's schema.
 #include <compare>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "sandcell/seccomp/profile.hpp"
 
