@@ -2,6 +2,11 @@
 // program saw) and in what the result record reports (events.denied_syscalls).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <thread>
 
 #include <filesystem>
 #include <fstream>
@@ -138,6 +143,25 @@ TEST(Confinement, MalformedProfileNamesFieldAndIndex) {
   EXPECT_NE(r.err.find("syscalls[1]"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("action"), std::string::npos) << r.err;
   fs::remove(bad);
+}
+
+TEST(Confinement, SandboxDoesNotHangOrGainCallsWhenSupervisorDies) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);  // reap the orphaned sandbox pid 1 here
+  pid_t supervisor = spawn_sandcell({"run", "--rootfs", test_rootfs(), "--", "/bin/sc-probe",
+                                     "syscall-loop", "keyctl", "100000000"});
+  for (int i = 0; i < 100 && processes_matching("/bin/sc-probe syscall-loop").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_FALSE(processes_matching("/bin/sc-probe syscall-loop").empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // in the middle of denied calls
+  kill(supervisor, SIGKILL);
+  waitpid(supervisor, nullptr, 0);
+  for (int i = 0; i < 100 && !processes_matching("/bin/sc-probe syscall-loop").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(processes_matching("/bin/sc-probe syscall-loop").empty()) << "sandbox hung without its supervisor";
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+  EXPECT_EQ(run_sandcell({"gc"}).exit_code, 0);
 }
 
 TEST(Landlock, WritesOutsideWritablePathsAreBlockedEvenOnAWritableOverlay) {
