@@ -2,13 +2,45 @@
 // Each verb of `sandcell` registers its options and its action on the CLI11 app.
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandcell/runtime/spec.hpp"
 
 namespace sandcell::cli {
 
 // The action a parsed verb runs; returns the process exit code.
 using Action = std::function<int()>;
 
-void add_run_command(CLI::App& app, Action& action);
+// Options every verb sees (given before the verb: `sandcell --root DIR images`).
+struct GlobalOptions {
+  std::string root;  // image store; empty: $SANDCELL_ROOT or the default (DESIGN.md)
+  std::string store_root() const;
+  // `run IMAGE`: fills the Spec from the image; returns what must live as long as the run (the
+  // store lease). Set only in sandcell-images, the executable that links the image store.
+  std::function<std::shared_ptr<void>(const std::string& image, const std::vector<std::string>& command,
+                                      const std::optional<std::string>& user,
+                                      const std::optional<std::string>& workdir, runtime::Spec& spec)>
+      apply_image;
+};
+using Globals = std::shared_ptr<GlobalOptions>;
+
+void add_run_command(CLI::App& app, Action& action, const Globals& globals);
+// argv with a `--` before the program's words of a `run` command line (see run_command.cpp).
+std::vector<std::string> end_run_options(std::vector<std::string> args);
 void add_gc_command(CLI::App& app, Action& action);
+void add_build_command(CLI::App& app, Action& action, const Globals& globals);
+void add_image_commands(CLI::App& app, Action& action, const Globals& globals);
+void add_bootstrap_command(CLI::App& app, Action& action, const Globals& globals);
+
+// sandcell-images only: sets globals->apply_image.
+void enable_image_runs(const Globals& globals);
+
+// The lean `sandcell` handles `run --rootfs` and `gc` itself and hands every other command line
+// to sandcell-images, next to it, so a run does not pay for loading libarchive and libcurl.
+// Returns only when this command line is the lean binary's own.
+void forward_unless_lean(int argc, char** argv);
 
 }  // namespace sandcell::cli

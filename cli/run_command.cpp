@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "commands.hpp"
 #include "sandcell/runtime/error.hpp"
@@ -72,7 +73,7 @@ void apply_mounts(const RunFlags& f, Spec& spec) {
 }
 
 void apply_process(const RunFlags& f, Spec& spec) {
-  spec.args = f.command;
+  if (!f.rootfs.empty()) spec.args = f.command;
   for (const std::string& kv : f.env) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw Error::invalid("--env expects K=V, got '" + kv + "'");
@@ -81,7 +82,7 @@ void apply_process(const RunFlags& f, Spec& spec) {
     spec.env.push_back(kv);
   }
   if (f.workdir) spec.cwd = *f.workdir;
-  if (f.user) {
+  if (f.user && !f.rootfs.empty()) {  // an image run resolves --user from the image instead
     auto parts = split(*f.user, ':');
     if (parts.size() > 2) throw Error::invalid("--user expects UID[:GID], got '" + *f.user + "'");
     spec.uid = parse_id(parts[0], "--user UID");
@@ -107,9 +108,27 @@ void apply_seccomp(const RunFlags& f, Spec& spec) {
   spec.seccomp->name = f.seccomp;
 }
 
+// `sandcell run IMAGE [CMD...]`: the first word is the image.
+std::shared_ptr<void> apply_image(const RunFlags& f, const GlobalOptions& g, Spec& spec) {
+  if (!f.rootfs.empty()) return nullptr;
+  if (!g.apply_image) throw Error::invalid("this sandcell binary cannot run images; give --rootfs DIR");
+  std::vector<std::string> command(f.command.begin() + 1, f.command.end());
+  return g.apply_image(f.command.at(0), command, f.user, f.workdir, spec);
+}
+
+// --env given on the command line wins over the image's Env.
+void apply_process_after_image(const RunFlags& f, Spec& spec) {
+  if (!f.rootfs.empty()) return;
+  for (const std::string& kv : f.env) {
+    std::string key = kv.substr(0, kv.find('=') + 1);
+    std::erase_if(spec.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
+    spec.env.push_back(kv);
+  }
+}
+
 Spec spec_from_flags(const RunFlags& f) {
   Spec spec = runtime::default_spec();
-  spec.rootfs_layers = {f.rootfs};
+  if (!f.rootfs.empty()) spec.rootfs_layers = {f.rootfs};
   apply_limits(f, spec.limits);
   apply_mounts(f, spec);
   apply_process(f, spec);
@@ -141,8 +160,10 @@ void write_report(const std::string& path, const nlohmann::json& record) {
   check(rename(tmp.c_str(), path.c_str()), "rename report to " + path);
 }
 
-int run(const RunFlags& flags) {
+int run(const RunFlags& flags, const GlobalOptions& globals) {
   Spec spec = spec_from_flags(flags);
+  std::shared_ptr<void> lease = apply_image(flags, globals, spec);
+  apply_process_after_image(flags, spec);
   std::string captured[2];
   runtime::RunOptions options;
   options.output = [&](runtime::Stream stream, std::span<const char> data) {
@@ -167,11 +188,33 @@ int run(const RunFlags& flags) {
 
 }  // namespace
 
-void add_run_command(CLI::App& app, Action& action) {
+std::vector<std::string> end_run_options(std::vector<std::string> args) {
+  // `sandcell run IMAGE sh -c x`: the words from IMAGE (or CMD) on belong to the program, as with
+  // `docker run`; CLI11 would read `-c` as an option of ours, so a `--` goes in front of them.
+  static const std::set<std::string> kFlags = {"--json", "--no-denial-report", "-h", "--help"};
+  size_t i = 0;
+  while (i < args.size() && args[i] != "run") i += args[i] == "--root" ? 2 : 1;
+  for (++i; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") break;
+    if (arg.rfind("-", 0) == 0) {
+      if (!kFlags.count(arg) && arg.find('=') == std::string::npos) ++i;  // skip the value
+      continue;
+    }
+    args.insert(args.begin() + static_cast<long>(i), "--");
+    break;
+  }
+  return args;
+}
+
+void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
   auto f = std::make_shared<RunFlags>();
-  auto* run_cmd = app.add_subcommand("run", "Run a command in a fresh sandbox and report what happened");
+  auto* run_cmd = app.add_subcommand(
+      "run", "Run a command in a fresh sandbox and report what happened.\n"
+             "  sandcell run [OPTIONS] --rootfs DIR -- CMD [ARG...]\n"
+             "  sandcell run [OPTIONS] IMAGE [CMD [ARG...]]   (an image in the store)");
   run_cmd->add_option("--rootfs", f->rootfs, "Root filesystem directory (never modified: the run "
-                      "sees it through an overlay whose writes are thrown away)")->required();
+                      "sees it through an overlay whose writes are thrown away)");
   run_cmd->add_option("--memory", f->memory, "Memory limit, swap off (k/m/g suffixes) [512m]");
   run_cmd->add_option("--pids", f->pids, "Maximum number of processes and threads [128]");
   run_cmd->add_option("--cpus", f->cpus, "CPU bandwidth in cores, e.g. 0.5 [1]");
@@ -180,7 +223,7 @@ void add_run_command(CLI::App& app, Action& action) {
   run_cmd->add_option("--output-limit", f->output_limit, "Bytes kept per output stream; more stops the run [1m]");
   run_cmd->add_option("--env", f->env, "Environment variable K=V (repeatable)")->allow_extra_args(false);
   run_cmd->add_option("--workdir", f->workdir, "Working directory inside the sandbox [/]");
-  run_cmd->add_option("--user", f->user, "UID[:GID] to run as [0:0, without capabilities]");
+  run_cmd->add_option("--user", f->user, "UID[:GID] to run as (names too, with an image) [0:0, or the image's USER; never capabilities]");
   run_cmd->add_option("--hostname", f->hostname, "Hostname inside the sandbox [sandcell]");
   run_cmd->add_option("--mount", f->mounts, "Bind mount SRC:DST[:ro] (repeatable)")->allow_extra_args(false);
   run_cmd->add_option("--tmpfs", f->tmpfs, "tmpfs at DST[:SIZE] (repeatable; size default 64m)")->allow_extra_args(false);
@@ -194,13 +237,14 @@ void add_run_command(CLI::App& app, Action& action) {
                     "Let the kernel answer denied syscalls without counting them in the record");
   run_cmd->add_option("--report", f->report, "Write the result record (JSON) to FILE");
   run_cmd->add_flag("--json", f->json, "Print the result record on stdout, with stdout/stderr captured as fields");
-  run_cmd->add_option("command", f->command, "The command and its arguments, after --")->required();
+  run_cmd->add_option("command", f->command, "IMAGE [CMD [ARG...]], or with --rootfs: CMD [ARG...]. "
+                      "Options end at the first word that is not one (or at --)")->required();
   run_cmd->footer(
       "Exit code: the program's own; 128+N if a signal N ended it; 125 if sandcell failed or the\n"
       "input was invalid; 126 if the command is not executable; 127 if it was not found.\n"
       "Statuses in the record: ok exit_nonzero signaled timeout_wall timeout_cpu oom pids_limit\n"
       "output_limit runtime_error.");
-  run_cmd->callback([&action, f] { action = [f] { return run(*f); }; });
+  run_cmd->callback([&action, f, globals] { action = [f, globals] { return run(*f, *globals); }; });
 }
 
 }  // namespace sandcell::cli

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <algorithm>
 #include <iostream>
 
 #include "commands.hpp"
@@ -21,6 +22,9 @@ void ensure_standard_fds_open() {
 
 int main(int argc, char** argv) {
   ensure_standard_fds_open();
+#if !SANDCELL_WITH_IMAGES
+  sandcell::cli::forward_unless_lean(argc, argv);
+#endif
   // A reader that goes away (`sandcell run ... | head -1`) must not kill the supervisor before
   // it has cleaned up; write errors are handled where they happen.
   signal(SIGPIPE, SIG_IGN);
@@ -31,14 +35,28 @@ int main(int argc, char** argv) {
   app.footer(
       "Examples:\n"
       "  sandcell run --rootfs ./rootfs -- /bin/sh -c 'echo hello'\n"
+      "  sandcell bootstrap debian:bookworm-slim --suite bookworm --variant minbase\n"
+      "  sandcell build -t hello:1 ./dir && sandcell run hello:1\n"
       "  sandcell run --rootfs ./rootfs --memory 256m --timeout 5 --json -- python3 x.py\n"
       "  sandcell gc            remove what a crashed run left behind\n"
       "Run `sandcell COMMAND --help` for the options of a command.");
+  auto globals = std::make_shared<sandcell::cli::GlobalOptions>();
+  app.add_option("--root", globals->root,
+                 "Image store directory [$SANDCELL_ROOT, /var/lib/sandcell as root]");
   sandcell::cli::Action action;
-  sandcell::cli::add_run_command(app, action);
+  sandcell::cli::add_run_command(app, action, globals);
   sandcell::cli::add_gc_command(app, action);
+#if SANDCELL_WITH_IMAGES
+  sandcell::cli::enable_image_runs(globals);
+  sandcell::cli::add_build_command(app, action, globals);
+  sandcell::cli::add_image_commands(app, action, globals);
+  sandcell::cli::add_bootstrap_command(app, action, globals);
+#endif
+  std::vector<std::string> args(argv + 1, argv + argc);
+  args = sandcell::cli::end_run_options(args);
+  std::reverse(args.begin(), args.end());  // CLI11 takes the vector form last-first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

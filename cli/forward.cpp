@@ -1,0 +1,55 @@
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "commands.hpp"
+
+namespace sandcell::cli {
+namespace {
+
+// The verb: the first word that is not a global option (`--root DIR` takes a value).
+int verb_index(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--root") == 0) {
+      ++i;
+      continue;
+    }
+    if (argv[i][0] != '-') return i;
+    if (strncmp(argv[i], "--root=", 7) != 0) return -1;  // --help, --version...: the full binary
+  }
+  return -1;
+}
+
+bool lean_command(int argc, char** argv) {
+  int verb = verb_index(argc, argv);
+  if (verb < 0) return false;
+  if (strcmp(argv[verb], "gc") == 0) return true;
+  if (strcmp(argv[verb], "run") != 0) return false;
+  for (int i = verb + 1; i < argc && strcmp(argv[i], "--") != 0; ++i)
+    if (strcmp(argv[i], "--rootfs") == 0 || strncmp(argv[i], "--rootfs=", 9) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+void forward_unless_lean(int argc, char** argv) {
+  if (lean_command(argc, argv)) return;
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    std::cerr << "sandcell: cannot find its own executable (/proc/self/exe)\n";
+    _exit(125);
+  }
+  self[n] = '\0';
+  std::string full = std::string(self, strrchr(self, '/') + 1) + "sandcell-images";
+  argv[0] = full.data();
+  execv(full.c_str(), argv);
+  std::cerr << "sandcell: " << full << ": " << strerror(errno)
+            << " (image commands live in sandcell-images, installed next to sandcell)\n";
+  _exit(125);
+}
+
+}  // namespace sandcell::cli

@@ -1,0 +1,20 @@
+// sandcell-images: `run IMAGE` through the image store.
+#include "commands.hpp"
+#include "sandcell/rootfs_builder/image_spec.hpp"
+#include "sandcell/rootfs_builder/store.hpp"
+
+namespace sandcell::cli {
+
+void enable_image_runs(const Globals& globals) {
+  GlobalOptions* g = globals.get();
+  globals->apply_image = [g](const std::string& image, const std::vector<std::string>& command,
+                             const std::optional<std::string>& user, const std::optional<std::string>& workdir,
+                             runtime::Spec& spec) -> std::shared_ptr<void> {
+    auto store = std::make_shared<rootfs_builder::ImageStore>(g->store_root());
+    rootfs_builder::ImageRunRequest request{.command = command, .user = user, .workdir = workdir};
+    auto lease = std::make_shared<rootfs_builder::ImageStore::Lease>(rootfs_builder::apply_image(*store, image, request, spec));
+    return std::make_shared<std::pair<decltype(store), decltype(lease)>>(store, lease);
+  };
+}
+
+}  // namespace sandcell::cli

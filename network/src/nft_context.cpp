@@ -1,0 +1,34 @@
+#include "nft_context.hpp"
+
+#include <nftables/libnftables.h>
+
+#include <cerrno>
+
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::network {
+
+NftContext::NftContext(bool json_output) : ctx_(nft_ctx_new(NFT_CTX_DEFAULT)) {
+  if (ctx_ == nullptr) throw Error(ENOMEM, "nft_ctx_new");
+  if (json_output) nft_ctx_output_set_flags(ctx_, NFT_CTX_OUTPUT_JSON);
+  nft_ctx_buffer_output(ctx_);
+  nft_ctx_buffer_error(ctx_);
+}
+
+NftContext::~NftContext() {
+  nft_ctx_free(ctx_);
+}
+
+std::string NftContext::run(const std::string& commands, const std::string& step) {
+  if (nft_run_cmd_from_buffer(ctx_, commands.c_str()) != 0) {
+    std::string message = nft_ctx_get_error_buffer(ctx_);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+      message.pop_back();
+    // libnftables reports no errno; EPERM is what a missing CAP_NET_ADMIN looks like, else EIO.
+    const int err = message.find("Operation not permitted") != std::string::npos ? EPERM : EIO;
+    throw Error(err, step + ": " + message);
+  }
+  return nft_ctx_get_output_buffer(ctx_);
+}
+
+}  // namespace sandcell::network

@@ -1,0 +1,37 @@
+#pragma once
+// `sandcell build`: a Dockerfile and a context directory → an image in the store. RUN steps run
+// in the sandcell runtime (the same isolation as `sandcell run`, with Docker's default
+// capabilities and, by default, the host's network as `docker build --network host` does);
+// COPY and ADD are done by sandcell itself. Each step's result is cached by its key (see
+// build_cache.hpp); with SOURCE_DATE_EPOCH set the image digest is reproducible.
+#include <functional>
+#include <map>
+#include <string>
+
+#include "sandcell/rootfs_builder/dockerfile.hpp"
+#include "sandcell/rootfs_builder/store.hpp"
+
+namespace sandcell::rootfs_builder {
+
+struct BuildOptions {
+  std::string context_dir = ".";
+  std::string dockerfile;  // empty: <context>/Dockerfile
+  std::string tag;         // NAME[:TAG]; empty: the image is stored untagged
+  BuildArgs build_args;
+  std::string target;      // stage name or index; empty: the last stage
+  bool no_cache = false;
+  bool host_network = true;  // false: RUN steps get `--net none`
+  // Step lines ("[2/5] RUN make") and RUN output; default: stderr.
+  std::function<void(const std::string&)> progress;
+};
+
+struct BuildResult {
+  std::string manifest_digest;
+  std::string image_id;  // the config digest, as docker shows it
+  int steps = 0;
+  int cached_steps = 0;
+};
+
+BuildResult build_image(ImageStore& store, const BuildOptions& options);
+
+}  // namespace sandcell::rootfs_builder

@@ -1,0 +1,205 @@
+// build_image(): stages in order, each instruction a step; RUN and COPY/ADD make layers (or
+// reuse cached ones), the rest change the config.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "build_steps.hpp"
+#include "sandcell/rootfs_builder/build.hpp"
+#include "sandcell/rootfs_builder/dockerignore.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::rootfs_builder {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+std::string nlohmann_array(const std::vector<std::string>& items) { return nlohmann::json(items).dump(); }
+
+std::string read_text(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error::invalid(what + " " + path + " cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Context paths (relative, "/"-separated) that .dockerignore keeps.
+std::vector<std::string> context_files(const std::string& context) {
+  std::string ignore_path = context + "/.dockerignore";
+  DockerIgnore ignore = DockerIgnore::parse(fs::exists(ignore_path) ? read_text(ignore_path, ".dockerignore") : "");
+  std::vector<std::string> files;
+  for (auto it = fs::recursive_directory_iterator(context); it != fs::recursive_directory_iterator(); ++it) {
+    std::string relative = fs::relative(it->path(), context).string();
+    if (ignore.excluded(relative)) {
+      if (it->is_directory() && !it->is_symlink() ) {
+        // Keep walking: an exception (!pattern) may re-include something below.
+      }
+      continue;
+    }
+    files.push_back(relative);
+  }
+  return files;
+}
+
+ImageState base_state(BuildContext& ctx, const Stage& stage) {
+  if (stage.base_stage) return ctx.built_stages.at(static_cast<size_t>(*stage.base_stage));
+  ImageState state;
+  if (stage.base == "scratch") {
+    state.config.architecture = host_architecture();
+    state.cache_key = "scratch";
+  } else {
+    ImageRecord base;
+    try {
+      base = ctx.store.resolve(stage.base);
+    } catch (const Error& e) {
+      throw Error::invalid(ctx.dockerfile.filename + ":" + std::to_string(stage.from.line) + ": FROM " +
+                           stage.base + ": " + e.what() + " (make it with `sandcell bootstrap`, `sandcell load` "
+                           "or `sandcell build` first)");
+    }
+    state.config = base.config;
+    state.layers = base.manifest.layers;
+    state.cache_key = "image " + base.manifest_digest;
+  }
+  if (env_map(state.config.config.env).count("PATH") == 0) set_env(state.config, "PATH", kDefaultPath);
+  return state;
+}
+
+void add_history(ImageState& state, const Instruction& ins, bool empty_layer) {
+  state.config.history.push_back({.created = image_timestamp(), .created_by = ins.original,
+                                  .author = {}, .comment = "sandcell build", .empty_layer = empty_layer});
+}
+
+void apply_layer(ImageState& state, const CachedStep& step, const Instruction& ins) {
+  if (step.layer) {
+    state.layers.push_back(*step.layer);
+    state.config.diff_ids.push_back(step.diff_id);
+  }
+  add_history(state, ins, !step.layer);
+}
+
+std::string scope_text(const ImageState& state, const StageScope& scope) {
+  std::string text;
+  for (const auto& env : state.config.config.env) text += "env " + env + "\n";
+  for (const auto& [key, value] : scope.args) text += "arg " + key + "=" + value + "\n";
+  return text;
+}
+
+// Looks the key up (unless --no-cache); on a miss runs `make` and records its result.
+CachedStep cached_or(BuildContext& ctx, const std::string& key, const std::function<CachedStep()>& make) {
+  if (!ctx.options.no_cache) {
+    if (auto hit = cache_lookup(ctx.store, key)) {
+      ++ctx.cached;
+      ctx.say("  CACHED");
+      return *hit;
+    }
+  }
+  CachedStep step = make();
+  cache_record(ctx.store, key, step);
+  return step;
+}
+
+const ImageState* copy_source(BuildContext& ctx, const Instruction& ins, const StageScope& scope,
+                              const ImageState& state, int stage_index, const std::string& where,
+                              ImageState& image_holder) {
+  auto from = ins.flags.find("from");
+  if (from == ins.flags.end()) return nullptr;
+  std::string name = expand(ctx, state, scope, from->second, where);
+  if (auto index = ctx.dockerfile.find_stage(name)) {
+    if (*index >= stage_index) throw Error::invalid(where + ": --from=" + name + " is not an earlier stage");
+    return &ctx.built_stages.at(static_cast<size_t>(*index));
+  }
+  Stage as_base;
+  as_base.base = name;
+  as_base.from.line = ins.line;
+  image_holder = base_state(ctx, as_base);
+  return &image_holder;
+}
+
+void copy_instruction(BuildContext& ctx, ImageState& state, const StageScope& scope,
+                      const Instruction& ins, int stage_index, const std::string& where) {
+  std::vector<std::string> words;
+  for (const std::string& arg : ins.args) {
+    bool heredoc = std::any_of(ins.heredocs.begin(), ins.heredocs.end(), [&](const Heredoc& h) { return h.word == arg; });
+    words.push_back(heredoc ? arg : expand(ctx, state, scope, arg, where));
+  }
+  ImageState image_holder;
+  const ImageState* from = copy_source(ctx, ins, scope, state, stage_index, where, image_holder);
+  Instruction expanded = ins;  // heredoc bodies expand like the rest, unless the marker was quoted
+  for (Heredoc& doc : expanded.heredocs)
+    if (doc.expand) doc.content = expand_heredoc(doc.content, stage_lookup(state, scope), ctx.dockerfile.escape, where);
+  std::string flags;
+  for (const auto& [name, value] : ins.flags) flags += name + "=" + value + ";";
+  std::string key;
+  auto cached = [&](const std::string& sources) -> std::optional<CachedStep> {
+    key = step_key(state.cache_key, {ins.keyword, flags, sources, from ? from->cache_key : ""});
+    if (ctx.options.no_cache) return std::nullopt;
+    auto hit = cache_lookup(ctx.store, key);
+    if (hit) {
+      ++ctx.cached;
+      ctx.say("  CACHED");
+    }
+    return hit;
+  };
+  CachedStep step = copy_step(ctx, state, expanded, words, from, where, cached);
+  cache_record(ctx.store, key, step);
+  apply_layer(state, step, ins);
+  state.cache_key = key;
+}
+
+void run_instruction(BuildContext& ctx, ImageState& state, const StageScope& scope, const Instruction& ins,
+                     const std::string& where) {
+  std::string command = ins.json_form ? nlohmann_array(ins.args) : ins.original;
+  std::string key = step_key(state.cache_key, {"RUN", command, scope_text(state, scope),
+                                               ctx.options.host_network ? "net=host" : "net=none"});
+  CachedStep step = cached_or(ctx, key, [&] { return run_step(ctx, state, scope, ins, where); });
+  apply_layer(state, step, ins);
+  state.cache_key = key;
+}
+
+ImageState build_stage(BuildContext& ctx, const Stage& stage) {
+  ImageState state = base_state(ctx, stage);
+  StageScope scope;
+  ctx.say("[" + std::to_string(++ctx.step) + "/" + std::to_string(ctx.total_steps) + "] " + stage.from.original);
+  for (const Instruction& ins : stage.instructions) {
+    std::string where = ctx.dockerfile.filename + ":" + std::to_string(ins.line);
+    ctx.say("[" + std::to_string(++ctx.step) + "/" + std::to_string(ctx.total_steps) + "] " + ins.original);
+    if (ins.keyword == "RUN") {
+      run_instruction(ctx, state, scope, ins, where);
+    } else if (ins.keyword == "COPY" || ins.keyword == "ADD") {
+      copy_instruction(ctx, state, scope, ins, stage.index, where);
+    } else if (apply_config_step(state, scope, ctx, ins, where)) {
+      add_history(state, ins, true);
+      state.cache_key = step_key(state.cache_key, {ins.original, scope_text(state, scope)});
+    } else {
+      throw Error::invalid(where + ": " + ins.keyword + " is not supported by sandcell build");
+    }
+  }
+  return state;
+}
+
+}  // namespace
+
+BuildResult build_image(ImageStore& store, const BuildOptions& options) {
+  std::string path = options.dockerfile.empty() ? options.context_dir + "/Dockerfile" : options.dockerfile;
+  Dockerfile dockerfile = parse_dockerfile(read_text(path, "Dockerfile"), fs::path(path).filename(), options.build_args);
+  BuildContext ctx{.store = store, .options = options, .dockerfile = dockerfile,
+                   .context_files = context_files(options.context_dir), .built_stages = {}};
+  int target = dockerfile.target_stage(options.target);
+  for (int i = 0; i <= target; ++i)
+    ctx.total_steps += 1 + static_cast<int>(dockerfile.stages[static_cast<size_t>(i)].instructions.size());
+  for (int i = 0; i <= target; ++i) ctx.built_stages.push_back(build_stage(ctx, dockerfile.stages[static_cast<size_t>(i)]));
+  ImageState& final_state = ctx.built_stages.back();
+  final_state.config.created = image_timestamp();
+  std::string digest = store.put_image(options.tag, final_state.config, final_state.layers);
+  ImageRecord record = store.resolve(digest);
+  return {.manifest_digest = digest, .image_id = record.manifest.config.digest, .steps = ctx.step,
+          .cached_steps = ctx.cached};
+}
+
+}  // namespace sandcell::rootfs_builder

@@ -1,0 +1,137 @@
+// RUN: the command runs in the sandcell runtime on the image so far (its unpacked layers as
+// read-only lowers), writing into an upper directory that then becomes the step's layer.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "build_steps.hpp"
+#include "sandcell/rootfs_builder/image_user.hpp"
+#include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/sandbox.hpp"
+#include "sandcell/seccomp/docker_profile.hpp"
+#include "sandcell/seccomp/profile.hpp"
+
+namespace sandcell::rootfs_builder {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Docker's default capability set for containers (and so for build steps): package managers
+// need to chown, switch users (apt's _apt sandbox) and bind low ports.
+const std::vector<std::string> kBuildCapabilities = {
+    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+    "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+    "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"};
+
+std::string empty_lower(ImageStore& store) {
+  // overlayfs needs at least one lower directory; FROM scratch has none.
+  std::string dir = store.root() + "/layers/empty";
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::vector<std::string> run_environment(const ImageState& state, const StageScope& scope) {
+  auto env = env_map(state.config.config.env);
+  for (const auto& [key, value] : scope.args) env.try_emplace(key, value);  // ENV wins over ARG
+  env.try_emplace("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  std::vector<std::string> list;
+  for (const auto& [key, value] : env) list.push_back(key + "=" + value);
+  return list;
+}
+
+runtime::Spec run_spec(BuildContext& ctx, const ImageState& state, const std::vector<std::string>& lowers) {
+  runtime::Spec spec = runtime::default_spec();
+  spec.rootfs_layers = lowers;
+  spec.hostname = "sandcell-build";
+  spec.capabilities = kBuildCapabilities;
+  spec.writable_paths = {"/"};  // a build step may write anywhere: that is its layer
+  spec.network = ctx.options.host_network ? runtime::NetworkMode::Host : runtime::NetworkMode::None;
+  spec.limits = {.memory_bytes = 8ull << 30, .pids = 4096, .cpus = std::nullopt, .wall_s = 3600.0,
+                 .cpu_s = std::nullopt, .output_bytes = std::nullopt};
+  if (spec.network == runtime::NetworkMode::Host && fs::exists("/etc/resolv.conf"))
+    spec.bind_mounts.push_back({.source = fs::canonical("/etc/resolv.conf"), .destination = "/etc/resolv.conf",
+                                .read_only = true});
+  seccomp::ProfileContext profile_context;
+  profile_context.capabilities = kBuildCapabilities;
+  spec.seccomp = seccomp::compile(*seccomp::load_profile_arg("default", profile_context));
+  spec.cwd = state.config.config.working_dir.empty() ? "/" : state.config.config.working_dir;
+  if (!state.config.config.user.empty()) {
+    ResolvedUser user = resolve_user(state.config.config.user, lowers);
+    spec.uid = user.uid;
+    spec.gid = user.gid;
+    spec.additional_gids = user.additional_gids;
+  }
+  return spec;
+}
+
+// The command: exec form as given; shell form through the image's SHELL (default /bin/sh -c),
+// with heredoc bodies appended as the shell would read them.
+std::vector<std::string> run_command(const ImageState& state, const Instruction& ins) {
+  if (ins.json_form) return ins.args;
+  std::string script = ins.args.empty() ? "" : ins.args[0];
+  if (ins.heredocs.size() == 1 && script == ins.heredocs[0].word) {
+    script = ins.heredocs[0].content;  // `RUN <<EOF`: the body is the script
+  } else {
+    for (const Heredoc& doc : ins.heredocs) script += "\n" + doc.content + doc.name;
+  }
+  std::vector<std::string> command = state.config.config.shell;
+  if (command.empty()) command = {"/bin/sh", "-c"};
+  command.push_back(script);
+  return command;
+}
+
+bool directory_is_empty(const std::string& dir) {
+  return fs::is_empty(dir);
+}
+
+// The empty file the resolv.conf bind mount needed as its mount point is not part of the step.
+void drop_mount_points(const std::string& upper) {
+  fs::path resolv = fs::path(upper) / "etc/resolv.conf";
+  struct stat st {};
+  if (lstat(resolv.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) fs::remove(resolv);
+}
+
+}  // namespace
+
+CachedStep run_step(BuildContext& ctx, const ImageState& state, const StageScope& scope,
+                    const Instruction& ins, const std::string& where) {
+  std::vector<std::string> lowers = unpacked_layers_top_first(ctx.store, state);
+  if (lowers.empty()) lowers.push_back(empty_lower(ctx.store));
+  ScratchDir scratch(ctx.store.tmp_dir(), "run");
+  fs::create_directories(scratch.path() + "/upper");
+  fs::create_directories(scratch.path() + "/work");
+  runtime::Spec spec = run_spec(ctx, state, lowers);
+  spec.rootfs_upper_dir = scratch.path() + "/upper";
+  spec.rootfs_work_dir = scratch.path() + "/work";
+  spec.env = run_environment(state, scope);
+  spec.args = run_command(state, ins);
+  runtime::RunOptions run_options;
+  run_options.stdin_fd = -1;
+  run_options.output = [&ctx](runtime::Stream, std::span<const char> data) {
+    ctx.say(std::string(data.data(), data.size()));
+  };
+  runtime::Result result = runtime::run_sandbox(spec, run_options);
+  if (result.status != runtime::Status::Ok)
+    throw Error::invalid(where + ": RUN failed (" + runtime::to_string(result.status) +
+                         (result.exit_code ? ", exit code " + std::to_string(*result.exit_code) : "") +
+                         (result.error.empty() ? "" : ": " + result.error) + ")");
+  drop_mount_points(spec.rootfs_upper_dir);
+  return layer_from_directory(ctx, spec.rootfs_upper_dir);
+}
+
+CachedStep layer_from_directory(BuildContext& ctx, const std::string& dir) {
+  if (directory_is_empty(dir)) return {};
+  ScratchDir out(ctx.store.tmp_dir(), "layer");
+  LayerWriteOptions options;
+  options.mtime_clamp = source_date_epoch();
+  LayerDigests digests = write_layer_from_upper(dir, out.path() + "/layer.tar.gz", options);
+  std::string digest = ctx.store.put_blob_file(out.path() + "/layer.tar.gz", digests.digest);
+  return {.layer = Descriptor{.media_type = std::string(media_type::kOciLayerGzip), .digest = digest,
+                             .size = digests.size, .annotations = {}},
+          .diff_id = digests.diff_id};
+}
+
+}  // namespace sandcell::rootfs_builder

@@ -1,0 +1,140 @@
+#include "fs_tree.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "gzip_sink.hpp"
+#include "sandcell/runtime/error.hpp"
+#include "unique_fd.hpp"
+
+namespace sandcell::rootfs_builder {
+
+namespace {
+struct DirClose {
+  void operator()(DIR* d) const { ::closedir(d); }
+};
+}  // namespace
+
+int openat2_in_root(int root, const std::string& path, int flags) {
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(
+      ::syscall(SYS_openat2, root, path.empty() ? "." : path.c_str(), &how, sizeof how));
+}
+
+std::vector<std::string> list_dir_fd(int fd, const std::string& what) {
+  if (fd < 0) throw Error(errno, "open " + what);
+  std::unique_ptr<DIR, DirClose> dir(::fdopendir(fd));
+  if (!dir) {
+    int err = errno;
+    ::close(fd);
+    throw Error(err, "fdopendir " + what);
+  }
+  std::vector<std::string> names;
+  while (dirent* d = ::readdir(dir.get())) {
+    std::string_view name = d->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> list_dir(const std::string& path) {
+  return list_dir_fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), path);
+}
+
+void remove_tree_at(int parent, const std::string& name) {
+  if (::unlinkat(parent, name.c_str(), 0) == 0 || errno == ENOENT) return;
+  if (errno != EISDIR && errno != EPERM) throw Error(errno, "unlink " + name);
+  UniqueFd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) throw Error(errno, "open " + name);
+  std::vector<std::string> children = list_dir_fd(::dup(fd.get()), name);
+  // Deletion needs write and search permission on the directory, which we own.
+  (void)::fchmod(fd.get(), 0700);
+  for (const auto& child : children) remove_tree_at(fd.get(), child);
+  if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
+    throw Error(errno, "rmdir " + name);
+}
+
+void remove_tree(const std::string& path) {
+  std::string parent = parent_dir(path);
+  UniqueFd fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return;
+    throw Error(errno, "open " + parent);
+  }
+  remove_tree_at(fd.get(), path.substr(path.rfind('/') + 1));
+}
+
+TempDir::TempDir(const std::string& parent, const std::string& prefix) {
+  std::string templ = parent + "/" + prefix + "XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr) throw Error(errno, "mkdtemp " + templ);
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  if (path_.empty()) return;
+  try {
+    remove_tree(path_);
+  } catch (const Error&) {
+    // Left for `sandcell prune`, which clears <root>/tmp.
+  }
+}
+
+void fsync_path(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw Error(errno, "open " + path);
+  if (::fsync(fd.get()) != 0) throw Error(errno, "fsync " + path);
+}
+
+std::string parent_dir(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+void rename_durably(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) throw Error(errno, "rename " + from + " to " + to);
+  fsync_path(parent_dir(to));
+}
+
+void write_file_atomic(const std::string& tmp_dir, const std::string& path, std::string_view data) {
+  std::string tmp = tmp_dir + "/write-XXXXXX";
+  UniqueFd fd(::mkostemp(tmp.data(), O_CLOEXEC));
+  if (!fd) throw Error(errno, "create temp file in " + tmp_dir);
+  try {
+    write_all(fd.get(), data.data(), data.size(), "write " + tmp);
+    if (::fchmod(fd.get(), 0644) != 0) throw Error(errno, "chmod " + tmp);
+    if (::fsync(fd.get()) != 0) throw Error(errno, "fsync " + tmp);
+    rename_durably(tmp, path);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
+std::string read_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw Error(errno, "open " + path);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(errno, "read " + path);
+    if (n == 0) return out;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace sandcell::rootfs_builder

@@ -1,0 +1,47 @@
+#pragma once
+// Directory trees the store owns: temp dirs removed on scope exit, fd-relative recursive
+// removal, atomic file writes (temp + fsync + rename) and directory fsync.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandcell::rootfs_builder {
+
+// The names in a directory except "." and "..", sorted bytewise. list_dir_fd takes over fd.
+std::vector<std::string> list_dir(const std::string& path);
+std::vector<std::string> list_dir_fd(int fd, const std::string& what);
+
+// openat2(root, path, flags | O_CLOEXEC) with RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS: path
+// resolves as if root were "/", symlinks included. Returns the fd or -1 with errno set.
+int openat2_in_root(int root, const std::string& path, int flags);
+
+// Removes name under the directory fd parent, recursively, never following symlinks.
+void remove_tree_at(int parent, const std::string& name);
+// Removes path recursively if it exists.
+void remove_tree(const std::string& path);
+
+// A fresh directory "<parent>/<prefix>XXXXXX", removed with its contents on scope exit
+// unless released.
+class TempDir {
+ public:
+  TempDir(const std::string& parent, const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  void release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+void fsync_path(const std::string& path);  // a file or a directory
+// Writes data to a temp file in tmp_dir, fsyncs it, renames it to path, fsyncs path's dir:
+// a crash leaves either the old file or the new one, never half of it.
+void write_file_atomic(const std::string& tmp_dir, const std::string& path, std::string_view data);
+// Renames a finished temp file into place and makes the rename durable.
+void rename_durably(const std::string& from, const std::string& to);
+std::string read_file(const std::string& path);
+std::string parent_dir(const std::string& path);
+
+}  // namespace sandcell::rootfs_builder

@@ -1,0 +1,133 @@
+// Compression side of layers: the deterministic gzip sink, recompressing plain tars, and
+// hashing decompressed streams for diff_ids.
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+
+#include "gzip_sink.hpp"
+#include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "unique_fd.hpp"
+
+namespace sandcell::rootfs_builder {
+
+void write_all(int fd, const void* data, std::size_t size, const std::string& step) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(errno, step);
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+GzipSink::GzipSink(int out_fd) : writer_(archive_write_new()), fd_(out_fd) {
+  archive* a = writer_.get();
+  if (a == nullptr) throw Error(ENOMEM, "archive_write_new");
+  if (archive_write_set_format_raw(a) != ARCHIVE_OK ||
+      archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
+      archive_write_set_filter_option(a, "gzip", "timestamp", nullptr) != ARCHIVE_OK ||
+      archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK)
+    throw archive_error(a, "set up gzip writer");
+  if (archive_write_open(a, this, nullptr, &GzipSink::on_write, nullptr) != ARCHIVE_OK)
+    throw archive_error(a, "open gzip writer");
+  std::unique_ptr<archive_entry, decltype(&archive_entry_free)> entry(archive_entry_new(),
+                                                                      archive_entry_free);
+  archive_entry_set_filetype(entry.get(), AE_IFREG);
+  archive_entry_copy_pathname(entry.get(), "layer.tar");
+  if (archive_write_header(a, entry.get()) != ARCHIVE_OK)
+    throw archive_error(a, "gzip writer header");
+}
+
+la_ssize_t GzipSink::on_write(archive* a, void* self, const void* buf, size_t size) {
+  auto* sink = static_cast<GzipSink*>(self);
+  try {
+    write_all(sink->fd_, buf, size, "write gzip stream");
+  } catch (const Error& e) {
+    archive_set_error(a, e.code().value(), "%s", e.what());
+    return -1;
+  }
+  sink->sha_.update(buf, size);
+  sink->size_ += static_cast<std::int64_t>(size);
+  return static_cast<la_ssize_t>(size);
+}
+
+void GzipSink::write(const void* data, std::size_t size) {
+  if (size == 0) return;
+  if (archive_write_data(writer_.get(), data, size) != static_cast<la_ssize_t>(size))
+    throw archive_error(writer_.get(), "gzip write");
+}
+
+std::string GzipSink::finish() {
+  if (archive_write_close(writer_.get()) != ARCHIVE_OK)
+    throw archive_error(writer_.get(), "gzip close");
+  return sha_.finish();
+}
+
+namespace {
+
+// Calls sink(data, size) for every block of the decompressed stream of path.
+template <typename Sink>
+void read_decompressed(const std::string& path, Sink&& sink) {
+  ArchiveReader a = open_raw_reader(path);
+  archive_entry* entry = nullptr;
+  int r = archive_read_next_header(a.get(), &entry);
+  if (r == ARCHIVE_EOF) return;  // an empty file decompresses to nothing
+  if (r != ARCHIVE_OK) throw archive_error(a.get(), "read " + path);
+  std::array<char, 1 << 16> buf{};
+  for (;;) {
+    la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
+    if (n < 0) throw archive_error(a.get(), "decompress " + path);
+    if (n == 0) break;
+    sink(buf.data(), static_cast<std::size_t>(n));
+  }
+}
+
+UniqueFd create_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) throw Error(errno, "create " + path);
+  return fd;
+}
+
+}  // namespace
+
+LayerDigests gzip_layer(const std::string& tar_path, const std::string& out_path) {
+  UniqueFd out = create_file(out_path);
+  GzipSink gz(out.get());
+  Sha256 diff;
+  read_decompressed(tar_path, [&](const char* data, std::size_t size) {
+    diff.update(data, size);
+    gz.write(data, size);
+  });
+  LayerDigests result;
+  result.digest = gz.finish();
+  result.size = gz.size();
+  result.diff_id = diff.finish();
+  if (::fsync(out.get()) != 0) throw Error(errno, "fsync " + out_path);
+  return result;
+}
+
+std::string layer_diff_id(const std::string& layer_path) {
+  Sha256 diff;
+  read_decompressed(layer_path,
+                    [&](const char* data, std::size_t size) { diff.update(data, size); });
+  return diff.finish();
+}
+
+void decompress_layer(const std::string& layer_path, const std::string& out_path) {
+  UniqueFd out = create_file(out_path);
+  read_decompressed(layer_path, [&](const char* data, std::size_t size) {
+    write_all(out.get(), data, size, "write " + out_path);
+  });
+}
+
+bool is_gzip_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw Error(errno, "open " + path);
+  unsigned char magic[2] = {};
+  return ::read(fd.get(), magic, 2) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+}  // namespace sandcell::rootfs_builder

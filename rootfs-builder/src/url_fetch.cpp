@@ -1,0 +1,51 @@
+#include "url_fetch.hpp"
+
+#include <curl/curl.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "sandcell/rootfs_builder/digest.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::rootfs_builder {
+namespace {
+
+size_t write_to_file(char* data, size_t size, size_t count, void* file) {
+  return fwrite(data, size, count, static_cast<FILE*>(file)) * size;
+}
+
+}  // namespace
+
+bool is_url(const std::string& source) {
+  return source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0;
+}
+
+std::string url_file_name(const std::string& url) {
+  std::string path = url.substr(0, url.find_first_of("?#"));
+  auto slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? "" : path.substr(slash + 1);
+  return name.empty() || path.find('/', path.find("//") + 2) == std::string::npos ? "download" : name;
+}
+
+void fetch_url(const std::string& url, const std::string& path, const std::string& expected_digest) {
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
+  std::unique_ptr<FILE, decltype(&fclose)> file(fopen(path.c_str(), "wbe"), fclose);
+  if (!curl || !file) throw Error(errno ? errno : ENOMEM, "prepare download of " + url);
+  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl.get(), CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_MAXREDIRS, 10L);
+  curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl.get(), CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl.get(), CURLOPT_FAILONERROR, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT, 30L);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, write_to_file);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, file.get());
+  CURLcode rc = curl_easy_perform(curl.get());
+  if (fflush(file.get()) != 0 || rc != CURLE_OK)
+    throw Error::invalid("ADD " + url + ": download failed: " + curl_easy_strerror(rc));
+  if (!expected_digest.empty() && sha256_file_digest(path) != expected_digest)
+    throw Error::invalid("ADD " + url + ": checksum mismatch (expected " + expected_digest + ")");
+}
+
+}  // namespace sandcell::rootfs_builder

@@ -1,0 +1,16 @@
+#pragma once
+// ADD https://...: downloads with libcurl (redirects followed, HTTP errors fatal), optionally
+// checking the sha256 given with --checksum.
+#include <string>
+
+namespace sandcell::rootfs_builder {
+
+// Downloads `url` to `path`; throws Error naming the URL on failure or checksum mismatch.
+void fetch_url(const std::string& url, const std::string& path, const std::string& expected_digest);
+
+// The file name ADD gives a download: the last path segment of the URL, or "download".
+std::string url_file_name(const std::string& url);
+
+bool is_url(const std::string& source);
+
+}  // namespace sandcell::rootfs_builder

@@ -1,0 +1,234 @@
+// Images: build from Dockerfiles, the cache, reproducible digests, the store verbs, archives, and
+// the real tools (skopeo, umoci, podman, buildah) reading what sandcell writes and vice versa.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "sandcell_cli.hpp"
+
+namespace sandcell::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A private store and a build context holding busybox, per test.
+class Images : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sandcell-images-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(context());
+    fs::copy_file(test_rootfs() + "/bin/busybox", context() + "/busybox");
+    setenv("SANDCELL_ROOT", store().c_str(), 1);
+    setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
+  }
+  void TearDown() override {
+    unsetenv("SANDCELL_ROOT");
+    unsetenv("SOURCE_DATE_EPOCH");
+    fs::remove_all(dir_);
+  }
+  std::string context() const { return dir_ / "ctx"; }
+  std::string store() const { return dir_ / "store"; }
+  void dockerfile(const std::string& text) const { std::ofstream(context() + "/Dockerfile") << text; }
+  CliRun build(const std::vector<std::string>& extra = {}, const std::string& tag = "t:1") const {
+    std::vector<std::string> args{"build", "-t", tag};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(context());
+    return run_sandcell(args);
+  }
+  std::string run_image(const std::vector<std::string>& args) const {
+    std::vector<std::string> full{"run"};
+    full.insert(full.end(), args.begin(), args.end());
+    CliRun r = run_sandcell(full);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+  static std::string system_out(const std::string& command) {
+    std::string out;
+    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+    char buffer[4096];
+    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+    int status = pclose(pipe);
+    return (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "FAILED: ") + out;
+  }
+  fs::path dir_;
+};
+
+const char* kBusyboxImage = R"(FROM scratch
+COPY busybox /bin/busybox
+RUN ["/bin/busybox", "--install", "-s", "/bin"]
+RUN mkdir -p /tmp /etc && chmod 1777 /tmp && echo 'app:x:1000:1000::/home/app:/bin/sh' > /etc/passwd && echo 'app:x:1000:' > /etc/group
+)";
+
+TEST_F(Images, BuildThenRunHonoursEnvWorkdirUserAndCmd) {
+  dockerfile(std::string(kBusyboxImage) + R"(ENV GREETING=hello
+WORKDIR /app
+RUN echo "$GREETING from build" > msg
+USER app
+CMD ["sh", "-c", "cat msg; id -u; pwd; echo $HOME"]
+)");
+  auto b = build();
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(run_image({"t:1"}), "hello from build\n1000\n/app\n/home/app\n");
+  EXPECT_EQ(run_image({"t:1", "echo", "override"}), "override\n");
+  EXPECT_EQ(run_image({"--user", "0", "t:1", "id", "-u"}), "0\n");
+}
+
+TEST_F(Images, SecondBuildIsFullyCachedAndGivesTheSameDigest) {
+  dockerfile(std::string(kBusyboxImage) + "RUN echo built > /built\n");
+  auto first = build();
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto second = build();
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("(4 cached)"), std::string::npos) << second.err;
+  EXPECT_EQ(first.out, second.out);  // the image ID
+  // A changed source file busts the cache from its COPY on.
+  std::ofstream(context() + "/busybox", std::ios::app) << "x";
+  auto third = build();
+  EXPECT_NE(third.err.find("(0 cached)"), std::string::npos) << third.err;
+}
+
+TEST_F(Images, NoCacheBuildsAreReproducibleWithSourceDateEpoch) {
+  dockerfile(std::string(kBusyboxImage) + "RUN date > /when; touch /a /b\n");
+  auto first = build({"--no-cache"});
+  auto second = build({"--no-cache"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("(0 cached)"), std::string::npos);
+  // `date` differs between the runs, so compare a build whose RUN steps are deterministic.
+  dockerfile(std::string(kBusyboxImage) + "RUN echo same > /same; touch /a\n");
+  auto third = build({"--no-cache"}, "r:1");
+  auto fourth = build({"--no-cache"}, "r:1");
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_EQ(third.out, fourth.out);
+}
+
+TEST_F(Images, MultiStageCopyFromArgsDockerignoreChownChmodAndHeredoc) {
+  std::ofstream(context() + "/keep.txt") << "kept";
+  std::ofstream(context() + "/secret.txt") << "secret";
+  std::ofstream(context() + "/.dockerignore") << "secret.txt\n";
+  dockerfile(std::string("ARG BASE_MSG=from-arg\n") + kBusyboxImage + R"(ARG BASE_MSG
+RUN echo "$BASE_MSG" > /stage-one
+FROM scratch AS second
+COPY --from=0 / /
+ARG EXTRA=default
+COPY --chown=app --chmod=600 *.txt /data/
+COPY <<EOF /data/heredoc.txt
+extra is ${EXTRA}
+EOF
+CMD ["sh", "-c", "cat /stage-one; ls /data; stat -c '%u %a' /data/keep.txt; cat /data/heredoc.txt"]
+)");
+  auto b = build({"--build-arg", "EXTRA=given"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(run_image({"t:1"}), "from-arg\nheredoc.txt\nkeep.txt\n1000 600\nextra is given\n");
+}
+
+TEST_F(Images, AddExtractsLocalTarsAndTargetStopsEarly) {
+  ASSERT_EQ(system(("tar -C " + context() + " -cf " + context() + "/payload.tar busybox").c_str()), 0);
+  std::string first_stage = std::string(kBusyboxImage);
+  first_stage.replace(0, std::string("FROM scratch").size(), "FROM scratch AS first");
+  dockerfile(first_stage + "ADD payload.tar /unpacked/\nFROM scratch AS never\nRUN false\n");
+  auto b = build({"--target", "first"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(run_image({"t:1", "ls", "/unpacked"}), "busybox\n");
+}
+
+TEST_F(Images, ErrorsNameTheFileAndLine) {
+  dockerfile("FROM scratch\nFROBNICATE now\n");
+  auto unknown = build();
+  EXPECT_EQ(unknown.exit_code, 125);
+  EXPECT_NE(unknown.err.find("Dockerfile:2"), std::string::npos) << unknown.err;
+  dockerfile(std::string(kBusyboxImage) + "RUN exit 3\n");
+  auto failing = build();
+  EXPECT_EQ(failing.exit_code, 125);
+  EXPECT_NE(failing.err.find("Dockerfile:5: RUN failed"), std::string::npos) << failing.err;
+  EXPECT_NE(failing.err.find("exit code 3"), std::string::npos) << failing.err;
+  dockerfile("FROM no-such-image:1\n");
+  auto missing = build();
+  EXPECT_NE(missing.err.find("no-such-image"), std::string::npos) << missing.err;
+}
+
+TEST_F(Images, StoreVerbsTagInspectRmiPrune) {
+  dockerfile(kBusyboxImage);
+  ASSERT_EQ(build().exit_code, 0);
+  EXPECT_EQ(run_sandcell({"tag", "t:1", "other:2"}).exit_code, 0);
+  std::string list = run_sandcell({"images"}).out;
+  EXPECT_NE(list.find("t:1"), std::string::npos) << list;
+  EXPECT_NE(list.find("other:2"), std::string::npos) << list;
+  auto inspect = nlohmann::json::parse(run_sandcell({"inspect", "other:2"}).out);
+  EXPECT_EQ(inspect[0]["Config"]["rootfs"]["diff_ids"].size(), 3u);
+  EXPECT_EQ(run_sandcell({"rmi", "t:1", "other:2"}).exit_code, 0);
+  auto prune = run_sandcell({"prune"});
+  EXPECT_NE(prune.out.find("removed"), std::string::npos);
+  EXPECT_EQ(run_sandcell({"images"}).out.find("other:2"), std::string::npos);
+}
+
+TEST_F(Images, SaveLoadImportRoundTrips) {
+  dockerfile(std::string(kBusyboxImage) + "CMD [\"echo\", \"round trip\"]\n");
+  ASSERT_EQ(build().exit_code, 0);
+  for (const char* format : {"docker-archive", "oci-archive"}) {
+    std::string archive = dir_ / (std::string(format) + ".tar");
+    ASSERT_EQ(run_sandcell({"save", "--format", format, "-o", archive, "t:1"}).exit_code, 0);
+    ASSERT_EQ(run_sandcell({"rmi", "t:1"}).exit_code, 0);
+    auto load = run_sandcell({"load", "-i", archive});
+    ASSERT_EQ(load.exit_code, 0) << load.err;
+    EXPECT_EQ(run_image({"t:1"}), "round trip\n") << format;
+  }
+  std::string rootfs_tar = dir_ / "rootfs.tar";
+  ASSERT_EQ(system(("tar -C " + test_rootfs() + " -cf " + rootfs_tar + " .").c_str()), 0);
+  ASSERT_EQ(run_sandcell({"import", rootfs_tar, "imported:1"}).exit_code, 0);
+  EXPECT_EQ(run_image({"imported:1", "/bin/sc-probe", "exit", "0"}), "");
+}
+
+TEST_F(Images, SkopeoAndUmociReadTheStoreAndArchives) {
+  dockerfile(kBusyboxImage);
+  ASSERT_EQ(build({}, "localhost/interop:1").exit_code, 0);
+  EXPECT_EQ(system_out("skopeo inspect oci:" + store() + ":localhost/interop:1").rfind("FAILED", 0), std::string::npos);
+  std::string archive = dir_ / "d.tar";
+  std::string copy = system_out("skopeo copy oci:" + store() + ":localhost/interop:1 docker-archive:" + archive + ":interop:1");
+  EXPECT_EQ(copy.rfind("FAILED", 0), std::string::npos) << copy;
+  EXPECT_EQ(system_out("skopeo inspect docker-archive:" + archive).rfind("FAILED", 0), std::string::npos);
+  std::string bundle = dir_ / "bundle";
+  std::string unpack = system_out("umoci unpack --image " + store() + ":localhost/interop:1 " + bundle);
+  EXPECT_EQ(unpack.rfind("FAILED", 0), std::string::npos) << unpack;
+  EXPECT_TRUE(fs::exists(bundle + "/rootfs/bin/busybox"));
+  EXPECT_TRUE(fs::is_symlink(bundle + "/rootfs/bin/sh"));
+}
+
+const char* kPodman = "podman --cgroup-manager cgroupfs --events-backend file --runtime /usr/bin/runc";
+// This host's root lacks CAP_SYS_RESOURCE: podman's default nofile/nproc ulimits cannot be set.
+const char* kPodmanRunFlags = "--rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024";
+
+TEST_F(Images, PodmanLoadsAndRunsOurImage) {
+  dockerfile(std::string(kBusyboxImage) + "CMD [\"echo\", \"hello podman\"]\n");
+  ASSERT_EQ(build({}, "sandcell-interop:1").exit_code, 0);
+  std::string archive = dir_ / "d.tar";
+  ASSERT_EQ(run_sandcell({"save", "-o", archive, "sandcell-interop:1"}).exit_code, 0);
+  std::string load = system_out(std::string(kPodman) + " load -i " + archive);
+  ASSERT_EQ(load.rfind("FAILED", 0), std::string::npos) << load;
+  EXPECT_EQ(system_out(std::string(kPodman) + " run " + kPodmanRunFlags + " sandcell-interop:1"), "hello podman\n");
+  system_out(std::string(kPodman) + " rmi -f sandcell-interop:1");
+}
+
+TEST_F(Images, BuildahImageLoadsAndRunsInSandcell) {
+  std::ofstream(context() + "/Containerfile") << "FROM scratch\nCOPY busybox /bin/busybox\nCMD [\"/bin/busybox\", \"echo\", \"built by buildah\"]\n";
+  std::string archive = dir_ / "buildah.tar";
+  std::string bud = system_out("cd " + context() + " && buildah --storage-driver vfs bud -q -f Containerfile -t buildah-made:1 . && "
+                               "buildah --storage-driver vfs push buildah-made:1 docker-archive:" + archive + ":buildah-made:1");
+  ASSERT_EQ(bud.rfind("FAILED", 0), std::string::npos) << bud;
+  auto load = run_sandcell({"load", "-i", archive});
+  ASSERT_EQ(load.exit_code, 0) << load.err;
+  EXPECT_EQ(run_image({"buildah-made:1"}), "built by buildah\n");
+  std::string oci = dir_ / "buildah-oci.tar";
+  std::string push = system_out("buildah --storage-driver vfs push buildah-made:1 oci-archive:" + oci + ":buildah-oci:1");
+  ASSERT_EQ(push.rfind("FAILED", 0), std::string::npos) << push;
+  ASSERT_EQ(run_sandcell({"load", "-i", oci}).exit_code, 0);
+  EXPECT_EQ(run_image({"buildah-oci:1"}), "built by buildah\n");
+  system_out("buildah --storage-driver vfs rmi -f buildah-made:1");
+}
+
+}  // namespace
+}  // namespace sandcell::test

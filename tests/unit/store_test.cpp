@@ -1,0 +1,278 @@
+// The OCI layout store, image model and names, without root.
+#include "sandcell/rootfs_builder/store.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "sandcell/rootfs_builder/digest.hpp"
+#include "sandcell/rootfs_builder/image.hpp"
+#include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::rootfs_builder {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempTree {
+  fs::path path;
+  TempTree() {
+    std::string t = (fs::temp_directory_path() / "sc-store-XXXXXX").string();
+    path = ::mkdtemp(t.data());
+  }
+  ~TempTree() { fs::remove_all(path); }
+};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A one-layer image built from a small upper dir, tagged `name`.
+std::string add_image(ImageStore& store, const fs::path& scratch, const std::string& name,
+                      const std::string& text) {
+  fs::create_directories(scratch / "up");
+  std::ofstream(scratch / "up" / "hello.txt") << text;
+  std::string tmp = store.tmp_dir() + "/layer.tgz";
+  LayerDigests d = write_layer_from_upper((scratch / "up").string(), tmp, {.mtime_clamp = 0});
+  std::string digest = store.put_blob_file(tmp, d.digest);
+  ImageConfig config;
+  config.created = "2024-01-01T00:00:00Z";
+  config.config.cmd = std::vector<std::string>{"/bin/sh"};
+  config.diff_ids = {d.diff_id};
+  config.history = {{.created = config.created,
+                     .created_by = "test",
+                     .author = {},
+                     .comment = {},
+                     .empty_layer = false}};
+  return store.put_image(name, config,
+                         {{.media_type = std::string(media_type::kOciLayerGzip),
+                           .digest = digest,
+                           .size = d.size,
+                           .annotations = {}}});
+}
+
+TEST(Digest, Sha256OfKnownInputAndValidation) {
+  EXPECT_EQ(sha256_digest("abc"),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_TRUE(is_valid_digest(sha256_digest("")));
+  EXPECT_FALSE(is_valid_digest("sha256:ABC"));
+  EXPECT_FALSE(is_valid_digest("sha512:" + std::string(64, 'a')));
+  EXPECT_FALSE(is_valid_digest("sha256:" + std::string(63, 'a') + "/"));
+  EXPECT_THROW(digest_hex("sha256:../../etc/passwd"), Error);
+}
+
+TEST(ImageReference, ParsesLocalNamesWithDefaultTag) {
+  EXPECT_EQ(parse_reference("debian:bookworm-slim").str(), "debian:bookworm-slim");
+  EXPECT_EQ(parse_reference("busybox").str(), "busybox:latest");
+  EXPECT_EQ(parse_reference("localhost/foo:1").str(), "localhost/foo:1");
+  EXPECT_EQ(parse_reference("localhost:5000/a/b").str(), "localhost:5000/a/b:latest");
+  std::string d = sha256_digest("x");
+  EXPECT_EQ(parse_reference("foo@" + d).digest, d);
+  for (const char* bad :
+       {"", "Foo", "foo:", "foo:-x", "foo/../bar", "/foo", "foo@sha256:12", "a//b"})
+    EXPECT_THROW(parse_reference(bad), Error) << bad;
+}
+
+TEST(ImageConfigJson, IsCanonicalAndRoundTrips) {
+  ImageConfig c;
+  c.created = "2024-01-01T00:00:00Z";
+  c.config.env = {"PATH=/bin"};
+  c.config.entrypoint = std::vector<std::string>{"/entry"};
+  c.config.cmd = std::vector<std::string>{};
+  c.config.working_dir = "/w";
+  c.config.user = "1000:1000";
+  c.config.labels = {{"b", "2"}, {"a", "1"}};
+  c.config.exposed_ports = {"80/tcp"};
+  c.config.volumes = {"/data"};
+  c.config.stop_signal = "SIGTERM";
+  c.config.healthcheck = Healthcheck{.test = {"CMD", "true"},
+                                     .interval_ns = 1000,
+                                     .timeout_ns = 0,
+                                     .start_period_ns = 0,
+                                     .retries = 3};
+  c.diff_ids = {sha256_digest("layer")};
+  c.history = {{.created = c.created,
+                .created_by = "RUN x",
+                .author = {},
+                .comment = {},
+                .empty_layer = true}};
+  std::string json = config_to_json(c);
+  EXPECT_EQ(json, nlohmann::json::parse(json).dump()) << "keys sorted, no whitespace";
+  EXPECT_NE(json.find(R"("ExposedPorts":{"80/tcp":{}})"), std::string::npos);
+  EXPECT_NE(json.find(R"("Cmd":[])"), std::string::npos) << "an empty Cmd is not a missing Cmd";
+  EXPECT_NE(json.find(R"("rootfs":{"diff_ids":[")"), std::string::npos);
+  ImageConfig back = config_from_json(json);
+  EXPECT_EQ(config_to_json(back), json);
+  EXPECT_EQ(back.config.labels.at("a"), "1");
+  EXPECT_TRUE(back.history[0].empty_layer);
+}
+
+TEST(ImageConfigJson, DockerNullsAreAccepted) {
+  ImageConfig c = config_from_json(
+      R"({"architecture":"amd64","os":"linux","config":{"Cmd":null,"Env":null,"Entrypoint":null,"Labels":null},"rootfs":{"type":"layers","diff_ids":[]}})");
+  EXPECT_FALSE(c.config.cmd.has_value());
+  EXPECT_TRUE(c.config.env.empty());
+}
+
+TEST(ImageTimestamp, FollowsSourceDateEpoch) {
+  ::setenv("SOURCE_DATE_EPOCH", "1000", 1);
+  EXPECT_EQ(image_timestamp(), "1970-01-01T00:16:40Z");
+  ::setenv("SOURCE_DATE_EPOCH", "soon", 1);
+  EXPECT_THROW(image_timestamp(), Error);
+  ::unsetenv("SOURCE_DATE_EPOCH");
+}
+
+TEST(ManifestJson, ParsesDockerSchema2AndRejectsOtherSchemas) {
+  std::string d = sha256_digest("c");
+  Manifest m = manifest_from_json(
+      R"({"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json",)"
+      R"("config":{"mediaType":"application/vnd.docker.container.image.v1+json","size":7,"digest":")" +
+      d +
+      R"("},"layers":[{"mediaType":"application/vnd.docker.image.rootfs.diff.tar.gzip","size":9,"digest":")" +
+      d + R"("}]})");
+  EXPECT_EQ(m.media_type, media_type::kDockerManifest);
+  EXPECT_EQ(m.layers.at(0).size, 9);
+  EXPECT_THROW(manifest_from_json(R"({"schemaVersion":1})"), Error);
+  EXPECT_THROW(
+      manifest_from_json(R"({"schemaVersion":2,"config":{"digest":"md5:x","size":1},"layers":[]})"),
+      Error);
+}
+
+TEST(ImageStore, CreatesAnOciLayout) {
+  TempTree t;
+  ImageStore store((t.path / "root").string());
+  EXPECT_EQ(read_text(t.path / "root/oci-layout"), R"({"imageLayoutVersion":"1.0.0"})");
+  auto index = nlohmann::json::parse(read_text(t.path / "root/index.json"));
+  EXPECT_EQ(index["schemaVersion"], 2);
+  EXPECT_TRUE(index["manifests"].empty());
+  EXPECT_TRUE(fs::is_directory(t.path / "root/blobs/sha256"));
+}
+
+TEST(ImageStore, PutBlobRejectsAWrongDigestAndLeavesNothingBehind) {
+  TempTree t;
+  ImageStore store((t.path / "root").string());
+  EXPECT_THROW(store.put_blob("data", sha256_digest("other")), Error);
+  std::ofstream(t.path / "f") << "file";
+  EXPECT_THROW(store.put_blob_file((t.path / "f").string(), sha256_digest("other")), Error);
+  EXPECT_TRUE(fs::is_empty(t.path / "root/blobs/sha256"));
+  EXPECT_TRUE(fs::is_empty(t.path / "root/tmp"));
+  std::string d = store.put_blob_file((t.path / "f").string());
+  EXPECT_EQ(d, sha256_digest("file"));
+  EXPECT_EQ(store.read_blob(d), "file");
+  EXPECT_TRUE(fs::exists(t.path / "f")) << "files outside tmp are copied, not moved";
+}
+
+TEST(ImageStore, TagsResolveListAndIndexCarriesRefNames) {
+  TempTree t;
+  ImageStore store((t.path / "root").string());
+  std::string manifest = add_image(store, t.path, "foo:1", "hi");
+  ImageRecord r = store.resolve("foo:1");
+  EXPECT_EQ(r.manifest_digest, manifest);
+  EXPECT_EQ(r.manifest.media_type, media_type::kOciManifest);
+  EXPECT_EQ(r.manifest.config.media_type, media_type::kOciConfig);
+  EXPECT_EQ(r.manifest.layers.at(0).media_type, media_type::kOciLayerGzip);
+  store.tag("foo:1", "bar");
+  EXPECT_EQ(store.resolve("bar:latest").manifest_digest, manifest);
+  EXPECT_EQ(store.resolve(r.manifest.config.digest.substr(7, 12)).manifest_digest, manifest);
+  EXPECT_EQ(store.resolve(manifest).manifest_digest, manifest);
+  auto index = nlohmann::json::parse(read_text(t.path / "root/index.json"));
+  ASSERT_EQ(index["manifests"].size(), 2u);
+  EXPECT_EQ(index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"],
+            "bar:latest");
+  EXPECT_EQ(index["manifests"][1]["annotations"]["org.opencontainers.image.ref.name"], "foo:1");
+  auto images = store.list();
+  ASSERT_EQ(images.size(), 2u);
+  EXPECT_EQ(images[1].name, "foo:1");
+  EXPECT_GT(images[1].size, 0);
+  EXPECT_THROW(store.resolve("nope"), Error);
+}
+
+TEST(ImageStore, PruneKeepsTaggedAndRemovesUntagged) {
+  TempTree t;
+  ImageStore store((t.path / "root").string());
+  std::string manifest = add_image(store, t.path, "foo:1", "hi");
+  store.tag("foo:1", "bar");
+  ImageRecord r = store.resolve("foo:1");
+  store.unpacked_layers(r);
+  store.put_blob("orphan");
+  store.remove("foo:1");
+  EXPECT_THROW(store.remove("foo:1"), Error);
+  PruneStats first = store.prune();
+  EXPECT_EQ(first.blobs_removed, 1u);
+  EXPECT_EQ(first.layers_removed, 0u);
+  EXPECT_TRUE(store.has_blob(manifest));
+  store.remove("bar");
+  PruneStats second = store.prune();
+  EXPECT_EQ(second.blobs_removed, 3u);
+  EXPECT_EQ(second.layers_removed, 1u);
+  EXPECT_GT(second.bytes_freed, 0u);
+  EXPECT_TRUE(fs::is_empty(t.path / "root/blobs/sha256"));
+}
+
+TEST(ImageStore, ParallelTaggingLosesNoTag) {
+  TempTree t;
+  ImageStore store((t.path / "root").string());
+  std::string manifest = add_image(store, t.path, "base", "x");
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      ImageStore own((t.path / "root").string());  // as another process would
+      for (int j = 0; j < 5; ++j)
+        own.set_tag("img" + std::to_string(i) + ":" + std::to_string(j), manifest);
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(store.list().size(), 41u);
+}
+
+TEST(ImageStore, UnpacksALayerOnceAndReusesIt) {
+  TempTree t;
+  ImageStore store((t.path / "root").string());
+  add_image(store, t.path, "foo", "unpacked");
+  ImageRecord r = store.resolve("foo");
+  auto dirs = store.unpacked_layers(r);
+  ASSERT_EQ(dirs.size(), 1u);
+  EXPECT_EQ(dirs[0], store.root() + "/layers/" + digest_hex(r.config.diff_ids[0]));
+  EXPECT_EQ(read_text(fs::path(dirs[0]) / "hello.txt"), "unpacked");
+  fs::remove(fs::path(dirs[0]) / "hello.txt");  // a second call must not unpack again
+  EXPECT_EQ(store.unpacked_layers(r), dirs);
+  EXPECT_FALSE(fs::exists(fs::path(dirs[0]) / "hello.txt"));
+}
+
+TEST(ImageStore, SameRecipeGivesTheSameImageDigestUnderSourceDateEpoch) {
+  ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
+  std::vector<std::string> digests;
+  for (int run = 0; run < 2; ++run) {
+    TempTree t;
+    ImageStore store((t.path / "root").string());
+    fs::create_directories(t.path / "up/app");
+    std::ofstream(t.path / "up/app/main.py") << "print(1)\n";
+    std::string tmp = store.tmp_dir() + "/l.tgz";
+    LayerDigests d =
+        write_layer_from_upper((t.path / "up").string(), tmp, {.mtime_clamp = source_date_epoch()});
+    ImageConfig config;
+    config.created = image_timestamp();
+    config.diff_ids = {d.diff_id};
+    config.config.cmd = std::vector<std::string>{"python3", "/app/main.py"};
+    digests.push_back(store.put_image("app", config,
+                                      {{.media_type = std::string(media_type::kOciLayerGzip),
+                                        .digest = store.put_blob_file(tmp, d.digest),
+                                        .size = d.size,
+                                        .annotations = {}}}));
+    if (run == 0) ::sleep(1);  // mtimes differ between the runs
+  }
+  ::unsetenv("SOURCE_DATE_EPOCH");
+  EXPECT_EQ(digests[0], digests[1]);
+}
+
+}  // namespace
+}  // namespace sandcell::rootfs_builder
