@@ -1,5 +1,7 @@
 // `sandcell bootstrap NAME --suite bookworm`: a Debian base image made with debootstrap from the
 // distribution mirror, so `FROM debian:bookworm-slim` works with no registry at all.
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +31,9 @@ void run_debootstrap(const BootstrapFlags& f, const std::string& target) {
   argv.push_back(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
+    // debootstrap mounts /proc and /sys in the target while it works: in a private mount
+    // namespace those mounts never show on the host and die with it, even if it is killed.
+    if (unshare(CLONE_NEWNS) < 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) _exit(126);
     dup2(STDERR_FILENO, STDOUT_FILENO);  // progress on stderr; stdout stays for the digest
     execvp("debootstrap", argv.data());
     _exit(127);
