@@ -20,7 +20,7 @@ struct BuildFlags {
 std::function<void(const std::string&)> progress_printer(bool quiet) {
   bool tty = isatty(STDERR_FILENO) == 1;
   return [tty, quiet](const std::string& line) {
-    bool step = !line.empty() && line[0] == '[';
+    bool step = !line.empty() && (line[0] == '[' || line.rfind("  layer ", 0) == 0 || line == "  CACHED");
     if (quiet && !step) return;
     if (tty && step) std::cerr << "\033[1m" << line << "\033[0m\n";
     else std::cerr << line << (line.empty() || line.back() != '\n' ? "\n" : "");

@@ -129,6 +129,7 @@ CachedStep layer_from_directory(BuildContext& ctx, const std::string& dir) {
   options.mtime_clamp = source_date_epoch();
   LayerDigests digests = write_layer_from_upper(dir, out.path() + "/layer.tar.gz", options);
   std::string digest = ctx.store.put_blob_file(out.path() + "/layer.tar.gz", digests.digest);
+  ctx.say("  layer " + digest.substr(0, 19) + " " + std::to_string((digests.size + 1023) / 1024) + " KiB");
   return {.layer = Descriptor{.media_type = std::string(media_type::kOciLayerGzip), .digest = digest,
                              .size = digests.size, .annotations = {}},
           .diff_id = digests.diff_id};
