@@ -14,6 +14,7 @@
 #include <set>
 
 #include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "temp_tree.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 
 namespace sandcell::rootfs_builder {
@@ -21,14 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempTree {
-  fs::path path;
-  TempTree() {
-    std::string t = (fs::temp_directory_path() / "sc-layer-root-XXXXXX").string();
-    path = ::mkdtemp(t.data());
-  }
-  ~TempTree() { fs::remove_all(path); }
-};
+using test::TempTree;
 
 struct Mount {
   std::string target;

@@ -15,27 +15,16 @@
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "temp_tree.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempTree {
-  fs::path path;
-  TempTree() {
-    std::string t = (fs::temp_directory_path() / "sc-archive-XXXXXX").string();
-    path = ::mkdtemp(t.data());
-  }
-  ~TempTree() { fs::remove_all(path); }
-};
+using test::TempTree;
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::read_text;
 
 // A plain tar of {name: content}, entries in the given order.
 void write_tar(const fs::path& out, const std::vector<std::pair<std::string, std::string>>& files) {

@@ -15,27 +15,16 @@
 #include "sandcell/rootfs_builder/image.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "temp_tree.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempTree {
-  fs::path path;
-  TempTree() {
-    std::string t = (fs::temp_directory_path() / "sc-store-XXXXXX").string();
-    path = ::mkdtemp(t.data());
-  }
-  ~TempTree() { fs::remove_all(path); }
-};
+using test::TempTree;
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::read_text;
 
 // A one-layer image built from a small upper dir, tagged `name`.
 std::string add_image(ImageStore& store, const fs::path& scratch, const std::string& name,
