@@ -25,6 +25,8 @@ struct RunFlags {
   std::vector<std::string> env, mounts, tmpfs, cap_add, command;
   std::optional<std::string> workdir, user, hostname;
   std::string net = "none";
+  std::string net_allow_file, net_hosts;
+  std::vector<std::string> net_allow_cidrs;
   std::string seccomp = "default";
   bool no_denial_report = false;
   std::string report;
@@ -90,8 +92,28 @@ void apply_process(const RunFlags& f, Spec& spec) {
   }
   if (f.hostname) spec.hostname = *f.hostname;
   spec.capabilities = f.cap_add;
-  if (f.net != "none")
-    throw Error::invalid("--net " + f.net + ": only 'none' is available in this version");
+}
+
+// --net none | allow:HOST[,HOST...] | full, and the flags that refine it. The runtime checks
+// that they fit together and parses the hosts and ranges.
+void apply_network(const RunFlags& f, Spec& spec) {
+  runtime::NetworkPolicy& policy = spec.network_policy;
+  if (f.net == "none") {
+    spec.network = runtime::NetworkMode::None;
+  } else if (f.net == "full") {
+    spec.network = runtime::NetworkMode::Full;
+  } else if (f.net.rfind("allow:", 0) == 0) {
+    spec.network = runtime::NetworkMode::Allow;
+    for (const std::string& host : split(f.net.substr(6), ','))
+      if (!host.empty()) policy.allow.push_back(host);
+    if (policy.allow.empty() && f.net_allow_file.empty())
+      throw Error::invalid("--net allow: needs hosts, e.g. --net allow:example.com,*.example.org");
+  } else {
+    throw Error::invalid("--net expects none, allow:HOST[,HOST...] or full, got '" + f.net + "'");
+  }
+  policy.allow_file = f.net_allow_file;
+  policy.hosts_file = f.net_hosts;
+  policy.allow_cidrs = f.net_allow_cidrs;
 }
 
 std::string capability_name(std::string name) {
@@ -132,6 +154,7 @@ Spec spec_from_flags(const RunFlags& f) {
   apply_limits(f, spec.limits);
   apply_mounts(f, spec);
   apply_process(f, spec);
+  apply_network(f, spec);
   apply_seccomp(f, spec);
   return spec;
 }
@@ -227,7 +250,14 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
   run_cmd->add_option("--hostname", f->hostname, "Hostname inside the sandbox [sandcell]");
   run_cmd->add_option("--mount", f->mounts, "Bind mount SRC:DST[:ro] (repeatable)")->allow_extra_args(false);
   run_cmd->add_option("--tmpfs", f->tmpfs, "tmpfs at DST[:SIZE] (repeatable; size default 64m)")->allow_extra_args(false);
-  run_cmd->add_option("--net", f->net, "Network policy: none (loopback only) [none]");
+  run_cmd->add_option("--net", f->net, "Network policy: none (loopback only), allow:HOST[,HOST...] "
+                      "(only these hosts, through sandcell's proxy; *.example.com for subdomains), "
+                      "or full (NAT, without private and metadata ranges) [none]");
+  run_cmd->add_option("--net-allow-file", f->net_allow_file, "More allow: hosts, one per line ('#' comments)");
+  run_cmd->add_option("--net-hosts", f->net_hosts, "Hosts file (ADDRESS NAME...) the proxy resolves "
+                      "names from instead of DNS");
+  run_cmd->add_option("--net-allow-cidr", f->net_allow_cidrs, "Open a blocked range (private, CGNAT, "
+                      "link-local...) to allow: and full, e.g. 10.1.2.0/24 (repeatable)")->allow_extra_args(false);
   run_cmd->add_option("--cap-add", f->cap_add, "Keep this capability, e.g. NET_BIND_SERVICE (all are dropped by default)")->allow_extra_args(false);
   run_cmd->add_option("--seccomp", f->seccomp,
                       "seccomp profile: default (Docker's allowlist, stricter), code (for generated "

@@ -2,10 +2,12 @@
 // mistake in the input is found here, in the parent, with a message naming it.
 #include "child_plan.hpp"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include <mutex>
 
@@ -36,6 +38,14 @@ std::string overlay_options(const Spec& spec, const std::string& upper, const st
   return "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;
 }
 
+constexpr const char* kProxyVariables[ProxyEnvPage::kSlots] = {"HTTP_PROXY", "HTTPS_PROXY",
+                                                               "http_proxy", "https_proxy"};
+
+bool mounted_before(const PlannedMount& a, const PlannedMount& b) {
+  return std::count(a.destination.begin(), a.destination.end(), '/') <
+         std::count(b.destination.begin(), b.destination.end(), '/');
+}
+
 std::vector<PlannedMount> plan_mounts(const Spec& spec) {
   std::vector<PlannedMount> mounts;
   for (const BindMount& bind : spec.bind_mounts) {
@@ -54,10 +64,7 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
                       .data = "mode=1777,size=" + std::to_string(tmpfs.size_bytes)});
   }
   // Parents before children: /a must be mounted before /a/b lands on top of it.
-  std::stable_sort(mounts.begin(), mounts.end(), [](const auto& a, const auto& b) {
-    return std::count(a.destination.begin(), a.destination.end(), '/') <
-           std::count(b.destination.begin(), b.destination.end(), '/');
-  });
+  std::stable_sort(mounts.begin(), mounts.end(), mounted_before);
   return mounts;
 }
 
@@ -85,6 +92,25 @@ apparmor::LandlockPlan plan_landlock(const Spec& spec) {
   return landlock;
 }
 
+bool is_proxy_variable(const std::string& entry) {
+  for (const char* name : kProxyVariables)
+    if (entry.starts_with(name) && entry.size() > strlen(name) && entry[strlen(name)] == '=')
+      return true;
+  return false;
+}
+
+// Allow mode: the proxy is the only way out, so the program's own proxy settings give way to
+// it; NO_PROXY keeps the sandbox's loopback direct. See ProxyEnvPage for why the proxy
+// variables live in a shared page.
+void plan_proxy_env(ChildPlan& plan) {
+  std::erase_if(plan.env, [](const std::string& entry) {
+    return is_proxy_variable(entry) || entry.starts_with("NO_PROXY=") || entry.starts_with("no_proxy=");
+  });
+  for (const char* name : {"NO_PROXY=", "no_proxy="})
+    plan.env.push_back(std::string(name) + "localhost,127.0.0.1,::1");
+  plan.proxy_env = std::make_unique<ProxyEnvPage>();
+}
+
 void fill_exec_arrays(ChildPlan& plan) {
   for (std::string& arg : plan.args) plan.argv.push_back(arg.data());
   plan.argv.push_back(nullptr);
@@ -92,11 +118,37 @@ void fill_exec_arrays(ChildPlan& plan) {
     plan.envp.push_back(entry.data());
     if (entry.rfind("PATH=", 0) == 0) plan.path_env = entry.substr(5);
   }
+  if (plan.proxy_env)
+    for (size_t i = 0; i < ProxyEnvPage::kSlots; ++i) plan.envp.push_back(plan.proxy_env->slot(i));
   plan.envp.push_back(nullptr);
   if (plan.path_env.empty()) plan.path_env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 }
 
 }  // namespace
+
+ProxyEnvPage::ProxyEnvPage() {
+  void* page = mmap(nullptr, kSlots * kSlotBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) throw Error(errno, "mmap the proxy environment page");
+  page_ = static_cast<char*>(page);
+  for (size_t i = 0; i < kSlots; ++i) snprintf(slot(i), kSlotBytes, "%s=", kProxyVariables[i]);
+}
+
+ProxyEnvPage::~ProxyEnvPage() { munmap(page_, kSlots * kSlotBytes); }
+
+void ProxyEnvPage::fill(const std::string& proxy_url) const {
+  for (size_t i = 0; i < kSlots; ++i) {
+    int n = snprintf(slot(i), kSlotBytes, "%s=%s", kProxyVariables[i], proxy_url.c_str());
+    if (n < 0 || static_cast<size_t>(n) >= kSlotBytes)
+      throw Error::invalid("proxy address too long for the environment: " + proxy_url);
+  }
+}
+
+void plan_resolv_conf(ChildPlan& plan, const std::string& source) {
+  plan.mounts.push_back({.kind = PlannedMount::Kind::Bind, .source = source,
+                         .destination = "/etc/resolv.conf", .data = {}, .read_only = true,
+                         .source_is_dir = false});
+  std::stable_sort(plan.mounts.begin(), plan.mounts.end(), mounted_before);
+}
 
 ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir) {
   check_spec(spec);
@@ -125,6 +177,7 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir) {
   plan.seccomp = spec.seccomp ? &*spec.seccomp : nullptr;
   plan.args = spec.args;
   plan.env = spec.env;
+  if (spec.network == NetworkMode::Allow) plan_proxy_env(plan);
   fill_exec_arrays(plan);
   return plan;
 }

@@ -35,6 +35,32 @@ struct CapabilityPlan {
   CapState final_state;  // effective = permitted = inheritable = keep
 };
 
+// `--net allow:`: the program's HTTP(S)_PROXY/http(s)_proxy point at the proxy on the host end
+// of the sandbox's veth. That address exists only once the veth does, and the veth can only be
+// made after clone (its sandbox end goes into the child's netns, named by the child's pid); the
+// port only once the proxy listens on that address. The child must not allocate nor parse
+// messages, so its envp entries for these variables point into this MAP_SHARED page, mapped
+// before clone and therefore the same memory in parent and child: the parent fills it in after
+// the proxy listens and before it writes "go", and the child reads it only after "go" (the
+// socket write/read orders the two). execve copies the strings, and the page is gone from the
+// program's address space.
+class ProxyEnvPage {
+ public:
+  static constexpr size_t kSlots = 4;  // HTTP_PROXY HTTPS_PROXY http_proxy https_proxy
+  static constexpr size_t kSlotBytes = 128;
+  ProxyEnvPage();  // each slot holds "NAME=" until fill()
+  ~ProxyEnvPage();
+  ProxyEnvPage(const ProxyEnvPage&) = delete;
+  ProxyEnvPage& operator=(const ProxyEnvPage&) = delete;
+
+  char* slot(size_t index) const { return page_ + index * kSlotBytes; }
+  // "http://ADDRESS:PORT" into every slot. Throws Error::invalid if it does not fit.
+  void fill(const std::string& proxy_url) const;
+
+ private:
+  char* page_ = nullptr;
+};
+
 struct ChildPlan {
   // Rootfs: a tmpfs on scratch_dir holds the overlay's upper and work dirs and its mount point.
   std::string scratch_dir, scratch_options;
@@ -58,7 +84,8 @@ struct ChildPlan {
   const SeccompProgram* seccomp = nullptr;
 
   std::vector<std::string> args, env;
-  std::vector<char*> argv, envp;  // point into args/env, null-terminated
+  std::vector<char*> argv, envp;  // point into args/env (and proxy_env), null-terminated
+  std::unique_ptr<ProxyEnvPage> proxy_env;  // allow mode only
   std::string path_env;           // the PATH the program is searched in
 
   // File descriptors: the child's stdio, and its end of the sync socket.
@@ -75,6 +102,9 @@ struct ChildMessage {
   int err = 0;          // errno of the failure
   char step[480] = {};  // the failed step, or the program that could not be executed
 };
+
+// Full mode: bind-mounts `source` (a resolv.conf the parent wrote) read-only at /etc/resolv.conf.
+void plan_resolv_conf(ChildPlan& plan, const std::string& source);
 
 // Runs the checklist in child_setup.cpp and execs the program; never returns.
 [[noreturn]] void run_child(const ChildPlan& plan);

@@ -1,11 +1,16 @@
 // collect_garbage(): what `sandcell gc` runs. A supervisor killed with SIGKILL takes its sandbox
 // with it (PDEATHSIG kills pid 1, the kernel the rest of the pid namespace) and its mounts lived
-// only in the sandbox's mount namespace; what can remain are cgroup directories and run state.
+// only in the sandbox's mount namespace; what can remain are cgroup directories, run state and,
+// for `--net allow:`/`full`, the run's chains in the nftables table `sandcell` (its veth dies
+// with the sandbox's netns, unless something kept that alive).
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "run_state.hpp"
+#include "sandcell/network/gc.hpp"
+#include "sandcell/network/veth.hpp"
 #include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 
@@ -54,12 +59,34 @@ void collect_cgroups(std::vector<std::string>& removed) {
   }
 }
 
+// A run's network is named by veth_id_for(run id), which cannot be turned back into a run id:
+// the live ids are those of the live runs in the state root. Removing a live run's chains would
+// open its firewall, so runs are judged before any state directory is removed.
+std::set<std::string> live_network_ids(const std::string& state_root) {
+  std::set<std::string> live;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(state_root, ec)) {
+    std::string id = entry.path().filename();
+    if (run_is_live(id)) live.insert(network::veth_id_for(id));
+  }
+  return live;
+}
+
+void collect_networks(const std::set<std::string>& live, std::vector<std::string>& removed) {
+  auto dead = network::collect_network_garbage(
+      [&](std::string_view id) { return live.contains(std::string(id)); });
+  for (const std::string& id : dead) removed.push_back("network sc-" + id);
+}
+
 }  // namespace
 
 std::vector<std::string> collect_garbage(const std::string& state_root) {
   std::vector<std::string> removed;
-  collect_run_states(state_root.empty() ? default_state_root() : state_root, removed);
+  const std::string root = state_root.empty() ? default_state_root() : state_root;
+  const std::set<std::string> live_networks = live_network_ids(root);
+  collect_run_states(root, removed);
   collect_cgroups(removed);
+  collect_networks(live_networks, removed);
   return removed;
 }
 

@@ -53,7 +53,8 @@ static nlohmann::json events_json(const Events& e) {
   nlohmann::json blocked = nlohmann::json::array();
   for (const auto& b : e.blocked_connections)
     blocked.push_back({{"host", b.host}, {"port", b.port}, {"reason", b.reason}});
-  return {{"denied_syscalls", denied}, {"blocked_connections", blocked}, {"oom_kills", e.oom_kills},
+  return {{"denied_syscalls", denied}, {"blocked_connections", blocked},
+          {"allowed_connections", e.allowed_connections}, {"oom_kills", e.oom_kills},
           {"pids_limit_hits", e.pids_limit_hits}};
 }
 

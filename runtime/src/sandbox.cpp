@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include "child_plan.hpp"
+#include "network_setup.hpp"
 #include "run_state.hpp"
 #include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/runtime/error.hpp"
@@ -114,7 +115,7 @@ Isolation isolation_of(const Spec& spec, CgroupHost::Mode mode) {
           .capabilities = spec.capabilities,
           .no_new_privs = spec.no_new_privileges,
           .rootless = false,
-          .network = spec.network == NetworkMode::Host ? "host" : "none"};
+          .network = network_name(spec.network)};
 }
 
 std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& limits) {
@@ -177,6 +178,8 @@ struct Launch {
   ChildPlan& plan;
   const RunState& state;
   Cgroup& cgroup;
+  const NetworkPlan& network;
+  const std::string& run_id;
 };
 
 void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock::time_point start) {
@@ -201,9 +204,12 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   const SeccompNotifyPlan* notify = l.spec.seccomp && l.spec.seccomp->notify ? &*l.spec.seccomp->notify : nullptr;
   Supervised run{pid, pidfd.get(), out_pump, err_pump, l.cgroup, l.spec.limits, interrupts.fd(),
                  sync_parent.get(), notify};
+  std::optional<SandboxNetwork> network;  // after the pumps: removed before they close
   try {
     l.state.record(pid, l.cgroup.paths());
     if (l.cgroup.clone_into_fd() < 0) l.cgroup.add_process(pid);
+    if (l.network.mode == NetworkMode::Allow || l.network.mode == NetworkMode::Full)
+      network.emplace(l.network, l.run_id, pid, plan.proxy_env.get());
     check(write(sync_parent.get(), "g", 1), "tell the child to go");
   } catch (...) {
     kill_sandbox(run);
@@ -211,6 +217,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
     throw;
   }
   SupervisionOutcome outcome = supervise(run);
+  if (network) network->record(result.events);
   result.wall_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                              std::chrono::steady_clock::now() - start).count());
   CgroupUsage usage = l.cgroup.usage();
@@ -233,6 +240,7 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   std::string state_root = options.state_root.empty() ? default_state_root() : options.state_root;
   std::string run_id = new_run_id();
   ChildPlan plan = make_child_plan(spec, state_root + "/" + run_id + "/scratch");  // input errors here
+  NetworkPlan network = plan_network(spec);                                         // and here
 
   Result result;
   result.limits = spec.limits;
@@ -240,9 +248,10 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   result.isolation = isolation_of(spec, host.mode);
   try {
     RunState state(state_root, run_id);
+    plan_sandbox_dns(network, state.dir(), plan);
     std::unique_ptr<Cgroup> cgroup = create_cgroup(host, run_id);
     result.enforced = enforce_limits(*cgroup, spec.limits);
-    Launch launch{spec, options, plan, state, *cgroup};
+    Launch launch{spec, options, plan, state, *cgroup, network, run_id};
     supervise_child(launch, result, start);
     cgroup->remove();
   } catch (const Error& e) {

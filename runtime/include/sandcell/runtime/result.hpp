@@ -53,6 +53,7 @@ struct Isolation {
 struct Events {
   std::vector<DeniedSyscall> denied_syscalls;
   std::vector<BlockedConnection> blocked_connections;
+  uint64_t allowed_connections = 0;  // requests the allowlist proxy let through
   uint64_t oom_kills = 0;
   uint64_t pids_limit_hits = 0;
 };

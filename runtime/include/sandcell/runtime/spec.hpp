@@ -69,8 +69,19 @@ struct SeccompProgram {
 };
 
 // None: an own network namespace with only `lo`. Host: the host's network namespace (image
-// builds, as `docker build --network host`); never for untrusted code.
-enum class NetworkMode { None, Host };
+// builds, as `docker build --network host`); never for untrusted code. Allow: a veth whose only
+// reachable address is sandcell's allowlist proxy. Full: NAT, minus private and metadata ranges.
+// (DESIGN.md, "Network policy".)
+enum class NetworkMode { None, Host, Allow, Full };
+
+// What `--net allow:...`, `--net-allow-file`, `--net-hosts` and `--net-allow-cidr` asked for;
+// checked and parsed by the runtime before the sandbox starts.
+struct NetworkPolicy {
+  std::vector<std::string> allow;          // host names and "*.suffix" wildcards (allow mode)
+  std::string allow_file;                  // one entry per line (allow mode)
+  std::string hosts_file;                  // hosts-file format: the proxy resolves only from it
+  std::vector<std::string> allow_cidrs;    // blocked ranges opened anyway ("10.1.2.0/24")
+};
 
 struct Spec {
   // Process
@@ -105,6 +116,7 @@ struct Spec {
   std::vector<std::string> writable_paths;
 
   NetworkMode network = NetworkMode::None;
+  NetworkPolicy network_policy;
   Limits limits;
 };
 

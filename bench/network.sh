@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Benchmark (not a test) of the network policy (DESIGN.md, "Network policy"):
+#   1. start-to-exit time of /bin/true with --net none, --net allow:bench.test and --net full
+#      (full only when IPv4 forwarding is already on: sandcell never turns it on), in ONE hyperfine
+#      run; the extra cost of allow: and full over none (target <= 5 ms each).
+#   2. proxy throughput: a SIZE_MB download (default 100) by busybox wget inside an allow: sandbox,
+#      through sandcell's proxy, from a busybox httpd in a network namespace this script makes
+#      (198.51.100.0/24, TEST-NET-2, mapped to bench.test with --net-hosts). For reference the same
+#      download from the host without a sandbox or proxy. Nothing is sent to the machine's uplink.
+#
+# Usage: sudo bench/network.sh [BUILD_DIR]
+# Environment: BUILD (default build/default), ROOTFS ($BUILD/test-rootfs), RUNS (30), WARMUP (3),
+#              SIZE_MB (100).
+set -euo pipefail
+
+die() {
+  echo "bench/network.sh: error: $*" >&2
+  exit 1
+}
+
+BUILD=${1:-${BUILD:-build/default}}
+ROOTFS=${ROOTFS:-$BUILD/test-rootfs}
+RUNS=${RUNS:-30}
+WARMUP=${WARMUP:-3}
+SIZE_MB=${SIZE_MB:-100}
+SANDCELL=$BUILD/cli/sandcell
+
+[ "$(id -u)" -eq 0 ] || die "must run as root: sudo $0 $*"
+for tool in hyperfine ip busybox python3; do
+  command -v "$tool" >/dev/null 2>&1 || die "missing $tool (scripts/install-deps.sh)"
+done
+[ -x "$SANDCELL" ] || die "$SANDCELL not found: cmake --build $BUILD --target sandcell"
+[ -d "$ROOTFS" ] || die "rootfs $ROOTFS not found: cmake --build $BUILD --target test-rootfs"
+SANDCELL=$(realpath "$SANDCELL")
+ROOTFS=$(realpath "$ROOTFS")
+
+# ---- the test "internet": one namespace, one veth, one httpd ---------------------------------------
+suffix=$(printf '%06x' $((RANDOM * 32768 + RANDOM)) | tail -c 6)
+NS=scbench-$suffix
+HOST_LINK=scb${suffix}h
+NS_LINK=scb${suffix}n
+WORK=$(mktemp -d /tmp/scbench.XXXXXX)
+HTTPD_PID=
+cleanup() {
+  if [ -n "$HTTPD_PID" ]; then kill "$HTTPD_PID" 2>/dev/null || true; wait "$HTTPD_PID" 2>/dev/null || true; fi
+  ip link del "$HOST_LINK" 2>/dev/null || true
+  ip netns del "$NS" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+ip netns add "$NS"
+ip link add "$HOST_LINK" type veth peer name "$NS_LINK" netns "$NS"
+ip addr add 198.51.100.1/24 dev "$HOST_LINK"
+ip link set "$HOST_LINK" up
+ip -n "$NS" link set lo up
+ip -n "$NS" addr add 198.51.100.10/24 dev "$NS_LINK"
+ip -n "$NS" link set "$NS_LINK" up
+mkdir -p "$WORK/www"
+echo ok >"$WORK/www/index.html"
+truncate -s "${SIZE_MB}M" "$WORK/www/big"
+echo "198.51.100.10 bench.test" >"$WORK/hosts"
+ip netns exec "$NS" busybox httpd -f -p 198.51.100.10:80 -h "$WORK/www" &
+HTTPD_PID=$!
+for _ in $(seq 50); do busybox wget -q -O /dev/null http://198.51.100.10/ 2>/dev/null && break; sleep 0.1; done
+
+# ---- 1. start-to-exit ------------------------------------------------------------------------------
+RUN="$SANDCELL run --rootfs $ROOTFS"
+commands=(-n none "$RUN --net none -- /bin/true"
+          -n allow "$RUN --net allow:bench.test --net-hosts $WORK/hosts -- /bin/true")
+if [ "$(cat /proc/sys/net/ipv4/ip_forward)" = 1 ]; then
+  commands+=(-n full "$RUN --net full -- /bin/true")
+else
+  echo "IPv4 forwarding is off: --net full is not measured (sandcell refuses it rather than turn it on)"
+fi
+for ((i = 2; i < ${#commands[@]}; i += 3)); do ${commands[$i]} >/dev/null || die "smoke test failed: ${commands[$i]}"; done
+hyperfine -N --runs "$RUNS" --warmup "$WARMUP" --export-json "$WORK/start.json" "${commands[@]}"
+python3 - "$WORK/start.json" <<'EOF'
+import json, sys
+results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
+none = results["none"]["mean"] * 1000
+for name in ("allow", "full"):
+    if name in results:
+        extra = results[name]["mean"] * 1000 - none
+        print(f"--net {name}: +{extra:.1f} ms over none ({none:.1f} ms) -> target <= 5 ms: "
+              f"{'met' if extra <= 5 else 'NOT met'}")
+EOF
+
+# ---- 2. proxy throughput ---------------------------------------------------------------------------
+echo "measuring the download..."
+direct_start=$(date +%s.%N)
+busybox wget -q -O /dev/null http://198.51.100.10/big
+direct_s=$(awk -v start="$direct_start" -v end="$(date +%s.%N)" 'BEGIN { print end - start }')
+record=$($SANDCELL run --json --timeout 120 --rootfs "$ROOTFS" --net allow:bench.test --net-hosts "$WORK/hosts" \
+  -- sh -c 'read a _ </proc/uptime; wget -q -O /dev/null http://bench.test/big || exit 1; read b _ </proc/uptime; echo $a $b')
+python3 - "$record" "$direct_s" "$SIZE_MB" <<'EOF'
+import json, sys
+record, direct_s, size_mb = json.loads(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+assert record["status"] == "ok", record
+start, end = map(float, record["stdout"].split())  # /proc/uptime: 10 ms resolution
+proxied_s = max(end - start, 0.01)
+print(f"{size_mb} MB through the proxy: {proxied_s:.2f} s = {size_mb / proxied_s:.0f} MB/s "
+      f"(direct from the host, no proxy: {direct_s:.2f} s = {size_mb / direct_s:.0f} MB/s)")
+EOF

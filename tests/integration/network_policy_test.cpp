@@ -1,0 +1,455 @@
+// `sandcell run --net allow:... / --net full` end to end (DESIGN.md, "Network policy"), as root on
+// the real kernel. The test builds its own "internet": a network namespace joined to the host by
+// a veth in 198.51.100.0/24 (TEST-NET-2), with busybox httpd servers standing for allowed.test,
+// denied.test, a metadata service (169.254.169.254) and an internal host (10.0.0.1). Only those
+// two /32s get host routes, towards the test namespace, and only for the test's lifetime, so the
+// proxy WOULD reach them if it did not refuse them. Names reach the proxy through --net-hosts:
+// nothing resolves through real DNS and nothing is ever sent to the machine's uplink.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sandcell_cli.hpp"
+
+namespace sandcell::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kHostSide = "198.51.100.1";
+constexpr const char* kInternetSide = "198.51.100.2";
+constexpr const char* kAllowedIp = "198.51.100.10";
+constexpr const char* kDeniedIp = "198.51.100.20";
+constexpr const char* kMetadataIp = "169.254.169.254";
+constexpr const char* kInternalIp = "10.0.0.1";
+constexpr const char* kAllowlist = "allow:allowed.test,*.allowed.test";
+
+std::string shell_output(const std::string& command) {
+  std::unique_ptr<FILE, decltype(&pclose)> pipe(popen((command + " 2>/dev/null").c_str(), "r"),
+                                                &pclose);
+  std::string out;
+  std::array<char, 4096> buffer{};
+  while (pipe && fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) out += buffer.data();
+  return out;
+}
+
+void sh(const std::string& command) {
+  if (std::system(command.c_str()) != 0) throw std::runtime_error("failed: " + command);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// TCP connect from the test process (the host's netns), 1 s timeout.
+bool host_reaches(const char* address, uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_in sin{.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {}, .sin_zero = {}};
+  inet_pton(AF_INET, address, &sin.sin_addr);
+  int rc = connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin);
+  pollfd p{.fd = fd, .events = POLLOUT, .revents = 0};
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (rc < 0 && errno == EINPROGRESS && poll(&p, 1, 1000) == 1)
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  else if (rc < 0)
+    err = errno ? errno : ETIMEDOUT;
+  if (rc < 0 && p.revents == 0) err = ETIMEDOUT;
+  close(fd);
+  return err == 0;
+}
+
+// The test's own internet; the destructor removes every piece of it, also when a test fails.
+class TestInternet {
+ public:
+  TestInternet() : dir_(fs::temp_directory_path() / ("sctest-" + suffix_)) {
+    fs::create_directories(dir_);
+    try {
+      build();
+    } catch (...) {
+      teardown();
+      throw;
+    }
+  }
+  ~TestInternet() { teardown(); }
+  TestInternet(const TestInternet&) = delete;
+  TestInternet& operator=(const TestInternet&) = delete;
+
+  std::string hosts_file() const { return dir_ / "hosts"; }
+  const fs::path& dir() const { return dir_; }
+  const std::string& netns() const { return netns_; }
+
+ private:
+  static std::string random_suffix() {
+    std::random_device random;
+    char text[9];
+    std::snprintf(text, sizeof text, "%06x", random() & 0xffffff);
+    return text;
+  }
+
+  void build() {
+    sh("ip netns add " + netns_);
+    sh("ip link add " + host_link_ + " type veth peer name " + ns_link_ + " netns " + netns_);
+    sh("ip addr add " + std::string(kHostSide) + "/24 dev " + host_link_ + " && ip link set " +
+       host_link_ + " up");
+    const std::string in_ns = "ip -n " + netns_ + " ";
+    sh(in_ns + "link set lo up && " + in_ns + "addr add " + kInternetSide + "/24 dev " + ns_link_ +
+       " && " + in_ns + "link set " + ns_link_ + " up");
+    for (const char* address : {kAllowedIp, kDeniedIp})
+      sh(in_ns + "addr add " + address + "/24 dev " + ns_link_);
+    for (const char* address : {kMetadataIp, kInternalIp}) {
+      sh(in_ns + "addr add " + address + "/32 dev lo");
+      sh("ip route add " + std::string(address) + "/32 via " + kInternetSide + " dev " +
+         host_link_);
+      routes_.push_back(address);
+    }
+    serve(kAllowedIp, "allowed-ok");
+    serve(kDeniedIp, "denied-ok");
+    serve(kMetadataIp, "metadata-ok");
+    serve(kInternalIp, "internal-ok");
+    std::ofstream(dir_ / "hosts")
+        << kAllowedIp << " allowed.test www.allowed.test\n"
+        << kDeniedIp << " denied.test evil.test allowed.test.evil.test evilallowed.test\n"
+        << kMetadataIp << " metadata.allowed.test\n"
+        << kInternalIp << " internal.allowed.test\n";
+    wait_until_serving();
+  }
+
+  void serve(const char* address, const std::string& body) {
+    fs::path www = dir_ / address;
+    fs::create_directories(www);
+    std::ofstream(www / "index.html") << body << "\n";
+    pid_t pid = fork();
+    if (pid == 0) {
+      execlp("ip", "ip", "netns", "exec", netns_.c_str(), "busybox", "httpd", "-f", "-p",
+             (std::string(address) + ":80").c_str(), "-h", www.c_str(), nullptr);
+      _exit(127);
+    }
+    if (pid < 0) throw std::runtime_error("fork httpd");
+    servers_.push_back(pid);
+  }
+
+  void wait_until_serving() const {
+    for (int i = 0; i < 100; ++i) {
+      if (host_reaches(kAllowedIp, 80) && host_reaches(kDeniedIp, 80) &&
+          host_reaches(kMetadataIp, 80) && host_reaches(kInternalIp, 80))
+        return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    throw std::runtime_error("test httpd servers did not come up");
+  }
+
+  void teardown() {
+    for (pid_t pid : servers_) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    servers_.clear();
+    for (const std::string& address : routes_)
+      std::system(("ip route del " + address + "/32 2>/dev/null").c_str());
+    routes_.clear();
+    std::system(("ip link del " + host_link_ + " 2>/dev/null").c_str());
+    std::system(("ip netns del " + netns_ + " 2>/dev/null").c_str());
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string suffix_ = random_suffix();
+  std::string netns_ = "sctest-" + suffix_;
+  std::string host_link_ = "sct" + suffix_ + "h";
+  std::string ns_link_ = "sct" + suffix_ + "n";
+  fs::path dir_;
+  std::vector<std::string> routes_;
+  std::vector<pid_t> servers_;
+};
+
+// Inside the sandbox: $h and $port are the proxy's address and port, from http_proxy.
+const std::string kProxyVars = "p=${http_proxy#http://}; h=${p%:*}; port=${p##*:}; ";
+
+// A raw request to the proxy with busybox nc; prints the proxy's status line.
+std::string raw_request(const std::string& request_line) {
+  return "printf '" + request_line + "\\r\\n\\r\\n' | nc $h $port | head -n 1; ";
+}
+
+bool blocked(const CliRun& run, const std::string& host) {
+  for (const auto& b : run.record["events"]["blocked_connections"])
+    if (contains(b["host"].get<std::string>(), host)) return true;
+  return false;
+}
+
+std::string stdout_of(const CliRun& run) {
+  return run.record.is_object() ? run.record.value("stdout", std::string()) : std::string();
+}
+
+// sandcell supervisors a test started in the background: stopped (SIGTERM, so they clean up)
+// when the test ends, also when an assertion fails.
+struct SupervisorGuard {
+  std::vector<pid_t> pids;
+  void kill(pid_t pid, int signal) {
+    ::kill(pid, signal);
+    waitpid(pid, nullptr, 0);
+    std::erase(pids, pid);
+  }
+  ~SupervisorGuard() {
+    for (pid_t pid : std::vector<pid_t>(pids)) kill(pid, SIGTERM);
+  }
+};
+
+class NetworkPolicy : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root";
+    internet_.emplace();
+  }
+  void TearDown() override { internet_.reset(); }
+
+  CliRun run_allowed(const std::string& script, std::vector<std::string> extra = {}) {
+    std::vector<std::string> flags = {"--net", kAllowlist, "--net-hosts", internet_->hosts_file()};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return run_in_sandbox(flags, {"sh", "-c", kProxyVars + script});
+  }
+
+  std::optional<TestInternet> internet_;
+};
+
+TEST_F(NetworkPolicy, AllowedHost_Returns200ThroughTheProxy) {
+  CliRun run = run_allowed("wget -q -O- http://allowed.test/; " +
+                           raw_request("CONNECT allowed.test:80 HTTP/1.1"));
+  ASSERT_TRUE(run.record.is_object()) << run.err;
+  EXPECT_EQ(run.record["status"], "ok") << run.record.dump(2);
+  EXPECT_TRUE(contains(stdout_of(run), "allowed-ok"));
+  EXPECT_TRUE(contains(stdout_of(run), "HTTP/1.1 200"));
+  EXPECT_EQ(run.record["isolation"]["network"], "allow");
+  EXPECT_EQ(run.record["events"]["allowed_connections"], 2);
+  EXPECT_TRUE(run.record["events"]["blocked_connections"].empty());
+}
+
+TEST_F(NetworkPolicy, ProxyVariables_SetInUpperAndLowerCase) {
+  CliRun run = run_allowed("env | sort", {"--env", "HTTP_PROXY=http://elsewhere:1"});
+  std::string out = stdout_of(run);
+  for (const char* name :
+       {"HTTP_PROXY=http://198.1", "HTTPS_PROXY=http://198.1", "http_proxy=http://198.1",
+        "https_proxy=http://198.1", "NO_PROXY=localhost", "no_proxy=localhost"})
+    EXPECT_TRUE(contains(out, name)) << name << " missing in\n" << out;
+  EXPECT_FALSE(contains(out, "elsewhere"));
+}
+
+TEST_F(NetworkPolicy, DeniedHost_Gets403AndIsRecorded) {
+  CliRun run = run_allowed("wget -q -O- http://denied.test/; " +
+                           raw_request("CONNECT denied.test:443 HTTP/1.1"));
+  EXPECT_FALSE(contains(stdout_of(run), "denied-ok"));
+  EXPECT_TRUE(contains(run.record.value("stderr", std::string()), "403"));
+  EXPECT_TRUE(contains(stdout_of(run), "HTTP/1.1 403"));
+  const auto& events = run.record["events"]["blocked_connections"];
+  ASSERT_EQ(events.size(), 2u) << run.record.dump(2);
+  EXPECT_EQ(events[0]["host"], "denied.test");
+  EXPECT_EQ(events[0]["port"], 80);
+  EXPECT_EQ(events[1]["port"], 443);
+  EXPECT_EQ(events[0]["reason"], "not in allowlist");
+  EXPECT_EQ(run.record["events"]["allowed_connections"], 0);
+}
+
+TEST_F(NetworkPolicy, IpLiteralsAndDecimalIp_Blocked) {
+  CliRun run = run_allowed(
+      "wget -q -O- http://" + std::string(kDeniedIp) + "/; wget -q -O- http://" + kAllowedIp +
+      "/; wget -q -O- http://3325256724/; " + raw_request("CONNECT 3325256714:80 HTTP/1.1"));
+  EXPECT_FALSE(contains(stdout_of(run), "-ok"));
+  EXPECT_EQ(run.record["events"]["blocked_connections"].size(), 4u) << run.record.dump(2);
+  EXPECT_TRUE(blocked(run, kDeniedIp));
+  EXPECT_TRUE(blocked(run, kAllowedIp));
+  EXPECT_EQ(run.record["events"]["allowed_connections"], 0);
+}
+
+TEST_F(NetworkPolicy, LookalikeNames_Blocked) {
+  std::string script;
+  for (const char* host : {"evil.test\\000.allowed.test", "allowed.test.evil.test",
+                           "evilallowed.test", "allowed.test@evil.test"}) {
+    script += raw_request(std::string("CONNECT ") + host + ":80 HTTP/1.1");
+    script += raw_request(std::string("GET http://") + host + "/ HTTP/1.1");
+  }
+  script +=
+      "wget -q -O- http://allowed.test@evil.test/; wget -q -O- http://allowed.test.evil.test/; ";
+  CliRun run = run_allowed(script);
+  std::string out = stdout_of(run);
+  EXPECT_FALSE(contains(out, "200")) << out;
+  EXPECT_FALSE(contains(out, "-ok")) << out;
+  EXPECT_EQ(run.record["events"]["blocked_connections"].size(), 10u) << run.record.dump(2);
+  EXPECT_EQ(run.record["events"]["allowed_connections"], 0);
+}
+
+TEST_F(NetworkPolicy, AllowedNameResolvingToMetadataOrPrivate_Blocked) {
+  // The test routes both addresses to its own namespace: the host can reach them, the proxy must
+  // not.
+  ASSERT_TRUE(host_reaches(kMetadataIp, 80));
+  ASSERT_TRUE(host_reaches(kInternalIp, 80));
+  CliRun run = run_allowed(
+      "wget -q -O- http://metadata.allowed.test/; wget -q -O- http://internal.allowed.test/; " +
+      raw_request("CONNECT metadata.allowed.test:80 HTTP/1.1"));
+  EXPECT_FALSE(contains(stdout_of(run), "-ok"));
+  EXPECT_TRUE(blocked(run, "metadata.allowed.test"));
+  EXPECT_TRUE(blocked(run, "internal.allowed.test"));
+  EXPECT_EQ(run.record["events"]["allowed_connections"], 0);
+}
+
+TEST_F(NetworkPolicy, AllowCidr_OpensABlockedRangeToTheProxy) {
+  CliRun run = run_allowed(
+      "wget -q -O- http://internal.allowed.test/; wget -q -O- http://metadata.allowed.test/",
+      {"--net-allow-cidr", "10.0.0.1/32"});
+  EXPECT_TRUE(contains(stdout_of(run), "internal-ok"));
+  EXPECT_FALSE(contains(stdout_of(run), "metadata-ok"));
+}
+
+TEST_F(NetworkPolicy, BypassingTheProxy_TcpUdpIcmpAndDns_Dropped) {
+  // A TCP and a UDP listener on the host: reachable from the host, not from the sandbox.
+  ASSERT_TRUE(host_reaches(kAllowedIp, 80));
+  CliRun run = run_allowed("sc-probe connect $h $port; sc-probe connect $h 22; sc-probe connect " +
+                               std::string(kAllowedIp) + " 80; sc-probe connect " + kInternetSide +
+                               " 80; sc-probe udp-send $h 53; sc-probe udp-send $h 443; "
+                               "sc-probe udp-send " +
+                               kInternetSide + " 53; ping -c 1 -W 1 $h; ping -c 1 -W 1 " +
+                               kAllowedIp + "; nslookup allowed.test $h; echo nslookup=$?",
+                           {"--cap-add", "NET_RAW"});
+  std::string out = stdout_of(run);
+  EXPECT_TRUE(contains(out, "connect ok\nconnect timeout\nconnect timeout\nconnect timeout\n"))
+      << out;
+  EXPECT_TRUE(contains(out, "udp timeout\nudp timeout\nudp timeout\n")) << out;
+  EXPECT_FALSE(contains(out, " 1 packets received")) << out;
+  EXPECT_FALSE(contains(out, "nslookup=0")) << out;
+}
+
+TEST_F(NetworkPolicy, RelayInsideTheSandbox_StillDenied) {
+  // A relay the program runs (listening on its loopback) hands requests to the proxy unchanged:
+  // the proxy still judges the host.
+  CliRun run = run_allowed(
+      "nc -l -p 3128 -e nc $h $port & sleep 0.3; "
+      "printf 'CONNECT denied.test:80 HTTP/1.1\\r\\n\\r\\n' | nc 127.0.0.1 3128 | head -n 1");
+  EXPECT_TRUE(contains(stdout_of(run), "HTTP/1.1 403")) << run.record.dump(2);
+  EXPECT_TRUE(blocked(run, "denied.test"));
+}
+
+TEST_F(NetworkPolicy, OneSandboxCannotReachAnother) {
+  const fs::path shared = internet_->dir() / "first";
+  fs::create_directories(shared);
+  pid_t first =
+      spawn_sandcell({"run", "--rootfs", test_rootfs(), "--net", kAllowlist, "--timeout", "20",
+                      "--mount", shared.string() + ":/shared", "--", "sh", "-c",
+                      "echo ${http_proxy#http://} > /shared/proxy; exec httpd -f -p 8080 -h /etc"});
+  SupervisorGuard guard{{first}};
+  std::string proxy;
+  for (int i = 0; i < 200 && proxy.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream(shared / "proxy") >> proxy;
+  }
+  ASSERT_FALSE(proxy.empty());
+  // The first sandbox's address: its proxy's host address (.1 of its /30) plus one.
+  std::string host = proxy.substr(0, proxy.find(':'));
+  std::string sandbox = host.substr(0, host.rfind('.') + 1) +
+                        std::to_string(std::stoi(host.substr(host.rfind('.') + 1)) + 1);
+  std::string other_port = proxy.substr(proxy.find(':') + 1);
+  CliRun run =
+      run_allowed("sc-probe connect " + sandbox + " 8080; sc-probe connect " + host + " " +
+                  other_port + "; " + raw_request("CONNECT " + sandbox + ":8080 HTTP/1.1"));
+  guard.kill(first, SIGTERM);
+  EXPECT_TRUE(contains(stdout_of(run), "connect timeout\nconnect timeout\nHTTP/1.1 403"))
+      << stdout_of(run);
+}
+
+TEST_F(NetworkPolicy, FullMode_NatsToTestHostsButNotToBlockedRanges) {
+  if (shell_output("cat /proc/sys/net/ipv4/ip_forward") != "1\n")
+    GTEST_SKIP() << "IPv4 forwarding is off on this host; sandcell does not turn it on (see "
+                    "FullMode_FailsClearly...)";
+  // Only test addresses are contacted: the test routes them to its own namespace.
+  CliRun run = run_in_sandbox(
+      {"--net", "full"},
+      {"sh", "-c",
+       std::string("wget -q -O- http://") + kAllowedIp + "/; sc-probe connect " + kMetadataIp +
+           " 80; sc-probe connect " + kInternalIp + " 80; grep -c nameserver /etc/resolv.conf"});
+  ASSERT_TRUE(run.record.is_object()) << run.err;
+  EXPECT_EQ(run.record["isolation"]["network"], "full");
+  EXPECT_EQ(stdout_of(run), "allowed-ok\nconnect timeout\nconnect timeout\n1\n")
+      << run.record.dump(2);
+
+  CliRun opened = run_in_sandbox({"--net", "full", "--net-allow-cidr", "10.0.0.1/32"},
+                                 {"sc-probe", "connect", kInternalIp, "80"});
+  EXPECT_EQ(stdout_of(opened), "connect ok\n") << opened.record.dump(2);
+}
+
+TEST_F(NetworkPolicy, FullMode_FailsClearlyWhenForwardingIsOff) {
+  // Forwarding turned off in a throw-away network namespace (never on the host): sandcell must
+  // refuse, not turn it on.
+  std::string out = shell_output("unshare -n sh -c 'echo 0 > /proc/sys/net/ipv4/ip_forward && " +
+                                 sandcell_binary() + " run --rootfs " + test_rootfs() +
+                                 " --net full -- true 2>&1; echo exit=$?'");
+  EXPECT_TRUE(contains(out, "IPv4 forwarding")) << out;
+  EXPECT_TRUE(contains(out, "exit=125")) << out;
+}
+
+TEST_F(NetworkPolicy, BadNetworkFlags_Exit125WithAMessage) {
+  struct Case {
+    std::vector<std::string> flags;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--net", "bogus"}, "--net expects"},
+           {{"--net", "allow:"}, "needs hosts"},
+           {{"--net", "allow:a b.test"}, "a b.test"},
+           {{"--net", "allow:x.test", "--net-allow-cidr", "10.0.0.1/8"}, "--net-allow-cidr"},
+           {{"--net-hosts", internet_->hosts_file()}, "--net-hosts needs"},
+           {{"--net", "allow:x.test", "--net-allow-file", "/nonexistent"}, "nonexistent"},
+       }) {
+    CliRun run = run_in_sandbox(c.flags, {"true"});
+    EXPECT_EQ(run.exit_code, 125) << c.message;
+    EXPECT_TRUE(contains(run.err + run.out, c.message)) << run.err << run.out;
+  }
+}
+
+TEST_F(NetworkPolicy, Gc_RemovesTheFirewallOfAKilledSupervisorOnly) {
+  auto chains = [] { return shell_output("nft list table inet sandcell"); };
+  pid_t live = spawn_sandcell({"run", "--rootfs", test_rootfs(), "--net", kAllowlist, "--timeout",
+                               "20", "--", "sleep", "20"});
+  pid_t crashed = spawn_sandcell(
+      {"run", "--rootfs", test_rootfs(), "--net", "full", "--timeout", "20", "--", "sleep", "20"});
+  SupervisorGuard guard{{live, crashed}};
+  for (int i = 0; i < 200 && !contains(chains(), "postrouting"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(contains(chains(), "postrouting")) << chains();
+  guard.kill(crashed,
+             SIGKILL);  // no chance to clean up: its chains stay, its veth dies with the netns
+  CliRun gc = run_sandcell({"gc"});
+  EXPECT_TRUE(contains(gc.out, "removed network sc-")) << gc.out << gc.err;
+  EXPECT_FALSE(contains(chains(), "postrouting")) << chains();
+  EXPECT_TRUE(contains(chains(), "-input")) << "the live run's chains were removed";
+  guard.kill(live, SIGTERM);
+  EXPECT_FALSE(contains(shell_output("nft list tables"), "sandcell"));
+}
+
+TEST_F(NetworkPolicy, AfterRuns_NoVethNetnsOrTableRemains) {
+  CliRun run = run_allowed("wget -q -O- http://allowed.test/");
+  EXPECT_TRUE(contains(stdout_of(run), "allowed-ok"));
+  internet_.reset();
+  EXPECT_FALSE(contains(shell_output("ip -o link show"), " sc-"));
+  EXPECT_FALSE(contains(shell_output("ip -o link show"), " sct"));
+  EXPECT_FALSE(contains(shell_output("ip netns list"), "sctest-"));
+  EXPECT_FALSE(contains(shell_output("nft list tables"), "sandcell"));
+  EXPECT_FALSE(contains(shell_output("ip route"), kMetadataIp));
+}
+
+}  // namespace
+}  // namespace sandcell::test
