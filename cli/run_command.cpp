@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/sandbox.hpp"
+#include "sandcell/seccomp/compiled_cache.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
 
@@ -121,13 +122,21 @@ std::string capability_name(std::string name) {
   return name.rfind("CAP_", 0) == 0 ? name : "CAP_" + name;
 }
 
+// Compiled profiles are cached (seccomp/include/sandcell/seccomp/compiled_cache.hpp).
+std::string seccomp_cache_dir() {
+  if (geteuid() == 0) return "/var/cache/sandcell/seccomp";
+  const char* cache = getenv("XDG_CACHE_HOME");
+  const char* home = getenv("HOME");
+  return cache && *cache ? std::string(cache) + "/sandcell/seccomp"
+                         : std::string(home ? home : "/tmp") + "/.cache/sandcell/seccomp";
+}
+
 void apply_seccomp(const RunFlags& f, Spec& spec) {
   seccomp::ProfileContext context;
   for (const std::string& cap : spec.capabilities) context.capabilities.push_back(capability_name(cap));
-  std::optional<seccomp::Profile> profile = seccomp::load_profile_arg(f.seccomp, context);
-  if (!profile) return;  // unconfined
-  spec.seccomp = seccomp::compile(*profile, {.report_denials = !f.no_denial_report});
-  spec.seccomp->name = f.seccomp;
+  spec.seccomp = seccomp::compile_profile_arg(f.seccomp, context, {.report_denials = !f.no_denial_report},
+                                              seccomp_cache_dir());
+  if (spec.seccomp) spec.seccomp->name = f.seccomp;
 }
 
 // `sandcell run IMAGE [CMD...]`: the first word is the image.

@@ -12,6 +12,8 @@
 namespace sandcell::seccomp {
 namespace {
 
+}  // namespace
+
 // The source tree's profiles while developing; the installed copies otherwise.
 std::string shipped_profile_path(const std::string& file) {
   const std::string in_tree = std::string(SANDCELL_SECCOMP_PROFILE_DIR) + "/" + file;
@@ -19,6 +21,10 @@ std::string shipped_profile_path(const std::string& file) {
   if (::stat(in_tree.c_str(), &st) == 0) return in_tree;
   return "/usr/share/sandcell/seccomp/" + file;
 }
+
+std::string shipped_profile_file(const std::string& name) { return shipped_profile_path(name + ".json"); }
+
+namespace {
 
 nlohmann::json read_json(const std::string& path, const std::string& name) {
   std::ifstream in(path);

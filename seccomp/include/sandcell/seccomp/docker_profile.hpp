@@ -40,4 +40,7 @@ Profile parse_docker_profile(const nlohmann::json& json, const std::string& name
 // path of a JSON profile.
 std::optional<Profile> load_profile_arg(const std::string& arg, const ProfileContext& ctx);
 
+// The path of a shipped profile ("default", "code") as load_profile_arg reads it.
+std::string shipped_profile_file(const std::string& name);
+
 }  // namespace sandcell::seccomp

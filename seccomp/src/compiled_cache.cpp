@@ -1,0 +1,173 @@
+#include "sandcell/seccomp/compiled_cache.hpp"
+
+#include <seccomp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <cstring>
+#include <stdexcept>
+#include <sstream>
+
+#include "sandcell/runtime/error.hpp"
+#include "syscall_table.hpp"
+
+namespace sandcell::seccomp {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Everything the compiled program depends on, as one string; compared in full on every hit.
+std::string cache_key(const std::string& profile_bytes, const ProfileContext& context, const CompileOptions& options) {
+  const scmp_version* version = seccomp_version();
+  std::string key = "sandcell-seccomp-cache 1\n" + context.arch + "\n" + std::to_string(context.kernel.major) + "." +
+                    std::to_string(context.kernel.minor) + "\nlibseccomp " + std::to_string(version->major) + "." +
+                    std::to_string(version->minor) + "." + std::to_string(version->micro) + "\nreport " +
+                    (options.report_denials ? "1" : "0") + "\ncaps";
+  for (const std::string& cap : context.capabilities) key += " " + cap;
+  return key + "\n" + profile_bytes;
+}
+
+// The entry is binary, not JSON: parsing ~1000 numbers of JSON cost more than it saved.
+// Layout: u64 key size, key, u32 name size, name, u32 flags, u32 count, sock_filter[count],
+// u8 has_notify, then i32 default_errno, u8 kill, u32 arch, u32 n, {u64 key, i32 errno}[n].
+class Writer {
+ public:
+  template <typename T>
+  void put(const T& value) { bytes.append(reinterpret_cast<const char*>(&value), sizeof value); }
+  void put_string(const std::string& text) {
+    put<uint64_t>(text.size());
+    bytes += text;
+  }
+  std::string bytes;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& bytes) : bytes_(bytes) {}
+  template <typename T>
+  T get() {
+    T value{};
+    if (pos_ + sizeof value > bytes_.size()) throw std::out_of_range("seccomp cache entry");
+    memcpy(&value, bytes_.data() + pos_, sizeof value);
+    pos_ += sizeof value;
+    return value;
+  }
+  std::string_view get_string() {
+    uint64_t size = get<uint64_t>();
+    if (pos_ + size > bytes_.size()) throw std::out_of_range("seccomp cache entry");
+    std::string_view text(bytes_.data() + pos_, size);
+    pos_ += size;
+    return text;
+  }
+
+ private:
+  const std::string& bytes_;
+  size_t pos_ = 0;
+};
+
+std::string encode(const std::string& key, const runtime::SeccompProgram& program) {
+  Writer w;
+  w.put_string(key);
+  w.put_string(program.name);
+  w.put<uint32_t>(program.flags);
+  w.put<uint32_t>(static_cast<uint32_t>(program.instructions.size()));
+  for (const sock_filter& f : program.instructions) w.put(f);
+  w.put<uint8_t>(program.notify ? 1 : 0);
+  if (!program.notify) return w.bytes;
+  w.put<int32_t>(program.notify->default_errno);
+  w.put<uint8_t>(program.notify->kill_on_foreign_abi ? 1 : 0);
+  w.put<uint32_t>(program.notify->native_arch);
+  w.put<uint32_t>(static_cast<uint32_t>(program.notify->errno_for.size()));
+  for (const auto& [nr, err] : program.notify->errno_for) {
+    w.put<uint64_t>(nr);
+    w.put<int32_t>(err);
+  }
+  return w.bytes;
+}
+
+runtime::SeccompProgram decode(Reader& r) {
+  runtime::SeccompProgram program;
+  program.name = r.get_string();
+  program.flags = r.get<uint32_t>();
+  program.instructions.resize(r.get<uint32_t>());
+  for (sock_filter& f : program.instructions) f = r.get<sock_filter>();
+  if (r.get<uint8_t>() == 0) return program;
+  runtime::SeccompNotifyPlan plan;
+  plan.default_errno = r.get<int32_t>();
+  plan.kill_on_foreign_abi = r.get<uint8_t>() != 0;
+  plan.native_arch = r.get<uint32_t>();
+  for (uint32_t n = r.get<uint32_t>(); n > 0; --n) {
+    uint64_t nr = r.get<uint64_t>();
+    plan.errno_for[nr] = r.get<int32_t>();
+  }
+  plan.name_of = &syscall_name;
+  program.notify = plan;
+  return program;
+}
+
+std::string cache_path(const std::string& cache_dir, const std::string& key) {
+  char name[32];
+  snprintf(name, sizeof name, "%016zx.bin", std::hash<std::string>{}(key));
+  return cache_dir + "/" + name;
+}
+
+std::optional<runtime::SeccompProgram> cached(const std::string& path, const std::string& key) {
+  std::optional<std::string> bytes = read_file(path);
+  if (!bytes) return std::nullopt;
+  try {
+    Reader r(*bytes);
+    if (r.get_string() != key) return std::nullopt;  // another profile with the same hash
+    return decode(r);
+  } catch (const std::out_of_range&) {
+    return std::nullopt;  // a damaged entry is recompiled and replaced
+  }
+}
+
+void store(const std::string& path, const std::string& key, const runtime::SeccompProgram& program) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << encode(key, program);
+    if (!out.flush()) return;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) fs::remove(tmp, ec);
+}
+
+std::string profile_file(const std::string& arg) {
+  if (arg == "default" || arg == "code") return shipped_profile_file(arg);
+  return arg;
+}
+
+}  // namespace
+
+std::optional<runtime::SeccompProgram> compile_profile_arg(const std::string& arg, const ProfileContext& context,
+                                                          const CompileOptions& options,
+                                                          const std::string& cache_dir) {
+  if (arg == "unconfined") return std::nullopt;
+  std::optional<std::string> bytes;
+  if (arg != "builtin" && !arg.empty() && !cache_dir.empty()) bytes = read_file(profile_file(arg));
+  std::string key = bytes ? cache_key(*bytes, context, options) : "";
+  std::string path = bytes ? cache_path(cache_dir, key) : "";
+  if (bytes)
+    if (auto hit = cached(path, key)) return hit;
+  std::optional<Profile> profile = load_profile_arg(arg, context);
+  if (!profile) return std::nullopt;
+  runtime::SeccompProgram program = compile(*profile, options);
+  if (bytes) store(path, key, program);
+  return program;
+}
+
+}  // namespace sandcell::seccomp
