@@ -1,7 +1,9 @@
 // Images: build from Dockerfiles, the cache, reproducible digests, the store verbs, archives, and
 // the real tools (skopeo, umoci, podman, buildah) reading what sandcell writes and vice versa.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -136,6 +138,47 @@ TEST_F(Images, AddExtractsLocalTarsAndTargetStopsEarly) {
   EXPECT_EQ(run_image({"t:1", "ls", "/unpacked"}), "busybox\n");
 }
 
+// ADD of a URL, fetched from a server on loopback that this test starts (python3's http.server);
+// --checksum is checked, and HEALTHCHECK and ONBUILD are kept in the image config.
+TEST_F(Images, AddUrlWithChecksumAndConfigOnlyInstructionsKept) {
+  std::string served = dir_ / "served";
+  fs::create_directories(served);
+  std::ofstream(served + "/file.txt") << "downloaded\n";
+  std::string digest = system_out("sha256sum " + served + "/file.txt | cut -d' ' -f1");
+  digest.pop_back();
+  pid_t server = fork();
+  if (server == 0) {
+    execlp("python3", "python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", served.c_str(), "18931",
+           static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 100 && system("python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 18931))' 2>/dev/null") != 0; ++i)
+    usleep(50'000);
+  dockerfile(std::string(kBusyboxImage) +
+             "ADD --checksum=sha256:" + digest + " http://127.0.0.1:18931/file.txt /fetched/\n"
+             "HEALTHCHECK --interval=5s CMD [\"true\"]\nONBUILD RUN echo child\nSTOPSIGNAL SIGTERM\n"
+             "EXPOSE 8080\nLABEL team=sandcell\nVOLUME /data\n");
+  auto b = build();
+  std::string bad = std::string(kBusyboxImage) + "ADD --checksum=sha256:" + std::string(64, '0') +
+                    " http://127.0.0.1:18931/file.txt /fetched/\n";
+  dockerfile(bad);
+  auto mismatch = build({}, "bad:1");
+  kill(server, SIGTERM);
+  waitpid(server, nullptr, 0);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(run_image({"t:1", "cat", "/fetched/file.txt"}), "downloaded\n");
+  EXPECT_EQ(mismatch.exit_code, 125);
+  EXPECT_NE(mismatch.err.find("checksum mismatch"), std::string::npos) << mismatch.err;
+  auto config = nlohmann::json::parse(run_sandcell({"inspect", "t:1"}).out)[0]["Config"]["config"];
+  EXPECT_EQ(config["Healthcheck"]["Test"], nlohmann::json::array({"CMD", "true"}));
+  EXPECT_EQ(config["Healthcheck"]["Interval"], 5000000000LL);
+  EXPECT_EQ(config["OnBuild"], nlohmann::json::array({"RUN echo child"}));
+  EXPECT_EQ(config["StopSignal"], "SIGTERM");
+  EXPECT_TRUE(config["ExposedPorts"].contains("8080/tcp"));
+  EXPECT_EQ(config["Labels"]["team"], "sandcell");
+  EXPECT_TRUE(config["Volumes"].contains("/data"));
+}
+
 TEST_F(Images, ErrorsNameTheFileAndLine) {
   dockerfile("FROM scratch\nFROBNICATE now\n");
   auto unknown = build();
@@ -186,6 +229,12 @@ TEST_F(Images, SaveLoadImportRoundTrips) {
 TEST_F(Images, SkopeoAndUmociReadTheStoreAndArchives) {
   dockerfile(kBusyboxImage);
   ASSERT_EQ(build({}, "localhost/interop:1").exit_code, 0);
+  for (const char* format : {"docker-archive", "oci-archive"}) {  // archives sandcell wrote
+    std::string ours = dir_ / (std::string("ours-") + format + ".tar");
+    ASSERT_EQ(run_sandcell({"save", "--format", format, "-o", ours, "localhost/interop:1"}).exit_code, 0);
+    std::string seen = system_out(std::string("skopeo inspect ") + format + ":" + ours);
+    EXPECT_EQ(seen.rfind("FAILED", 0), std::string::npos) << format << ": " << seen;
+  }
   EXPECT_EQ(system_out("skopeo inspect oci:" + store() + ":localhost/interop:1").rfind("FAILED", 0), std::string::npos);
   std::string archive = dir_ / "d.tar";
   std::string copy = system_out("skopeo copy oci:" + store() + ":localhost/interop:1 docker-archive:" + archive + ":interop:1");
