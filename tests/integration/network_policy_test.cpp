@@ -334,6 +334,16 @@ TEST_F(NetworkPolicy, BypassingTheProxy_TcpUdpIcmpAndDns_Dropped) {
   EXPECT_FALSE(contains(out, "nslookup=0")) << out;
 }
 
+TEST_F(NetworkPolicy, SpoofedSourceAddress_Dropped) {
+  // With CAP_NET_ADMIN the sandbox can give its interface another address; packets from it must
+  // not reach the proxy, while the real address still does.
+  CliRun run = run_allowed(
+      "dev=$(ls /sys/class/net | grep -v '^lo$'); ip addr add 198.18.255.250/32 dev $dev; "
+      "/bin/sc-probe connect $h $port; /bin/sc-probe connect-from 198.18.255.250 $h $port",
+      {"--cap-add", "NET_ADMIN"});
+  EXPECT_EQ(stdout_of(run), "connect ok\nconnect timeout\n") << run.record.dump(2);
+}
+
 TEST_F(NetworkPolicy, RelayInsideTheSandbox_StillDenied) {
   // A relay the program runs (listening on its loopback) hands requests to the proxy unchanged:
   // the proxy still judges the host.
