@@ -128,6 +128,16 @@ CMD ["sh", "-c", "cat /stage-one; ls /data; stat -c '%u %a' /data/keep.txt; cat 
   EXPECT_EQ(run_image({"t:1"}), "from-arg\nheredoc.txt\nkeep.txt\n1000 600\nextra is given\n");
 }
 
+TEST_F(Images, CopyFromAnImageAndPredefinedArgs) {
+  dockerfile(kBusyboxImage);
+  ASSERT_EQ(build({}, "base:1").exit_code, 0);
+  dockerfile("FROM scratch\nCOPY --from=base:1 /bin /bin\nARG TARGETARCH\nARG TARGETPLATFORM\n"
+             "RUN echo \"$TARGETPLATFORM $TARGETARCH\" > /platform\n");
+  auto b = build();
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(run_image({"t:1", "cat", "/platform"}), "linux/amd64 amd64\n");
+}
+
 TEST_F(Images, AddExtractsLocalTarsAndTargetStopsEarly) {
   ASSERT_EQ(system(("tar -C " + context() + " -cf " + context() + "/payload.tar busybox").c_str()), 0);
   std::string first_stage = std::string(kBusyboxImage);
