@@ -1,3 +1,4 @@
+#include "file_chunks.hpp"
 #include "archive_bundle.hpp"
 
 #include <archive_entry.h>
@@ -33,15 +34,9 @@ void write_entry_file(archive* a, const std::string& name, const std::string& pa
   if (!fd || ::fstat(fd.get(), &st) != 0) throw Error(errno, "open " + path);
   if (archive_write_header(a, bundle_entry(name, S_IFREG | 0644, st.st_size).get()) != ARCHIVE_OK)
     throw archive_error(a, "write " + name);
-  std::array<char, 1 << 16> buf{};
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(errno, "read " + path);
-    if (n == 0) break;
-    if (archive_write_data(a, buf.data(), static_cast<size_t>(n)) < 0)
-      throw archive_error(a, "write " + name);
-  }
+  for_each_chunk(fd.get(), path, [&](const char* data, size_t size) {
+    if (archive_write_data(a, data, size) < 0) throw archive_error(a, "write " + name);
+  });
 }
 
 void write_bundle(int fd, const std::map<std::string, std::string>& dirs,

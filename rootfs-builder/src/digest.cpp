@@ -6,6 +6,7 @@
 
 #include <array>
 
+#include "file_chunks.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "unique_fd.hpp"
 
@@ -54,14 +55,7 @@ std::string sha256_file_digest(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) throw Error(errno, "open " + path);
   Sha256 sha;
-  std::array<char, 1 << 16> buf{};
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(errno, "read " + path);
-    if (n == 0) break;
-    sha.update(buf.data(), static_cast<std::size_t>(n));
-  }
+  for_each_chunk(fd.get(), path, [&](const char* data, size_t size) { sha.update(data, size); });
   return sha.finish();
 }
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <utility>
 
+#include "file_chunks.hpp"
 #include "fs_tree.hpp"
 #include "gzip_sink.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
@@ -200,15 +201,9 @@ void LayerTarWriter::write_header(archive_entry* entry, const std::string& rel) 
 void LayerTarWriter::write_file_data(const std::string& path, const std::string& rel) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) throw Error(errno, "open " + path);
-  std::array<char, 1 << 16> buf{};
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(errno, "read " + path);
-    if (n == 0) break;
-    if (archive_write_data(tar_.get(), buf.data(), static_cast<size_t>(n)) < 0)
-      throw archive_error(tar_.get(), "tar data " + rel);
-  }
+  for_each_chunk(fd.get(), path, [&](const char* data, size_t size) {
+    if (archive_write_data(tar_.get(), data, size) < 0) throw archive_error(tar_.get(), "tar data " + rel);
+  });
 }
 
 }  // namespace
