@@ -14,6 +14,8 @@ packages=(
   busybox-static libc6-dev
   # tools the tests and benchmarks compare against or drive
   hyperfine bubblewrap runc util-linux iproute2 procps nftables
+  # skills tests build a wheel with python3; bench/code.sh reads hyperfine's JSON with jq
+  python3 jq
   # image interop: real tools read and write what sandcell stores
   skopeo umoci podman buildah debootstrap uidmap fuse-overlayfs
   # the Docker and containers-common seccomp profiles are loaded in the confinement tests
