@@ -201,6 +201,15 @@ TEST_F(NetworkHost, Veth_SandboxEndInChildNetns_ReachesHostEnd) {
     EXPECT_NE(route.find("default via " + veth.host_address().to_string()), std::string::npos)
         << route;
     Listener listener(veth.host_address(), 0);
+    // `inet sandcell` may exist (it outlives runs), and then a link without elements can send
+    // nothing: open the listener's port as a run's proxy would be.
+    SandboxFirewall firewall({.id = *id,
+                              .mode = NetMode::Allow,
+                              .host_address = veth.host_address(),
+                              .sandbox_address = veth.sandbox_address(),
+                              .proxy_port = listener.port(),
+                              .allowed_cidrs = {},
+                              .resolvers = {}});
     EXPECT_EQ(child.go(veth.host_address().to_string() + " " + std::to_string(listener.port())), 0);
   }
   EXPECT_FALSE(link_exists("sc-" + *id + "h"));

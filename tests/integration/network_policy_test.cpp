@@ -435,7 +435,12 @@ TEST_F(NetworkPolicy, BadNetworkFlags_Exit125WithAMessage) {
 
 TEST_F(NetworkPolicy, Gc_RemovesTheFirewallOfAKilledSupervisorOnly) {
   auto table = [] { return shell_output("nft list table inet sandcell 2>/dev/null"); };
-  auto has_nat_source = [&] { return contains(table(), "nat_sources") && contains(table(), "elements = { 198.18."); };
+  // A nat_sources element: an address of 198.18.0.0/15, listed right after the set name.
+  auto has_nat_source = [&] {
+    const std::string t = table();
+    const auto at = t.find("set nat_sources");
+    return at != std::string::npos && t.find("elements = { 198.1", at) < t.find("}", at);
+  };
   pid_t live = spawn_sandcell({"run", "--rootfs", test_rootfs(), "--net", kAllowlist, "--timeout",
                                "20", "--", "sleep", "20"});
   pid_t crashed = spawn_sandcell(
