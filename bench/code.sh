@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): what `sandcell code` costs over running the interpreter directly, in ONE
 # hyperfine run:
-#   host      python3 -c 'print(1)'                                   (the host's python3)
+#   host      /usr/bin/python3 -c 'print(1)'      (the host's Debian python3; HOST_PYTHON to change)
 #   sandcell  sandcell code --skill python FILE   with print(1) in FILE (scratch workspace, sandbox
 #             of the python skill image, collection, JSON result)
 # The overhead is the difference of the means, in ms.
@@ -25,6 +25,8 @@ RUNS=${RUNS:-30}
 WARMUP=${WARMUP:-3}
 OUT=${OUT:-$BUILD/bench}
 SANDCELL=$BUILD/cli/sandcell
+# Debian's python3, the same interpreter the skill image has (a pyenv shim on PATH adds ~300 ms).
+HOST_PYTHON=${HOST_PYTHON:-/usr/bin/python3}
 
 [ "$(id -u)" -eq 0 ] || die "must run as root: sudo $0 $*"
 for tool in hyperfine python3 jq; do
@@ -38,13 +40,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo 'print(1)' > "$work/one.py"
 # Smoke test: both print 1.
-[ "$(python3 -c 'print(1)')" = 1 ] || die "host python3 does not print 1"
+[ "$($HOST_PYTHON -c 'print(1)')" = 1 ] || die "host python3 does not print 1"
 [ "$("$SANDCELL" --root "$ROOT" code --skill python "$work/one.py")" = 1 ] || die "sandcell code does not print 1"
 
 mkdir -p "$OUT"
 hyperfine --runs "$RUNS" --warmup "$WARMUP" -N \
   --export-json "$OUT/code.json" --export-markdown "$OUT/code.md" \
-  -n host "python3 -c 'print(1)'" \
+  -n host "$HOST_PYTHON -c 'print(1)'" \
   -n sandcell "$SANDCELL --root $ROOT code --skill python $work/one.py"
 
 jq -r '.results as $r | ($r[] | select(.command == "host") | .mean) as $h |
