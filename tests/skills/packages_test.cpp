@@ -76,7 +76,20 @@ class PackageIndex {
         "    z.writestr('sctestpkg-1.0.dist-info/RECORD', 'sctestpkg/__init__.py,,\\nsctestpkg-1.0.dist-info/METADATA,,\\n'\n"
         "               'sctestpkg-1.0.dist-info/WHEEL,,\\nsctestpkg-1.0.dist-info/RECORD,,\\n')\n"
         "open(www + '/simple/sctestpkg/index.html', 'w').write(\n"
-        "    '<!DOCTYPE html><html><body><a href=\"../../packages/' + whl + '\">' + whl + '</a></body></html>\\n')\n";
+        "    '<!DOCTYPE html><html><body><a href=\"../../packages/' + whl + '\">' + whl + '</a></body></html>\\n')\n"
+        // An npm registry: the package document at /<name>, the tarball elsewhere.
+        "import tarfile, io, json, hashlib\n"
+        "buf = io.BytesIO()\n"
+        "with tarfile.open(fileobj=buf, mode='w:gz') as t:\n"
+        "    for name, text in [('package/package.json', json.dumps({'name': 'sctestnpm', 'version': '1.0.0', 'main': 'index.js'})),\n"
+        "                       ('package/index.js', 'module.exports = 42;\\n')]:\n"
+        "        data = text.encode(); info = tarfile.TarInfo(name); info.size = len(data); t.addfile(info, io.BytesIO(data))\n"
+        "tgz = buf.getvalue()\n"
+        "open(www + '/packages/sctestnpm-1.0.0.tgz', 'wb').write(tgz)\n"
+        "doc = {'name': 'sctestnpm', 'dist-tags': {'latest': '1.0.0'}, 'versions': {'1.0.0': {'name': 'sctestnpm',\n"
+        "       'version': '1.0.0', 'dist': {'tarball': 'http://pkgs.test/packages/sctestnpm-1.0.0.tgz',\n"
+        "       'shasum': hashlib.sha1(tgz).hexdigest()}}}}\n"
+        "open(www + '/sctestnpm', 'w').write(json.dumps(doc))\n";
     sh("python3 " + script + " " + www_.string());
   }
 
@@ -118,6 +131,16 @@ TEST_F(Packages, InstalledPackagesStayInTheSession) {
   ASSERT_EQ(first.exit_code, 0) << first.out;
   auto second = code("python", "import sctestpkg\nprint(sctestpkg.VALUE + 1)\n", {"--session", "pk"});
   EXPECT_EQ(second.record["stdout"], "43\n") << second.out;
+}
+
+TEST_F(Packages, NpmInstallsFromTheAllowedRegistry) {
+  auto r = code("node", "console.log('value', require('sctestnpm'))\n",
+                {"--packages", "sctestnpm@1.0.0", "--net", "allow:pkgs.test", "--net-hosts", index_.hosts_file(),
+                 "--net-allow-cidr", "203.0.113.8/30", "--env", "npm_config_registry=http://pkgs.test/",
+                 "--env", "npm_config_fetch_retries=0", "--timeout", "120"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(r.record["stdout"], "value 42\n");
+  EXPECT_EQ(r.record["phases"][0]["name"], "install");
 }
 
 TEST_F(Packages, InstallObeysTheNetworkPolicy) {
