@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
       "  sandcell run --rootfs ./rootfs -- /bin/sh -c 'echo hello'\n"
       "  sandcell bootstrap debian:bookworm-slim --suite bookworm --variant minbase\n"
       "  sandcell build -t hello:1 ./dir && sandcell run hello:1\n"
+      "  sandcell pull alpine:3.20 && sandcell push app:1 localhost:5000/app:1\n"
       "  sandcell run --rootfs ./rootfs --memory 256m --timeout 5 --json -- python3 x.py\n"
       "  sandcell gc            remove what a crashed run left behind\n"
       "Run `sandcell COMMAND --help` for the options of a command.");
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   sandcell::cli::add_build_command(app, action, globals);
   sandcell::cli::add_image_commands(app, action, globals);
   sandcell::cli::add_bootstrap_command(app, action, globals);
+  sandcell::cli::add_registry_commands(app, action, globals);
 #endif
   std::vector<std::string> args(argv + 1, argv + argc);
   args = sandcell::cli::end_run_options(args);

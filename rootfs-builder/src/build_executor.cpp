@@ -47,27 +47,41 @@ std::vector<std::string> context_files(const std::string& context) {
   return files;
 }
 
-ImageState base_state(BuildContext& ctx, const Stage& stage) {
-  if (stage.base_stage) return ctx.built_stages.at(static_cast<size_t>(*stage.base_stage));
+ImageState state_of_image(const ImageRecord& base) {
   ImageState state;
-  if (stage.base == "scratch") {
-    state.config.architecture = host_architecture();
-    state.cache_key = "scratch";
-  } else {
-    ImageRecord base;
-    try {
-      base = ctx.store.resolve(stage.base);
-    } catch (const Error& e) {
-      throw Error::invalid(ctx.dockerfile.filename + ":" + std::to_string(stage.from.line) + ": FROM " +
-                           stage.base + ": " + e.what() + " (make it with `sandcell bootstrap`, `sandcell load` "
-                           "or `sandcell build` first)");
-    }
-    state.config = base.config;
-    state.layers = base.manifest.layers;
-    state.cache_key = "image " + base.manifest_digest;
-  }
+  state.config = base.config;
+  state.layers = base.manifest.layers;
+  state.cache_key = "image " + base.manifest_digest;
   if (env_map(state.config.config.env).count("PATH") == 0) set_env(state.config, "PATH", kDefaultPath);
   return state;
+}
+
+ImageState fetched_base_state(BuildContext& ctx, const Stage& stage) {
+  std::string prefix = ctx.dockerfile.filename + ":" + std::to_string(stage.from.line) + ": FROM " + stage.base + ": ";
+  try {
+    return state_of_image(ctx.store.resolve(ctx.options.fetch_image(stage.base)));
+  } catch (const Error& e) {
+    throw Error::invalid(prefix + e.what());
+  }
+}
+
+ImageState base_state(BuildContext& ctx, const Stage& stage) {
+  if (stage.base_stage) return ctx.built_stages.at(static_cast<size_t>(*stage.base_stage));
+  if (stage.base == "scratch") {
+    ImageState state;
+    state.config.architecture = host_architecture();
+    state.cache_key = "scratch";
+    set_env(state.config, "PATH", kDefaultPath);
+    return state;
+  }
+  try {
+    return state_of_image(ctx.store.resolve(stage.base));
+  } catch (const Error& e) {
+    if (ctx.options.fetch_image) return fetched_base_state(ctx, stage);
+    throw Error::invalid(ctx.dockerfile.filename + ":" + std::to_string(stage.from.line) + ": FROM " +
+                         stage.base + ": " + e.what() + " (make it with `sandcell pull`, `sandcell load` "
+                         "or `sandcell build` first)");
+  }
 }
 
 void add_history(ImageState& state, const Instruction& ins, bool empty_layer) {
