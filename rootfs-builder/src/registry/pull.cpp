@@ -60,6 +60,10 @@ PullResult pull_image(ImageStore& store, const std::string& reference, const Pul
   PullResult result{.local_name = ref.familiar(), .manifest_digest = fetched.digest,
                     .image_id = manifest.config.digest};
   ImageConfig config = fetch_config(session, client, store, ref.repository, manifest, result);
+  // An index was picked from by platform; a lone manifest must match a platform asked for.
+  if (Platform wanted = parse_platform(options.platform); !options.platform.empty() &&
+      (config.os != wanted.os || config.architecture != wanted.architecture))
+    throw Error::invalid(ref.familiar() + " is for " + config.os + "/" + config.architecture + ", not " + wanted.str());
 
   std::vector<std::size_t> missing;
   std::set<std::string> seen;

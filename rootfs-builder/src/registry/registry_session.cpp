@@ -145,17 +145,17 @@ HttpResponse RegistrySession::send_once(HttpClient& client, HttpRequest& request
   request.tls_verify = tls_verify_ || url_origin(request.url) != origin_;
   bool own_origin = url_origin(request.url) == origin_;
   std::size_t plain_headers = request.headers.size();
-  if (own_origin)
-    if (std::string auth = authorization(client); !auth.empty()) request.headers.push_back(auth);
+  std::string sent = own_origin ? authorization(client) : "";
+  if (!sent.empty()) request.headers.push_back(sent);
   HttpResponse response = exchange(client, request);
   if (response.status != 401 || !own_origin || reauthenticated) return response;
   // A token that expired or was revoked, or a first challenge on this path: once more with a
-  // fresh token.
+  // fresh token. Parallel requests refused with the same token fetch only one new one.
   reauthenticated = true;
   if (!challenge_from(response)) return response;
   {
     std::lock_guard lock(mutex_);
-    token_.clear();
+    if (sent == "Authorization: Bearer " + token_) token_.clear();
   }
   request.headers.resize(plain_headers);
   if (std::string auth = authorization(client); !auth.empty()) request.headers.push_back(auth);
