@@ -38,6 +38,18 @@ int free_loopback_port() {
   return ntohs(addr.sin_port);
 }
 
+// Ready is listening: a TCP connect, which needs no TLS client for the https variant.
+bool accepts_connections(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
 std::string base64(const std::string& bytes, bool url) {
   std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
   out.resize(static_cast<std::size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
@@ -53,10 +65,13 @@ void run_or_throw(const std::string& command) {
   if (std::system(command.c_str()) != 0) throw std::runtime_error("failed: " + command);
 }
 
-std::string registry_config(const fs::path& dir, int port, LocalRegistry::Auth auth, const TokenAuthConfig& token) {
+std::string registry_config(const fs::path& dir, int port, LocalRegistry::Auth auth, const TokenAuthConfig& token,
+                            bool tls) {
   std::string yaml = "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: " +
                      (dir / "storage").string() + "\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:" +
                      std::to_string(port) + "\n  secret: sandcell-test\n";
+  if (tls)
+    yaml += "  tls:\n    certificate: " + (dir / "tls-cert.pem").string() + "\n    key: " + (dir / "tls-key.pem").string() + "\n";
   if (auth == LocalRegistry::Auth::Htpasswd)
     yaml += "auth:\n  htpasswd:\n    realm: sandcell-test\n    path: " + (dir / "htpasswd").string() + "\n";
   if (auth == LocalRegistry::Auth::Token)
@@ -82,12 +97,15 @@ LoopbackServer::~LoopbackServer() {
 
 std::string LocalRegistry::log() const { return read_text(dir_ / "registry.log"); }
 
-LocalRegistry::LocalRegistry(const fs::path& dir, Auth auth, const TokenAuthConfig& token) : dir_(dir) {
+LocalRegistry::LocalRegistry(const fs::path& dir, Auth auth, const TokenAuthConfig& token, bool tls) : dir_(dir) {
   fs::create_directories(dir / "storage");
+  if (tls)
+    run_or_throw("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+                 "-keyout " + (dir / "tls-key.pem").string() + " -out " + (dir / "tls-cert.pem").string() + " 2>/dev/null");
   if (auth == Auth::Htpasswd)
     run_or_throw("htpasswd -Bbn " + std::string(kUser) + " " + kPassword + " > " + (dir / "htpasswd").string());
   port_ = free_loopback_port();
-  std::ofstream(dir / "config.yml") << registry_config(dir, port_, auth, token);
+  std::ofstream(dir / "config.yml") << registry_config(dir, port_, auth, token, tls);
   std::string config = (dir / "config.yml").string(), log = (dir / "registry.log").string();
   pid_ = ::fork();
   if (pid_ == 0) {
@@ -96,9 +114,8 @@ LocalRegistry::LocalRegistry(const fs::path& dir, Auth auth, const TokenAuthConf
     ::execlp("docker-registry", "docker-registry", "serve", config.c_str(), nullptr);
     ::_exit(127);
   }
-  httplib::Client client("127.0.0.1", port_);
   for (int i = 0; i < 200; ++i) {
-    if (auto res = client.Get("/v2/"); res && (res->status == 200 || res->status == 401)) return;
+    if (accepts_connections(port_)) return;
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
@@ -230,8 +247,10 @@ void TamperingProxy::forward(const httplib::Request& req, httplib::Response& res
   }
   httplib::Client client("http://" + upstream_);
   httplib::Headers headers;
-  for (const char* name : {"Authorization", "Accept", "Range"})
+  // Range is not forwarded: cpp-httplib serves ranges of what the handler answers itself.
+  for (const char* name : {"Authorization", "Accept"})
     if (req.has_header(name)) headers.emplace(name, req.get_header_value(name));
+  if (req.has_header("Range")) ++ranges_;
   auto up = req.method == "HEAD" ? client.Head(req.path, headers) : client.Get(req.path, headers);
   if (!up) {
     res.status = 502;
@@ -255,12 +274,25 @@ void TamperingProxy::forward(const httplib::Request& req, httplib::Response& res
     res.status = 503;
     return;
   }
+  if (layer && mode_ == Mode::CutBlobOnce && failures_ == 0) {
+    ++failures_;
+    // Announces the whole blob, sends half, then drops the connection.
+    auto shared = std::make_shared<std::string>(std::move(body));
+    res.set_content_provider(shared->size(), "application/octet-stream",
+                             [shared](std::size_t offset, std::size_t, httplib::DataSink& sink) {
+                               if (offset >= shared->size() / 2) return false;
+                               sink.write(shared->data(), shared->size() / 2);
+                               return true;
+                             });
+    return;
+  }
   if (layer && mode_ == Mode::CorruptBlob) body[body.size() / 2] ^= 1;
   if (layer && mode_ == Mode::TruncateBlob) body.resize(body.size() - 100);
   if (layer && mode_ == Mode::OversizeBlob) body += std::string(4096, 'x');
   if (is_manifest && mode_ == Mode::CorruptManifest) body += "\n";
-  res.status = up->status;
-  for (const char* name : {"Docker-Content-Digest", "WWW-Authenticate", "Location", "Docker-Distribution-Api-Version"})
+  // Left unset for a 200, cpp-httplib answers a Range request with 206 and the range.
+  if (up->status != 200) res.status = up->status;
+  for (const char* name : {"Docker-Content-Digest", "WWW-Authenticate", "Location"})
     if (up->has_header(name)) res.set_header(name, up->get_header_value(name));
   res.set_content(body, up->get_header_value("Content-Type").empty() ? "application/octet-stream"
                                                                     : up->get_header_value("Content-Type"));

@@ -39,7 +39,8 @@ struct TokenAuthConfig {
 class LocalRegistry {
  public:
   enum class Auth { None, Htpasswd, Token };
-  LocalRegistry(const std::filesystem::path& dir, Auth auth, const TokenAuthConfig& token = {});
+  // tls: serves https with a self-signed certificate made with openssl (in no CA store).
+  LocalRegistry(const std::filesystem::path& dir, Auth auth, const TokenAuthConfig& token = {}, bool tls = false);
   ~LocalRegistry();
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   std::string log() const;  // what it printed: for failure messages
@@ -74,19 +75,21 @@ class TokenServer {
 class TamperingProxy {
  public:
   enum class Mode { PassThrough, CorruptBlob, TruncateBlob, OversizeBlob, CorruptManifest, RedirectLoop,
-                    FlakyBlob, DenyManifest, RedirectBlobElsewhere };
+                    FlakyBlob, DenyManifest, RedirectBlobElsewhere, CutBlobOnce };
   TamperingProxy(const std::string& upstream, Mode mode);
   std::string address() const { return server_.address(); }
   std::string blob_host_address() const { return blob_host_.address(); }
   // Authorization headers the other host (RedirectBlobElsewhere) received: must stay empty.
   std::vector<std::string> credentials_seen_elsewhere();
   int blob_failures_sent() const { return failures_; }
+  int range_requests() const { return ranges_; }
 
  private:
   void forward(const httplib::Request& req, httplib::Response& res);
   std::string upstream_;
   Mode mode_;
   std::atomic<int> failures_{0};
+  std::atomic<int> ranges_{0};
   std::mutex mutex_;
   std::vector<std::string> elsewhere_auth_;
   LoopbackServer server_;

@@ -223,7 +223,8 @@ TEST_F(Registry, ServerErrorsAreRetriedAndRedirectsToOtherHostsGetNoCredentials)
   ASSERT_EQ(run_sandcell({"push", "bb:1", registry.address() + "/r/bb:1"}).exit_code, 0);
   TamperingProxy flaky(registry.address(), Mode::FlakyBlob);
   TamperingProxy redirecting(registry.address(), Mode::RedirectBlobElsewhere);
-  for (const auto* proxy : {&flaky, &redirecting})
+  TamperingProxy cutting(registry.address(), Mode::CutBlobOnce);
+  for (const auto* proxy : {&flaky, &redirecting, &cutting})
     ASSERT_EQ(run_sandcell({"login", "-u", LocalRegistry::kUser, "-p", LocalRegistry::kPassword, proxy->address()})
                   .exit_code, 0);
   use_store("store2");
@@ -234,6 +235,25 @@ TEST_F(Registry, ServerErrorsAreRetriedAndRedirectsToOtherHostsGetNoCredentials)
   CliRun redirected = run_sandcell({"pull", redirecting.address() + "/r/bb:1"});
   EXPECT_EQ(redirected.exit_code, 0) << redirected.err;
   EXPECT_TRUE(redirecting.credentials_seen_elsewhere().empty());
+  use_store("store4");
+  CliRun resumed = run_sandcell({"pull", cutting.address() + "/r/bb:1"});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(cutting.range_requests(), 1);  // the cut-off layer was resumed, not fetched again
+}
+
+TEST_F(Registry, TlsRegistryOnLoopbackIsUnverifiedByDefaultAndRefusedWhenVerifying) {
+  LocalRegistry registry(home() / "registry", LocalRegistry::Auth::None, {}, true);
+  make_image("bb:1");
+  std::string ref = registry.address() + "/tls/bb:1";
+  ASSERT_EQ(run_sandcell({"push", "bb:1", ref}).exit_code, 0);
+  std::string seen = shell("skopeo inspect --tls-verify=false docker://" + ref);  // it is https
+  EXPECT_FALSE(seen.starts_with("FAILED")) << seen;
+  use_store("store2");
+  // The self-signed certificate is in no CA store: verification must refuse it.
+  expect_one_line_error(run_sandcell({"pull", "--tls-verify=true", ref}), "cannot reach registry");
+  expect_store_untouched();
+  CliRun pull = run_sandcell({"pull", ref});
+  EXPECT_EQ(pull.exit_code, 0) << pull.err;
 }
 
 TEST_F(Registry, FromPullsTheBaseImageWhenTheStoreLacksIt) {

@@ -26,7 +26,8 @@ bool is_loopback(const std::string& registry) {
 }
 
 bool insecure_allowed(const std::string& registry, const RegistryOptions& options) {
-  if (options.tls_verify == false || is_loopback(registry)) return true;
+  if (options.tls_verify) return !*options.tls_verify;  // --tls-verify=true verifies loopback too
+  if (is_loopback(registry)) return true;
   auto list = insecure_registries();
   return std::find(list.begin(), list.end(), registry) != list.end();
 }

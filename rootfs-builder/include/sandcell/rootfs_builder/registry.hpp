@@ -16,7 +16,7 @@ namespace sandcell::rootfs_builder {
 struct RegistryOptions {
   // nullopt: TLS verified against the system CA store, except for loopback registries and
   // those in registries.json's insecure-registries, which may also be plain HTTP (as docker).
-  // false: every registry is treated that way (--tls-verify=false).
+  // false: every registry is treated that way (--tls-verify=false); true: none is.
   std::optional<bool> tls_verify;
   // Used instead of the stored credentials when set (`--creds`, login).
   std::optional<RegistryCredentials> credentials;
