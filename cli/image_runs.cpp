@@ -15,8 +15,12 @@ void enable_image_runs(const Globals& globals) {
     std::string name = image;
     try {
       store->resolve(image);
-    } catch (const Error&) {
-      name = image_fetcher(*g, false)(image);  // as docker run: an image not here is pulled
+    } catch (const Error& missing) {
+      try {
+        name = image_fetcher(*g, false)(image);  // as docker run: an image not here is pulled
+      } catch (const Error& e) {
+        throw Error::invalid(std::string(missing.what()) + "; pulling it failed: " + e.what());
+      }
     }
     rootfs_builder::ImageRunRequest request{.command = command, .user = user, .workdir = workdir};
     auto lease = std::make_shared<rootfs_builder::ImageStore::Lease>(rootfs_builder::apply_image(*store, name, request, spec));

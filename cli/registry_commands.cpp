@@ -115,7 +115,8 @@ void add_push(CLI::App& app, Action& action, const Globals& g) {
 void add_login(CLI::App& app, Action& action) {
   auto f = std::make_shared<LoginFlags>();
   auto* cmd = app.add_subcommand("login", "Check credentials with a registry and save them (0600, Docker's auths format)");
-  cmd->add_option("registry", f->registry, "Registry host[:port] [docker.io]")->required();
+  f->registry = "docker.io";
+  cmd->add_option("registry", f->registry, "Registry host[:port] [docker.io]");
   cmd->add_option("-u,--username", f->username, "User name");
   cmd->add_option("-p,--password", f->password, "Password (visible to other users in ps: prefer --password-stdin)");
   cmd->add_flag("--password-stdin", f->password_stdin, "Read the password from stdin");
