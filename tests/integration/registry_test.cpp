@@ -256,6 +256,42 @@ TEST_F(Registry, TlsRegistryOnLoopbackIsUnverifiedByDefaultAndRefusedWhenVerifyi
   EXPECT_EQ(pull.exit_code, 0) << pull.err;
 }
 
+// An index (OCI image index, then Docker manifest list) put on the registry by hand over its
+// API, with this machine's platform and one other.
+TEST_F(Registry, IndexesArePickedFromByPlatformAndNameTheirPlatformsWhenNoneFits) {
+  LocalRegistry registry(home() / "registry", LocalRegistry::Auth::None);
+  make_image("bb:1");
+  CliRun push = run_sandcell({"push", "bb:1", registry.address() + "/multi/bb:single"});
+  ASSERT_EQ(push.exit_code, 0) << push.err;
+  std::string digest = push.out.substr(0, push.out.size() - 1);
+  httplib::Client api("127.0.0.1", std::stoi(registry.address().substr(registry.address().find(':') + 1)));
+  auto manifest = api.Get("/v2/multi/bb/manifests/single",
+                          {{"Accept", "application/vnd.oci.image.manifest.v1+json"}});
+  ASSERT_TRUE(manifest);
+  std::string arch = shell("uname -m") == "aarch64\n" ? "arm64" : "amd64";
+  std::string other = arch == "amd64" ? "arm64" : "amd64";
+  for (const char* index_type : {"application/vnd.oci.image.index.v1+json",
+                                 "application/vnd.docker.distribution.manifest.list.v2+json"}) {
+    nlohmann::json entry = {{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                            {"digest", digest}, {"size", manifest->body.size()}};
+    nlohmann::json index = {{"schemaVersion", 2}, {"mediaType", index_type}, {"manifests", nlohmann::json::array()}};
+    entry["platform"] = {{"os", "linux"}, {"architecture", other}};
+    index["manifests"].push_back(entry);
+    entry["platform"] = {{"os", "linux"}, {"architecture", arch}};
+    index["manifests"].push_back(entry);
+    auto put = api.Put("/v2/multi/bb/manifests/index", index.dump(), index_type);
+    ASSERT_TRUE(put && put->status == 201) << (put ? put->body : "no answer");
+    use_store(std::string(index_type).find(".oci.") != std::string::npos ? "store-oci" : "store-docker");
+    CliRun pull = run_sandcell({"pull", registry.address() + "/multi/bb:index"});
+    ASSERT_EQ(pull.exit_code, 0) << pull.err;
+    EXPECT_EQ(pull.out, push.out);  // the platform's manifest, not the index
+    CliRun run = run_sandcell({"run", registry.address() + "/multi/bb:index", "/bin/busybox", "echo", "picked"});
+    EXPECT_EQ(run.out, "picked\n") << run.err;
+    expect_one_line_error(run_sandcell({"pull", "--platform", "linux/s390x", registry.address() + "/multi/bb:index"}),
+                          "no image for platform linux/s390x");
+  }
+}
+
 TEST_F(Registry, FromPullsTheBaseImageWhenTheStoreLacksIt) {
   LocalRegistry registry(home() / "registry", LocalRegistry::Auth::None);
   make_image("bb:1");
