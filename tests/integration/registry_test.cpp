@@ -173,11 +173,15 @@ struct HostileCase {
   const char* phrase;
 };
 
-std::string case_name(const ::testing::TestParamInfo<HostileCase>& info) {
+std::string mode_name(Mode mode) {
   static const char* const kNames[] = {"PassThrough", "CorruptBlob", "TruncateBlob", "OversizeBlob", "CorruptManifest",
-                                       "RedirectLoop", "FlakyBlob", "DenyManifest", "RedirectBlobElsewhere"};
-  return kNames[static_cast<int>(info.param.mode)];
+                                       "RedirectLoop", "FlakyBlob", "DenyManifest", "RedirectBlobElsewhere",
+                                       "CutBlobOnce"};
+  return kNames[static_cast<int>(mode)];
 }
+std::string case_name(const ::testing::TestParamInfo<HostileCase>& info) { return mode_name(info.param.mode); }
+// What CTest's test names show for the parameter: stable across runs (no pointer bytes).
+void PrintTo(const HostileCase& c, std::ostream* os) { *os << mode_name(c.mode); }
 
 class HostileRegistry : public Registry, public ::testing::WithParamInterface<HostileCase> {};
 
