@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
       "  sandcell build -t hello:1 ./dir && sandcell run hello:1\n"
       "  sandcell pull alpine:3.20 && sandcell push app:1 localhost:5000/app:1\n"
       "  sandcell run --rootfs ./rootfs --memory 256m --timeout 5 --json -- python3 x.py\n"
+      "  sandcell skills build python && echo 'print(6*7)' | sandcell code --skill python\n"
       "  sandcell gc            remove what a crashed run left behind\n"
       "Run `sandcell COMMAND --help` for the options of a command.");
   auto globals = std::make_shared<sandcell::cli::GlobalOptions>();
@@ -53,6 +54,9 @@ int main(int argc, char** argv) {
   sandcell::cli::add_image_commands(app, action, globals);
   sandcell::cli::add_bootstrap_command(app, action, globals);
   sandcell::cli::add_registry_commands(app, action, globals);
+  sandcell::cli::add_code_command(app, action, globals);
+  sandcell::cli::add_skills_command(app, action, globals);
+  sandcell::cli::add_sessions_command(app, action, globals);
 #endif
   std::vector<std::string> args(argv + 1, argv + argc);
   args = sandcell::cli::end_run_options(args);
