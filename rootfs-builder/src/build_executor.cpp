@@ -56,15 +56,6 @@ ImageState state_of_image(const ImageRecord& base) {
   return state;
 }
 
-ImageState fetched_base_state(BuildContext& ctx, const Stage& stage) {
-  std::string prefix = ctx.dockerfile.filename + ":" + std::to_string(stage.from.line) + ": FROM " + stage.base + ": ";
-  try {
-    return state_of_image(ctx.store.resolve(ctx.options.fetch_image(stage.base)));
-  } catch (const Error& e) {
-    throw Error::invalid(prefix + e.what());
-  }
-}
-
 ImageState base_state(BuildContext& ctx, const Stage& stage) {
   if (stage.base_stage) return ctx.built_stages.at(static_cast<size_t>(*stage.base_stage));
   if (stage.base == "scratch") {
@@ -74,13 +65,20 @@ ImageState base_state(BuildContext& ctx, const Stage& stage) {
     set_env(state.config, "PATH", kDefaultPath);
     return state;
   }
+  std::string where = ctx.dockerfile.filename + ":" + std::to_string(stage.from.line) + ": FROM " + stage.base + ": ";
+  std::string missing;
   try {
     return state_of_image(ctx.store.resolve(stage.base));
   } catch (const Error& e) {
-    if (ctx.options.fetch_image) return fetched_base_state(ctx, stage);
-    throw Error::invalid(ctx.dockerfile.filename + ":" + std::to_string(stage.from.line) + ": FROM " +
-                         stage.base + ": " + e.what() + " (make it with `sandcell pull`, `sandcell load` "
-                         "or `sandcell build` first)");
+    if (!ctx.options.fetch_image)
+      throw Error::invalid(where + e.what() + " (make it with `sandcell bootstrap`, `sandcell load` or `sandcell build` first)");
+    missing = e.what();
+  }
+  try {
+    return state_of_image(ctx.store.resolve(ctx.options.fetch_image(stage.base)));
+  } catch (const Error& e) {
+    throw Error::invalid(where + missing + ", and pulling it failed: " + e.what() +
+                         " (or make it with `sandcell bootstrap`, `sandcell load` or `sandcell build` first)");
   }
 }
 
