@@ -18,6 +18,8 @@ packages=(
   python3 jq
   # image interop: real tools read and write what sandcell stores
   skopeo umoci podman buildah debootstrap uidmap fuse-overlayfs
+  # registries: Debian's docker-registry (distribution) and htpasswd -B for its Basic auth
+  docker-registry apache2-utils
   # the Docker and containers-common seccomp profiles are loaded in the confinement tests
   golang-github-docker-docker-dev golang-github-containers-common
   # AppArmor profiles are checked with apparmor_parser -QK even where the kernel lacks AppArmor
