@@ -196,12 +196,15 @@ void wait_for_start(const ChildPlan& plan) {
   set_process_attributes(plan);   // personality, umask
   attach_terminal(plan);          // process.terminal: pty master to --console-socket
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
+  // Without no_new_privs only a task with CAP_SYS_ADMIN may install a filter: then it goes in
+  // now, while privileged (as runc does), and must allow the few steps that follow.
+  if (!plan.no_new_privileges) install_seccomp(plan);
   drop_bounding_set(plan);
   switch_user(plan);
   set_capabilities(plan);
   apply_apparmor(plan);
   set_no_new_privs(plan);
-  install_seccomp(plan);          // plain actions: nobody answers notifications in OCI mode
+  if (plan.no_new_privileges) install_seccomp(plan);  // plain actions: no notify listener here
   report_ready(plan);             // `create` writes the state and exits
   wait_for_start(plan);
   exec_program(plan);

@@ -95,12 +95,15 @@ void attach_terminal(const ChildPlan& plan) {
   set_process_attributes(plan);
   attach_terminal(plan);
   close_inherited_fds_and_verify_cwd(plan);
+  // Without no_new_privs only a task with CAP_SYS_ADMIN may install a filter: then it goes in
+  // now, while privileged (as runc does), and must allow the few steps that follow.
+  if (!plan.no_new_privileges) install_seccomp(plan);
   drop_bounding_set(plan);
   switch_user(plan);
   set_capabilities(plan);
   apply_apparmor(plan);
   set_no_new_privs(plan);
-  install_seccomp(plan);
+  if (plan.no_new_privileges) install_seccomp(plan);
   exec_program(plan);
 }
 
