@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oci_commands.hpp"
+#include "sandcell/oci/sealed_exe.hpp"
 #include "sandcell/oci/state.hpp"
 #include "sandcell/runtime/error.hpp"
 
@@ -34,10 +35,27 @@ void ensure_standard_fds_open() {
     if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) _exit(125);
 }
 
+// Verbs that put a process into a container run from a sealed copy (CVE-2019-5736).
+bool enters_container(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "create" || arg == "run" || arg == "exec") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv, char** envp) {
   ensure_standard_fds_open();
+  if (enters_container(argc, argv)) {
+    try {
+      sandcell::oci::reexec_from_sealed_copy(argv, envp);
+    } catch (const std::exception& e) {
+      std::cerr << "sandcell-oci: " << e.what() << "\n";
+      return 125;
+    }
+  }
   signal(SIGPIPE, SIG_IGN);
   CLI::App app{"sandcell-oci: an OCI runtime (runc-compatible CLI) backed by the sandcell engine"};
   app.set_version_flag("-v,--version", std::string("sandcell-oci version ") + SANDCELL_VERSION +
