@@ -168,6 +168,13 @@ nlohmann::json state(const StateStore& store, const std::string& id) {
 }
 
 void remove(const StateStore& store, const std::string& id, bool force) {
+  if (!std::filesystem::exists(store.dir(id) + "/state.json")) {
+    // As runc: a create that died before writing its state leaves at most a directory, and
+    // --force (what shims call on cleanup) is satisfied when nothing is left.
+    std::error_code ignored;
+    std::filesystem::remove_all(store.dir(id), ignored);
+    if (force) return;
+  }
   ContainerState s = store.load(id);
   Status status = current_status(s);
   if ((status == Status::Running || status == Status::Paused) && !force)
