@@ -157,6 +157,14 @@ void set_names(const ChildPlan& plan) {
     child_fail(plan, "setdomainname %s", domain.c_str());
 }
 
+// The credentials a fresh user namespace gives us are the host's, unmapped inside (shown as the
+// overflow id): become the namespace's root, now that the parent has written the maps.
+void become_namespace_root(const ChildPlan& plan) {
+  if (!plan.container->new_user_ns) return;
+  if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+    child_fail(plan, "become root of the new user namespace (are uid/gid 0 mapped?)");
+}
+
 void report_ready(const ChildPlan& plan) {
   ChildMessage ready{.kind = ChildMessage::Ready};
   if (write(plan.sync_fd, &ready, sizeof ready) != sizeof ready) _exit(125);
@@ -181,6 +189,7 @@ void wait_for_start(const ChildPlan& plan) {
   install_stdio(plan);
   join_namespaces(plan);          // linux.namespaces entries with a path
   wait_for_go(plan);              // id maps written, in the cgroup
+  become_namespace_root(plan);
   if (plan.container->new_cgroup_ns) enter_cgroup_namespace(plan);
   set_root_propagation(plan);
   bind_container_root(plan);
