@@ -16,6 +16,8 @@ packages=(
   hyperfine bubblewrap runc util-linux iproute2 procps nftables
   # image interop: real tools read and write what sandcell stores
   skopeo umoci podman buildah debootstrap uidmap fuse-overlayfs
+  # sandcell-oci is driven by containerd (ctr + its runc shim) in the OCI runtime tests
+  containerd
   # the Docker and containers-common seccomp profiles are loaded in the confinement tests
   golang-github-docker-docker-dev golang-github-containers-common
   # AppArmor profiles are checked with apparmor_parser -QK even where the kernel lacks AppArmor
