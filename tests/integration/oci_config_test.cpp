@@ -65,6 +65,22 @@ TEST(OciConfig, MaskedReadonlySysctlRlimitsAndDevices_AreApplied) {
   EXPECT_EQ(run.out, "0\n1\nro\n321\n654\ncrw-------\nwrote\n") << run.err;
 }
 
+TEST(OciConfig, PersonalityOomUmaskReadonlyRoot_NoPivotAndPreservedFds) {
+  OciBundle b;
+  b.config["linux"]["personality"] = {{"domain", "LINUX32"}};
+  b.config["process"]["oomScoreAdj"] = 500;
+  b.config["process"]["user"]["umask"] = 077;
+  b.config["process"]["args"] = {"sh", "-c",
+      "uname -m; cat /proc/self/oom_score_adj; umask; touch /new-file 2>/dev/null || echo read-only; cat <&3"};
+  b.write();
+  // fd 3 of sandcell-oci is passed on with --preserve-fds 1; --no-pivot uses MS_MOVE + chroot.
+  std::ofstream(b.path("fd3")) << "from-fd-3\n";
+  CliRun run = run_program({"/bin/sh", "-c", "exec 3<\"$0\"; exec \"$@\"", b.path("fd3"), oci_binary(),
+                     "--root", b.state_root(), "run", "--no-pivot", "--preserve-fds", "1", "-b", b.dir(), "attrs"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "i686\n500\n0077\nread-only\nfrom-fd-3\n");
+}
+
 bool has_cap_sys_resource() {
   cap_t caps = cap_get_proc();
   cap_flag_value_t value = CAP_CLEAR;
