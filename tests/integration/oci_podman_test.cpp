@@ -75,7 +75,7 @@ TEST_F(OciPodman, Terminal_GivesThePseudoTerminalFromTheConsoleSocket) {
   EXPECT_EQ(run.out, "/dev/pts/0\r\non-tty\r\n");
 }
 
-TEST_F(OciPodman, MemoryAndPidsLimits_ExecStopAndKill) {
+TEST_F(OciPodman, MemoryAndPidsLimits_ExecPauseUpdateStopAndKill) {
   CliRun started = podman_run({"-d", "--memory", "64m", "--pids-limit", "50"}, {"sleep", "1000"});
   ASSERT_EQ(started.exit_code, 0) << started.err;
   std::string id = started.out.substr(0, started.out.find('\n'));
@@ -86,6 +86,15 @@ TEST_F(OciPodman, MemoryAndPidsLimits_ExecStopAndKill) {
   CliRun exec = podman({"exec", id, "sh", "-c", "echo from-exec; cat /proc/1/cmdline"});
   EXPECT_EQ(exec.exit_code, 0) << exec.err;
   EXPECT_EQ(exec.out, std::string("from-exec\nsleep\0" "1000\0", 21));
+
+  CliRun tty = podman({"exec", "-t", id, "tty"});
+  EXPECT_EQ(tty.out, "/dev/pts/0\r\n") << tty.err;
+  ASSERT_EQ(podman({"pause", id}).exit_code, 0);
+  EXPECT_EQ(podman({"inspect", "--format", "{{.State.Status}}", id}).out, "paused\n");
+  EXPECT_EQ(read_text("/sys/fs/cgroup/freezer/sandcell/oci-" + id + "/freezer.state"), "FROZEN\n");
+  ASSERT_EQ(podman({"unpause", id}).exit_code, 0);
+  ASSERT_EQ(podman({"update", "--memory", "128m", id}).exit_code, 0);
+  EXPECT_EQ(read_text(memory + "/memory.limit_in_bytes"), "134217728\n");
 
   // sleep as pid 1 ignores SIGTERM: stop falls back to SIGKILL after the timeout.
   CliRun stop = podman({"stop", "-t", "1", id});
