@@ -82,6 +82,23 @@ void abandon(const StateStore& store, const std::string& id, pid_t pid, const st
   std::filesystem::remove_all(store.dir(id), ignored);
 }
 
+// `run` in the foreground stands in for the container: signals sent to it go to the init
+// (as runc does), until the init exits. Returns its exit code, 128+N for signal N.
+int wait_forwarding_signals(pid_t pid) {
+  sigset_t forwarded, old;
+  sigemptyset(&forwarded);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}) sigaddset(&forwarded, sig);
+  sigprocmask(SIG_BLOCK, &forwarded, &old);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    siginfo_t info{};
+    int sig = sigwaitinfo(&forwarded, &info);
+    if (sig > 0 && sig != SIGCHLD) ::kill(pid, sig);
+  }
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 }  // namespace
 
 pid_t create(const StateStore& store, const std::string& id, const CreateOptions& options) {
@@ -155,11 +172,9 @@ int run(const StateStore& store, const std::string& id, const CreateOptions& opt
     throw;
   }
   if (detach) return 0;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  int code = wait_forwarding_signals(pid);
   remove(store, id, true);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return code;
 }
 
 nlohmann::json state(const StateStore& store, const std::string& id) {

@@ -66,6 +66,22 @@ TEST(OciLifecycle, Run_ReturnsTheProgramsExitCodeAndLeavesNothing) {
   EXPECT_EQ(b.oci({"list", "-q"}).out, "");
 }
 
+TEST(OciLifecycle, Run_ForwardsSignalsToTheContainer) {
+  OciBundle b;
+  std::filesystem::create_directories(b.path("out"));
+  b.config["mounts"].push_back({{"destination", "/out"}, {"type", "bind"}, {"source", b.path("out")},
+                                {"options", {"rbind", "rw"}}});
+  b.config["process"]["args"] = {"sh", "-c", "trap 'echo got-term; exit 4' TERM; touch /out/ready; "
+                                             "while :; do sleep 0.1; done"};
+  b.write();
+  // The shell waits until the container's trap is set, then signals sandcell-oci itself.
+  CliRun run = run_program({"/bin/sh", "-c",
+      "\"$@\" & p=$!; until [ -e " + b.path("out/ready") + " ]; do sleep 0.05; done; kill -TERM $p; wait $p",
+      "sh", oci_binary(), "--root", b.state_root(), "run", "-b", b.dir(), "sig"});
+  EXPECT_EQ(run.exit_code, 4) << run.err;
+  EXPECT_EQ(run.out, "got-term\n");
+}
+
 TEST(OciLifecycle, DeleteForce_KillsARunningContainer_PauseResume_Freeze) {
   OciBundle b;
   b.config["process"]["args"] = {"sleep", "1000"};
