@@ -163,9 +163,9 @@ TEST(OciConfig, JoinedNamespaces_AndNoWritablePathBackToTheRuntime) {
     if (entry["type"] == "pid" || entry["type"] == "uts") entry["path"] = ns + entry["type"].get<std::string>();
   a.config.erase("hostname");
   std::filesystem::create_directories(a.path("out"));
-  a.config["mounts"].push_back({{"destination", "/out"}, {"type", "bind"}, {"source", a.path("out")},
+  a.config["mounts"].push_back({{"destination", "/home"}, {"type", "bind"}, {"source", a.path("out")},
                                 {"options", {"rbind", "rw"}}});
-  a.config["process"]["args"] = {"sh", "-c", "hostname > /out/hostname"};
+  a.config["process"]["args"] = {"sh", "-c", "hostname > /home/hostname"};
   a.write();
   ASSERT_EQ(a.oci({"create", "-b", a.dir(), "b"}).exit_code, 0);
   CliRun attack = a.oci({"exec", "a", "--", "sh", "-c",

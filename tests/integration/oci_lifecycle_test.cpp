@@ -69,9 +69,9 @@ TEST(OciLifecycle, Run_ReturnsTheProgramsExitCodeAndLeavesNothing) {
 TEST(OciLifecycle, Run_ForwardsSignalsToTheContainer) {
   OciBundle b;
   std::filesystem::create_directories(b.path("out"));
-  b.config["mounts"].push_back({{"destination", "/out"}, {"type", "bind"}, {"source", b.path("out")},
+  b.config["mounts"].push_back({{"destination", "/home"}, {"type", "bind"}, {"source", b.path("out")},
                                 {"options", {"rbind", "rw"}}});
-  b.config["process"]["args"] = {"sh", "-c", "trap 'echo got-term; exit 4' TERM; touch /out/ready; "
+  b.config["process"]["args"] = {"sh", "-c", "trap 'echo got-term; exit 4' TERM; touch /home/ready; "
                                              "while :; do sleep 0.1; done"};
   b.write();
   // The shell waits until the container's trap is set, then signals sandcell-oci itself.
