@@ -9,7 +9,7 @@ nlohmann::json features() {
   return {
       {"ociVersionMin", "1.0.0"},
       {"ociVersionMax", "1.1.0"},
-      {"hooks", {"prestart", "createRuntime", "createContainer", "poststart", "poststop"}},
+      {"hooks", {"prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"}},
       {"mountOptions", {"async", "atime", "bind", "dev", "diratime", "dirsync", "exec", "mand", "noatime",
                         "nodev", "nodiratime", "noexec", "nomand", "norelatime", "nostrictatime", "nosuid",
                         "private", "rbind", "relatime", "remount", "ro", "rprivate", "rshared", "rslave",

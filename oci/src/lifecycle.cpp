@@ -99,6 +99,20 @@ int wait_forwarding_signals(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// startContainer hooks run inside the container, from the init, before the program. Their
+// state is made now; its pid is the init's in its own pid namespace (1 when the config makes
+// one; 0 when it joins another, where the number is not known before clone).
+void plan_start_hooks(Config& config, const ContainerState& s) {
+  ContainerState inside = s;
+  inside.pid = 0;
+  for (const runtime::Namespace& ns : config.spec.container->namespaces)
+    if (ns.type == "pid" && ns.path.empty()) inside.pid = 1;
+  std::string state = hook_state(inside, Status::Created);
+  for (const Hook& hook : config.hooks.start_container)
+    config.spec.container->start_hooks.push_back({.path = hook.path, .args = hook.args, .env = hook.env,
+                                                  .state_json = state});
+}
+
 }  // namespace
 
 pid_t create(const StateStore& store, const std::string& id, const CreateOptions& options) {
@@ -117,6 +131,7 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
   s.bundle = bundle;
   s.created = rfc3339_now();
   s.annotations = config.annotations;
+  plan_start_hooks(config, s);
   runtime::CreatedContainer made;
   try {
     UniqueFd listener = listen_unix(store.start_socket(id));

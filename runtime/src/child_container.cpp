@@ -9,9 +9,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -182,6 +184,44 @@ void wait_for_start(const ChildPlan& plan) {
   close(plan.container->start_fd);
 }
 
+// vfork in a frame of its own: the caller's loop state cannot be clobbered by it.
+__attribute__((noinline)) pid_t spawn_hook(const PlannedHook& hook, int stdin_fd) {
+  pid_t pid = vfork();
+  if (pid == 0) {
+    dup2(stdin_fd, 0);
+    execve(hook.path.c_str(), hook.argv.data(), hook.envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// hooks.startContainer, in the container: vfork + execve (no allocation), the state on stdin.
+// A failure is reported to `start` (the sync socket is its connection by now).
+void run_start_hooks(const ChildPlan& plan) {
+  for (size_t i = 0; i < plan.container->start_hooks.size(); ++i) {
+    const PlannedHook& hook = plan.container->start_hooks[i];
+    int in[2];
+    if (pipe2(in, O_CLOEXEC) < 0) child_fail(plan, "pipe for hooks.startContainer[%zu]", i);
+    pid_t pid = spawn_hook(hook, in[0]);
+    close(in[0]);
+    if (pid < 0) child_fail(plan, "fork hooks.startContainer[%zu]", i);
+    // A hook that exits without reading its stdin must not kill the init with SIGPIPE; the
+    // disposition is put back before the program's execve, which would inherit SIG_IGN.
+    signal(SIGPIPE, SIG_IGN);
+    ssize_t ignored = write(in[1], hook.state_json.data(), hook.state_json.size());
+    (void)ignored;
+    signal(SIGPIPE, SIG_DFL);
+    close(in[1]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      errno = ECANCELED;
+      child_fail(plan, "hooks.startContainer[%zu] (%s) failed with status %d", i, hook.path.c_str(), status);
+    }
+  }
+}
+
 }  // namespace
 
 [[noreturn]] void run_container_child(const ChildPlan& plan) {
@@ -216,6 +256,7 @@ void wait_for_start(const ChildPlan& plan) {
   if (plan.no_new_privileges) install_seccomp(plan);  // plain actions: no notify listener here
   report_ready(plan);             // `create` writes the state and exits
   wait_for_start(plan);
+  run_start_hooks(plan);
   exec_program(plan);
 }
 

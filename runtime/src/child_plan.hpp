@@ -78,6 +78,12 @@ struct PlannedDevice {
   gid_t gid = 0;
 };
 
+struct PlannedHook {
+  std::vector<std::string> args, env;  // storage
+  std::vector<char*> argv, envp;       // null-terminated, into args/env
+  std::string path, state_json;
+};
+
 struct ContainerPlan {
   struct Join {
     int nstype;  // CLONE_NEW*
@@ -101,6 +107,7 @@ struct ContainerPlan {
   int console_fd = -1;    // connected to --console-socket; the pty master goes there
   int start_fd = -1;      // listening socket `start` connects to
   int preserve_fds = 0;   // 3 .. 3+N-1 stay open across execve
+  std::vector<PlannedHook> start_hooks;
 };
 
 struct ChildPlan {

@@ -115,6 +115,22 @@ void plan_sysctl(const Container& c, ContainerPlan& plan) {
   }
 }
 
+void plan_start_hooks(const Container& c, ContainerPlan& plan) {
+  plan.start_hooks.resize(c.start_hooks.size());  // sized first: argv points into the strings
+  for (size_t i = 0; i < c.start_hooks.size(); ++i) {
+    const StartHook& hook = c.start_hooks[i];
+    PlannedHook& planned = plan.start_hooks[i];
+    planned.path = hook.path;
+    planned.state_json = hook.state_json;
+    planned.args = hook.args.empty() ? std::vector<std::string>{hook.path} : hook.args;
+    planned.env = hook.env;
+    for (std::string& arg : planned.args) planned.argv.push_back(arg.data());
+    planned.argv.push_back(nullptr);
+    for (std::string& entry : planned.env) planned.envp.push_back(entry.data());
+    planned.envp.push_back(nullptr);
+  }
+}
+
 }  // namespace
 
 ChildPlan make_process_plan(const Spec& spec) {
@@ -167,6 +183,7 @@ ChildPlan make_container_plan(const Spec& spec, int preserve_fds) {
   plan_sysctl(c, cp);
   cp.domainname = c.domainname;
   cp.preserve_fds = preserve_fds;
+  plan_start_hooks(c, cp);
   return plan;
 }
 

@@ -37,6 +37,28 @@ TEST(OciConfig, Hooks_RunInOrderWithTheStateOnStdin) {
   EXPECT_EQ(nlohmann::json::parse(read_text(dir + "/poststop.json"))["status"], "stopped");
 }
 
+TEST(OciConfig, StartContainerHook_RunsInsideTheContainerBeforeTheProgram) {
+  OciBundle b;
+  b.config["hostname"] = "hooked-host";
+  b.config["process"]["args"] = {"cat", "/tmp/hook-saw"};
+  b.config["root"]["readonly"] = false;
+  b.config["mounts"].push_back({{"destination", "/tmp"}, {"type", "tmpfs"}, {"source", "tmpfs"},
+                                {"options", {"size=1m"}}});
+  // Runs the container's own busybox: it sees the container's hostname and gets the state.
+  b.config["hooks"]["startContainer"] = {
+      {{"path", "/bin/sh"}, {"args", {"sh", "-c", "echo $(hostname) $(grep -o '\"status\":\"created\"') > /tmp/hook-saw"}}}};
+  b.write();
+  CliRun run = b.oci({"run", "-b", b.dir(), "starthook"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "hooked-host \"status\":\"created\"\n");
+  b.config["hooks"]["startContainer"] = {{{"path", "/bin/false"}}};
+  b.write();
+  ASSERT_EQ(b.oci({"create", "-b", b.dir(), "starthook2"}).exit_code, 0);
+  CliRun start = b.oci({"start", "starthook2"});
+  EXPECT_EQ(start.exit_code, 125);
+  EXPECT_NE(start.err.find("hooks.startContainer[0] (/bin/false) failed"), std::string::npos) << start.err;
+}
+
 TEST(OciConfig, FailingHook_FailsCreateAndLeavesNothing) {
   OciBundle b;
   b.config["process"]["args"] = {"true"};

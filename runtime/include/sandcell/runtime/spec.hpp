@@ -120,8 +120,17 @@ struct CapabilitySets {
   std::vector<std::string> bounding, effective, permitted, inheritable, ambient;
 };
 
+// hooks.startContainer: run by the container's init inside its namespaces after `start`,
+// before the program; the state JSON arrives on the hook's stdin.
+struct StartHook {
+  std::string path;
+  std::vector<std::string> args, env;
+  std::string state_json;
+};
+
 struct Container {
   std::string id;
+  std::vector<StartHook> start_hooks;
   std::string rootfs;             // absolute path of the root directory
   bool rootfs_readonly = false;
   unsigned long rootfs_propagation = 0;  // 0: MS_REC|MS_PRIVATE, as runc
