@@ -20,6 +20,8 @@ packages=(
   skopeo umoci podman buildah debootstrap uidmap fuse-overlayfs
   # registries: Debian's docker-registry (distribution) and htpasswd -B for its Basic auth
   docker-registry apache2-utils
+  # sandcell-oci is driven by containerd (ctr + its runc shim) in the OCI runtime tests
+  containerd
   # the Docker and containers-common seccomp profiles are loaded in the confinement tests
   golang-github-docker-docker-dev golang-github-containers-common
   # AppArmor profiles are checked with apparmor_parser -QK even where the kernel lacks AppArmor

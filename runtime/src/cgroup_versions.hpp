@@ -21,6 +21,7 @@ class CgroupV2 final : public Cgroup {
   CgroupUsage usage() const override;
   void kill_all() override;
   void remove() override;
+  void release() override { removed_ = true; }
   std::vector<std::string> paths() const override;
 
  private:
@@ -44,6 +45,7 @@ class CgroupV1 final : public Cgroup {
   CgroupUsage usage() const override;
   void kill_all() override;
   void remove() override;
+  void release() override { removed_ = true; }
   std::vector<std::string> paths() const override;
 
  private:
@@ -67,6 +69,7 @@ class CgroupNone final : public Cgroup {
   CgroupUsage usage() const override;
   void kill_all() override;
   void remove() override;
+  void release() override {}
   std::vector<std::string> paths() const override;
 };
 

@@ -16,8 +16,8 @@
 
 namespace sandcell::runtime {
 namespace {
-
 constexpr unsigned long kNoSuidDev = MS_NOSUID | MS_NODEV;
+}  // namespace
 
 int open_beneath(int dirfd, const char* path, int flags, unsigned long long resolve) {
   open_how how{};
@@ -71,6 +71,8 @@ void remount_read_only(const ChildPlan& plan, int target_fd, unsigned long extra
     child_fail(plan, "remount %s read-only", what);
 }
 
+namespace {
+
 // /proc, /dev and /sys must be real directories of the image: a symlink there (a trick from
 // CVE-2019-16884 and friends) is refused rather than followed.
 int open_system_dir(const ChildPlan& plan, int rootfd, const char* name) {
@@ -79,6 +81,8 @@ int open_system_dir(const ChildPlan& plan, int rootfd, const char* name) {
   if (fd < 0) child_fail(plan, "open /%s in the rootfs (it must be a directory, not a symlink)", name);
   return fd;
 }
+
+}  // namespace
 
 int open_root(const ChildPlan& plan) {
   int fd = open(plan.root_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -102,6 +106,8 @@ void make_device_nodes(const ChildPlan& plan, int devfd) {
     close(target);
   }
 }
+
+namespace {
 
 void make_dev_links_and_dirs(const ChildPlan& plan, int devfd) {
   static constexpr const char* kLinks[][2] = {{"ptmx", "pts/ptmx"}, {"fd", "/proc/self/fd"},

@@ -111,19 +111,6 @@ void plan_proxy_env(ChildPlan& plan) {
   plan.proxy_env = std::make_unique<ProxyEnvPage>();
 }
 
-void fill_exec_arrays(ChildPlan& plan) {
-  for (std::string& arg : plan.args) plan.argv.push_back(arg.data());
-  plan.argv.push_back(nullptr);
-  for (std::string& entry : plan.env) {
-    plan.envp.push_back(entry.data());
-    if (entry.rfind("PATH=", 0) == 0) plan.path_env = entry.substr(5);
-  }
-  if (plan.proxy_env)
-    for (size_t i = 0; i < ProxyEnvPage::kSlots; ++i) plan.envp.push_back(plan.proxy_env->slot(i));
-  plan.envp.push_back(nullptr);
-  if (plan.path_env.empty()) plan.path_env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-}
-
 }  // namespace
 
 ProxyEnvPage::ProxyEnvPage() {
@@ -141,6 +128,19 @@ void ProxyEnvPage::fill(const std::string& proxy_url) const {
     if (n < 0 || static_cast<size_t>(n) >= kSlotBytes)
       throw Error::invalid("proxy address too long for the environment: " + proxy_url);
   }
+}
+
+void fill_exec_arrays(ChildPlan& plan) {
+  for (std::string& arg : plan.args) plan.argv.push_back(arg.data());
+  plan.argv.push_back(nullptr);
+  for (std::string& entry : plan.env) {
+    plan.envp.push_back(entry.data());
+    if (entry.rfind("PATH=", 0) == 0) plan.path_env = entry.substr(5);
+  }
+  if (plan.proxy_env)
+    for (size_t i = 0; i < ProxyEnvPage::kSlots; ++i) plan.envp.push_back(plan.proxy_env->slot(i));
+  plan.envp.push_back(nullptr);
+  if (plan.path_env.empty()) plan.path_env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 }
 
 void plan_resolv_conf(ChildPlan& plan, const std::string& source) {

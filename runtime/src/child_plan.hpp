@@ -61,6 +61,55 @@ class ProxyEnvPage {
   char* page_ = nullptr;
 };
 
+// OCI containers (Spec::container): what the container checklist (child_container.cpp) needs.
+struct PlannedContainerMount {
+  std::string source, destination, fstype, data;
+  unsigned long flags = 0, propagation = 0;
+  bool bind = false;
+  bool source_is_dir = true;
+};
+
+struct PlannedDevice {
+  std::string path;       // inside the container
+  std::string host_path;  // "/dev/<name>" of the same node on the host, bound when mknod fails
+  mode_t mode = 0;        // S_IFCHR/S_IFBLK/S_IFIFO | permissions
+  dev_t dev = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+struct PlannedHook {
+  std::vector<std::string> args, env;  // storage
+  std::vector<char*> argv, envp;       // null-terminated, into args/env
+  std::string path, state_json;
+};
+
+struct ContainerPlan {
+  struct Join {
+    int nstype;  // CLONE_NEW*
+    int fd;      // opened by the parent; setns() in the child
+  };
+  std::vector<Join> joins;  // user namespace first: it decides what the others may do
+  bool new_user_ns = false, new_net_ns = false, new_cgroup_ns = false, new_uts_ns = false;
+  unsigned long rootfs_propagation = 0;
+  bool readonly_root = false, no_pivot = false;
+  std::vector<PlannedContainerMount> mounts;
+  std::vector<PlannedDevice> devices;
+  std::vector<std::string> sysctl_paths, sysctl_values;  // "/proc/sys/net/ipv4/ip_forward"
+  std::string domainname;
+  long personality = -1;
+  int umask = -1;
+  std::string oom_score_adj;  // empty: unchanged
+  std::vector<std::string> rlimit_names;  // "RLIMIT_NOFILE", parallel to ChildPlan::rlimits
+  std::vector<cap_value_t> ambient;
+  bool terminal = false;
+  unsigned short rows = 0, columns = 0;
+  int console_fd = -1;    // connected to --console-socket; the pty master goes there
+  int start_fd = -1;      // listening socket `start` connects to
+  int preserve_fds = 0;   // 3 .. 3+N-1 stay open across execve
+  std::vector<PlannedHook> start_hooks;
+};
+
 struct ChildPlan {
   // Rootfs: a tmpfs on scratch_dir holds the overlay's upper and work dirs and its mount point.
   std::string scratch_dir, scratch_options;
@@ -91,13 +140,16 @@ struct ChildPlan {
   // File descriptors: the child's stdio, and its end of the sync socket.
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
   int sync_fd = -1;
+
+  std::unique_ptr<ContainerPlan> container;  // OCI containers only
 };
 
 // A message from the child on the sync socket. When all goes well the child sends only its
 // seccomp listener (if the filter reports denials) and the socket then closes at execve (it is
 // close-on-exec): EOF means the program runs.
 struct ChildMessage {
-  enum Kind : int { SetupFailed = 0, ExecFailed = 1, SeccompListener = 2 };
+  // Ready: an OCI container finished its setup and waits for `start`.
+  enum Kind : int { SetupFailed = 0, ExecFailed = 1, SeccompListener = 2, Ready = 3 };
   int kind = SetupFailed;
   int err = 0;          // errno of the failure
   char step[480] = {};  // the failed step, or the program that could not be executed
@@ -108,5 +160,10 @@ void plan_resolv_conf(ChildPlan& plan, const std::string& source);
 
 // Runs the checklist in child_setup.cpp and execs the program; never returns.
 [[noreturn]] void run_child(const ChildPlan& plan);
+
+// The OCI container's checklist (child_container.cpp): setup, "ready", wait for start, exec.
+[[noreturn]] void run_container_child(const ChildPlan& plan);
+// An exec'd process of a running container (child_exec.cpp): joins, confinement, exec.
+[[noreturn]] void run_exec_child(const ChildPlan& plan);
 
 }  // namespace sandcell::runtime

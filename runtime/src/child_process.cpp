@@ -70,12 +70,22 @@ void bring_up_loopback(const ChildPlan& plan) {
 }
 
 void apply_rlimits(const ChildPlan& plan) {
-  for (const Rlimit& limit : plan.rlimits) {
+  for (size_t i = 0; i < plan.rlimits.size(); ++i) {
+    const Rlimit& limit = plan.rlimits[i];
+    rlimit wanted{.rlim_cur = limit.soft, .rlim_max = limit.hard};
+    if (plan.container) {
+      // OCI: exactly what config.json asks. Raising a hard limit needs CAP_SYS_RESOURCE in the
+      // host's user namespace; say which limit it was (podman's defaults trip over this).
+      if (setrlimit(limit.resource, &wanted) < 0)
+        child_fail(plan, "process.rlimits: setrlimit %s soft=%llu hard=%llu (above the current hard limit "
+                   "without CAP_SYS_RESOURCE?)", plan.container->rlimit_names[i].c_str(),
+                   static_cast<unsigned long long>(limit.soft), static_cast<unsigned long long>(limit.hard));
+      continue;
+    }
     // Never ask for more than the current hard limit: without CAP_SYS_RESOURCE in the host's
     // user namespace raising it fails, and lowering is all a sandbox needs.
     rlimit current{};
     if (getrlimit(limit.resource, &current) < 0) child_fail(plan, "getrlimit %d", limit.resource);
-    rlimit wanted{.rlim_cur = limit.soft, .rlim_max = limit.hard};
     if (wanted.rlim_max > current.rlim_max) wanted.rlim_max = current.rlim_max;
     if (wanted.rlim_cur > wanted.rlim_max) wanted.rlim_cur = wanted.rlim_max;
     if (setrlimit(limit.resource, &wanted) < 0) child_fail(plan, "setrlimit %d", limit.resource);
@@ -102,7 +112,11 @@ int create_working_directory(const ChildPlan& plan) {
 void close_inherited_fds_and_verify_cwd(const ChildPlan& plan) {
   // Only 0-2 may reach the program. CLOEXEC rather than close keeps the sync socket usable to
   // report an execve failure; execve closes the rest.
-  if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) child_fail(plan, "close_range");
+  // OCI --preserve-fds: 3 .. 3+N-1 are the program's too.
+  unsigned first = 3 + static_cast<unsigned>(plan.container ? plan.container->preserve_fds : 0);
+  for (unsigned fd = 3; fd < first; ++fd)
+    if (fcntl(static_cast<int>(fd), F_SETFD, 0) < 0) child_fail(plan, "keep preserved fd %u", fd);
+  if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0) child_fail(plan, "close_range");
   if (chdir(plan.cwd.c_str()) < 0 && (errno != ENOENT || create_working_directory(plan) < 0 ||
                                        chdir(plan.cwd.c_str()) < 0))
     child_fail(plan, "chdir to the working directory %s", plan.cwd.c_str());
@@ -133,9 +147,12 @@ void set_capabilities(const ChildPlan& plan) {
   if (cap_set_proc(plan.caps.final_state.get()) < 0) child_fail(plan, "set capabilities");
   if (cap_reset_ambient() < 0 && errno != EINVAL) child_fail(plan, "clear ambient capabilities");
   // Root keeps its bounding set across execve; any other uid only keeps ambient capabilities.
-  if (plan.uid == 0) return;
+  if (plan.uid == 0 && !plan.container) return;
   for (cap_value_t cap : plan.caps.keep)
-    if (cap_set_ambient(cap, CAP_SET) < 0) child_fail(plan, "raise ambient capability %d", cap);
+    // OCI, as runc: an ambient capability that is not also inheritable and permitted cannot be
+    // raised; that is the config's inconsistency, not a reason to refuse the container.
+    if (cap_set_ambient(cap, CAP_SET) < 0 && !(plan.container && errno == EPERM))
+      child_fail(plan, "raise ambient capability %d", cap);
 }
 
 void die_with_supervisor(const ChildPlan& plan) {

@@ -17,6 +17,15 @@ void mount_proc_dev_sys(const ChildPlan& plan);
 void pivot_into_rootfs(const ChildPlan& plan);
 void mask_and_protect_paths(const ChildPlan& plan);
 
+// child_mounts.cpp, shared with the container checklist
+int open_beneath(int dirfd, const char* path, int flags, unsigned long long resolve);
+int open_mount_target(const ChildPlan& plan, int rootfd, const char* path, bool as_file);
+void mount_at_fd(const ChildPlan& plan, const char* source, int target_fd, const char* fstype,
+                 unsigned long flags, const char* data, const char* what);
+void remount_read_only(const ChildPlan& plan, int target_fd, unsigned long extra, const char* what);
+int open_root(const ChildPlan& plan);
+void make_device_nodes(const ChildPlan& plan, int devfd);  // null zero full random urandom tty
+
 // child_process.cpp
 void reset_signals();
 void install_stdio(const ChildPlan& plan);

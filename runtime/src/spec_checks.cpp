@@ -64,3 +64,36 @@ CapabilityPlan plan_capabilities(const std::vector<std::string>& keep) {
 }
 
 }  // namespace sandcell::runtime
+
+namespace sandcell::runtime {
+namespace {
+
+std::vector<cap_value_t> capability_values(const std::vector<std::string>& names) {
+  std::vector<cap_value_t> values;
+  for (const std::string& name : names) values.push_back(capability_from_name(name));
+  return values;
+}
+
+void raise_in(cap_t state, cap_flag_t flag, const std::vector<cap_value_t>& caps) {
+  if (!caps.empty() && cap_set_flag(state, flag, static_cast<int>(caps.size()), caps.data(), CAP_SET) < 0)
+    throw Error(errno, "cap_set_flag");
+}
+
+}  // namespace
+
+CapabilityPlan plan_capability_sets(const CapabilitySets& sets) {
+  CapabilityPlan plan;
+  std::vector<cap_value_t> bounding = capability_values(sets.bounding);
+  for (cap_value_t cap = 0; cap < static_cast<cap_value_t>(cap_max_bits()); ++cap)
+    if (std::find(bounding.begin(), bounding.end(), cap) == bounding.end())
+      plan.drop_from_bounding.push_back(cap);
+  plan.keep = capability_values(sets.ambient);
+  plan.final_state.reset(cap_init());
+  if (!plan.final_state) throw Error(errno, "cap_init");
+  raise_in(plan.final_state.get(), CAP_EFFECTIVE, capability_values(sets.effective));
+  raise_in(plan.final_state.get(), CAP_PERMITTED, capability_values(sets.permitted));
+  raise_in(plan.final_state.get(), CAP_INHERITABLE, capability_values(sets.inheritable));
+  return plan;
+}
+
+}  // namespace sandcell::runtime

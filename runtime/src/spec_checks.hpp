@@ -26,4 +26,19 @@ const apparmor::LsmHost& lsm_host();
 
 ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir);
 
+// argv/envp pointing into plan.args/env, and the PATH the program is searched in.
+void fill_exec_arrays(ChildPlan& plan);
+
+// OCI process.capabilities → bounding drops, the final effective/permitted/inheritable state,
+// and the ambient set.
+CapabilityPlan plan_capability_sets(const CapabilitySets& sets);
+
+// The parts of a ChildPlan a container's init and an exec'd process share: process, user,
+// capabilities, rlimits (named), seccomp, AppArmor, exec arrays. `container` must be set.
+ChildPlan make_process_plan(const Spec& spec);
+
+// The whole plan of a container's init (namespaces, rootfs, mounts, devices, sysctl, ...).
+// Opens the namespace files to join; fds are moved above 3 + preserve_fds.
+ChildPlan make_container_plan(const Spec& spec, int preserve_fds);
+
 }  // namespace sandcell::runtime

@@ -71,10 +71,14 @@ pid_t spawn(std::vector<std::string> args, const std::string& in, const std::str
 }  // namespace
 
 CliRun run_sandcell(const std::vector<std::string>& args, const std::string& input) {
-  std::string in = temp_path(), out = temp_path(), err = temp_path();
-  std::ofstream(in, std::ios::binary) << input;
   std::vector<std::string> full{args};
   if (full.empty() || full[0] != "/usr/bin/setpriv") full.insert(full.begin(), sandcell_binary());
+  return run_program(full, input);
+}
+
+CliRun run_program(const std::vector<std::string>& full, const std::string& input) {
+  std::string in = temp_path(), out = temp_path(), err = temp_path();
+  std::ofstream(in, std::ios::binary) << input;
   pid_t pid = spawn(full, in, out, err);
   int status = 0;
   rusage usage{};

@@ -13,6 +13,9 @@ struct CliRun {
   nlohmann::json record;  // the parsed stdout when it is JSON, else null
 };
 
+// Any program (argv[0] an absolute path), with `input` on its stdin.
+CliRun run_program(const std::vector<std::string>& argv, const std::string& input = "");
+
 // sandcell ARGS..., with `input` on its stdin.
 CliRun run_sandcell(const std::vector<std::string>& args, const std::string& input = "");
 

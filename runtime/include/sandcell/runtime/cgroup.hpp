@@ -51,6 +51,9 @@ class Cgroup {
   virtual void kill_all() = 0;
   // kill_all(), waits until empty (bounded), removes the directories. Idempotent.
   virtual void remove() = 0;
+  // Keeps the directories when this object goes away: an OCI container's cgroup outlives
+  // `create` and is removed by `delete`.
+  virtual void release() = 0;
   // Directories of this cgroup (one per v1 hierarchy); the run state records them for gc.
   virtual std::vector<std::string> paths() const = 0;
 };

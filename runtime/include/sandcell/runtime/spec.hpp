@@ -83,6 +83,74 @@ struct NetworkPolicy {
   std::vector<std::string> allow_cidrs;    // blocked ranges opened anyway ("10.1.2.0/24")
 };
 
+// --- The parts of an OCI runtime-spec config.json that `sandcell run` has no flag for. A Spec
+// with `container` set runs as an OCI container (sandcell-oci): the bundle's root directory
+// instead of the overlay, exactly the config's mounts and namespaces, and no supervisor.
+
+// One entry of linux.namespaces: type is the OCI name ("pid", "network", "mount", "ipc", "uts",
+// "user", "cgroup", "time"); a path joins that namespace instead of creating one.
+struct Namespace {
+  std::string type;
+  std::string path;
+};
+
+struct IdMapping {
+  uint32_t container_id = 0, host_id = 0, size = 0;
+};
+
+// One entry of config.json "mounts", its options already turned into mount(2) terms.
+struct ContainerMount {
+  std::string destination, type, source;
+  unsigned long flags = 0;        // MS_RDONLY, MS_NOSUID, ... (MS_BIND|MS_REC for rbind)
+  unsigned long propagation = 0;  // MS_PRIVATE / MS_SHARED / MS_SLAVE / MS_UNBINDABLE (| MS_REC)
+  std::string data;               // the options mount(2) does not know as flags ("mode=755")
+};
+
+// linux.devices: a node the container gets in its /dev.
+struct Device {
+  std::string path;
+  char type = 'c';  // c, b, p (u is c)
+  uint32_t major = 0, minor = 0;
+  uint32_t file_mode = 0666;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+struct CapabilitySets {
+  std::vector<std::string> bounding, effective, permitted, inheritable, ambient;
+};
+
+// hooks.startContainer: run by the container's init inside its namespaces after `start`,
+// before the program; the state JSON arrives on the hook's stdin.
+struct StartHook {
+  std::string path;
+  std::vector<std::string> args, env;
+  std::string state_json;
+};
+
+struct Container {
+  std::string id;
+  std::vector<StartHook> start_hooks;
+  std::string rootfs;             // absolute path of the root directory
+  bool rootfs_readonly = false;
+  unsigned long rootfs_propagation = 0;  // 0: MS_REC|MS_PRIVATE, as runc
+  bool no_pivot = false;          // MS_MOVE + chroot instead of pivot_root (rootfs on ramfs)
+  std::vector<ContainerMount> mounts;
+  std::vector<Namespace> namespaces;
+  std::vector<IdMapping> uid_mappings, gid_mappings;
+  std::map<std::string, std::string> sysctl;
+  std::vector<Device> devices;
+  CapabilitySets capabilities;
+  std::string domainname;
+  std::string apparmor_profile;   // process.apparmorProfile; empty: none
+  std::optional<unsigned long> personality;
+  std::optional<uint32_t> umask;
+  std::optional<int> oom_score_adj;
+  bool terminal = false;
+  uint16_t console_rows = 0, console_columns = 0;
+  std::string cgroups_path;       // recorded; sandcell creates sandcell/oci-<id> (house rule)
+};
+
 struct Spec {
   // Process
   std::vector<std::string> args;
@@ -118,6 +186,8 @@ struct Spec {
   NetworkMode network = NetworkMode::None;
   NetworkPolicy network_policy;
   Limits limits;
+
+  std::optional<Container> container;  // set by sandcell-oci only
 };
 
 // A Spec with sandcell's strict defaults: Docker's masked and read-only paths, core 0,

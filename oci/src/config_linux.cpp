@@ -1,0 +1,143 @@
+// config.json "linux" → namespaces, id maps, devices, resources, sysctl, seccomp, paths.
+#include <sys/mount.h>
+#include <sys/personality.h>
+
+#include "config_parts.hpp"
+#include "json_fields.hpp"
+#include "sandcell/runtime/error.hpp"
+#include "sandcell/seccomp/docker_profile.hpp"
+
+namespace sandcell::oci {
+namespace {
+
+using nlohmann::json;
+namespace f = fields;
+
+std::string at(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+std::vector<runtime::Namespace> parse_namespaces(const json& value) {
+  std::vector<runtime::Namespace> out;
+  const json& list = f::array(value, "linux.namespaces");
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string path = at("linux.namespaces", i);
+    f::object(list[i], path);
+    const json* type = f::find(list[i], "type");
+    if (type == nullptr) throw Error::invalid(path + ".type: missing");
+    runtime::Namespace ns{.type = f::text(*type, path + ".type"), .path = {}};
+    static const char* kKnown[] = {"pid", "network", "mount", "ipc", "uts", "user", "cgroup", "time"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), ns.type) == std::end(kKnown))
+      throw Error::invalid(path + ".type: unknown namespace '" + ns.type + "'");
+    for (const runtime::Namespace& seen : out)
+      if (seen.type == ns.type) throw Error::invalid(path + ".type: namespace '" + ns.type + "' listed twice");
+    if (const json* p = f::find(list[i], "path")) ns.path = f::text(*p, path + ".path");
+    out.push_back(ns);
+  }
+  return out;
+}
+
+std::vector<runtime::IdMapping> parse_id_mappings(const json& value, const std::string& path) {
+  std::vector<runtime::IdMapping> out;
+  const json& list = f::array(value, path);
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& m = f::object(list[i], at(path, i));
+    auto number = [&](const char* key) {
+      const json* v = f::find(m, key);
+      if (v == nullptr) throw Error::invalid(at(path, i) + "." + key + ": missing");
+      return static_cast<uint32_t>(f::unsigned_integer(*v, at(path, i) + "." + key));
+    };
+    out.push_back({.container_id = number("containerID"), .host_id = number("hostID"), .size = number("size")});
+  }
+  return out;
+}
+
+std::vector<runtime::Device> parse_devices(const json& value) {
+  std::vector<runtime::Device> out;
+  const json& list = f::array(value, "linux.devices");
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string path = at("linux.devices", i);
+    const json& d = f::object(list[i], path);
+    runtime::Device device;
+    const json* p = f::find(d, "path");
+    const json* t = f::find(d, "type");
+    if (p == nullptr || t == nullptr) throw Error::invalid(path + ": path and type are required");
+    device.path = f::text(*p, path + ".path");
+    std::string type = f::text(*t, path + ".type");
+    if (type != "c" && type != "b" && type != "u" && type != "p")
+      throw Error::invalid(path + ".type: must be c, b, u or p, got '" + type + "'");
+    device.type = type == "u" ? 'c' : type[0];
+    if (const json* v = f::find(d, "major")) device.major = static_cast<uint32_t>(f::unsigned_integer(*v, path + ".major"));
+    if (const json* v = f::find(d, "minor")) device.minor = static_cast<uint32_t>(f::unsigned_integer(*v, path + ".minor"));
+    if (const json* v = f::find(d, "fileMode")) device.file_mode = static_cast<uint32_t>(f::unsigned_integer(*v, path + ".fileMode"));
+    if (const json* v = f::find(d, "uid")) device.uid = static_cast<uid_t>(f::unsigned_integer(*v, path + ".uid"));
+    if (const json* v = f::find(d, "gid")) device.gid = static_cast<gid_t>(f::unsigned_integer(*v, path + ".gid"));
+    out.push_back(device);
+  }
+  return out;
+}
+
+unsigned long parse_propagation(const std::string& name) {
+  static const std::pair<const char*, unsigned long> kModes[] = {
+      {"private", MS_PRIVATE}, {"rprivate", MS_PRIVATE | MS_REC}, {"shared", MS_SHARED},
+      {"rshared", MS_SHARED | MS_REC}, {"slave", MS_SLAVE}, {"rslave", MS_SLAVE | MS_REC},
+      {"unbindable", MS_UNBINDABLE}, {"runbindable", MS_UNBINDABLE | MS_REC}};
+  for (const auto& [mode, flags] : kModes)
+    if (name == mode) return flags;
+  throw Error::invalid("linux.rootfsPropagation: unknown mode '" + name + "'");
+}
+
+std::optional<unsigned long> parse_personality(const json& value) {
+  const json& p = f::object(value, "linux.personality");
+  const json* domain = f::find(p, "domain");
+  if (domain == nullptr) throw Error::invalid("linux.personality.domain: missing");
+  std::string name = f::text(*domain, "linux.personality.domain");
+  if (name == "LINUX") return PER_LINUX;
+  if (name == "LINUX32") return PER_LINUX32;
+  throw Error::invalid("linux.personality.domain: must be LINUX or LINUX32, got '" + name + "'");
+}
+
+void parse_seccomp(const json& value, runtime::Spec& spec) {
+  f::object(value, "linux.seccomp");
+  if (f::find(value, "listenerPath"))
+    throw Error::invalid("linux.seccomp.listenerPath: seccomp notify agents are not supported by sandcell-oci");
+  seccomp::ProfileContext context;
+  context.capabilities = spec.container->capabilities.bounding;
+  seccomp::Profile profile = seccomp::parse_docker_profile(value, "linux.seccomp", context);
+  // No supervisor answers SECCOMP_RET_USER_NOTIF in OCI mode: plain errno/kill actions only.
+  spec.seccomp = seccomp::compile(profile);
+}
+
+void parse_paths(const json& linux, runtime::Spec& spec) {
+  if (const json* v = f::find(linux, "maskedPaths")) spec.masked_paths = f::texts(*v, "linux.maskedPaths");
+  if (const json* v = f::find(linux, "readonlyPaths")) spec.readonly_paths = f::texts(*v, "linux.readonlyPaths");
+  for (const std::string& p : spec.masked_paths)
+    if (p.empty() || p[0] != '/') throw Error::invalid("linux.maskedPaths: '" + p + "' is not absolute");
+  for (const std::string& p : spec.readonly_paths)
+    if (p.empty() || p[0] != '/') throw Error::invalid("linux.readonlyPaths: '" + p + "' is not absolute");
+}
+
+}  // namespace
+
+void parse_linux(const json& linux, runtime::Spec& spec) {
+  f::object(linux, "linux");
+  runtime::Container& c = *spec.container;
+  if (const json* v = f::find(linux, "namespaces")) c.namespaces = parse_namespaces(*v);
+  if (const json* v = f::find(linux, "uidMappings")) c.uid_mappings = parse_id_mappings(*v, "linux.uidMappings");
+  if (const json* v = f::find(linux, "gidMappings")) c.gid_mappings = parse_id_mappings(*v, "linux.gidMappings");
+  if (const json* v = f::find(linux, "devices")) c.devices = parse_devices(*v);
+  if (const json* v = f::find(linux, "cgroupsPath")) c.cgroups_path = f::text(*v, "linux.cgroupsPath");
+  if (const json* v = f::find(linux, "resources")) spec.limits = parse_resources(*v);
+  if (const json* v = f::find(linux, "sysctl")) {
+    for (const auto& [key, value] : f::object(*v, "linux.sysctl").items())
+      c.sysctl[key] = f::text(value, "linux.sysctl." + key);
+  }
+  if (const json* v = f::find(linux, "rootfsPropagation"))
+    c.rootfs_propagation = parse_propagation(f::text(*v, "linux.rootfsPropagation"));
+  if (const json* v = f::find(linux, "personality")) c.personality = parse_personality(*v);
+  if (const json* v = f::find(linux, "timeOffsets"))
+    if (!f::object(*v, "linux.timeOffsets").empty())
+      throw Error::invalid("linux.timeOffsets: not supported by sandcell-oci (time namespace offsets)");
+  if (const json* v = f::find(linux, "seccomp")) parse_seccomp(*v, spec);
+  parse_paths(linux, spec);
+}
+
+}  // namespace sandcell::oci

@@ -1,0 +1,16 @@
+#pragma once
+// The sections of config.json, one parser each (config*.cpp).
+#include <nlohmann/json.hpp>
+
+#include "sandcell/oci/config.hpp"
+
+namespace sandcell::oci {
+
+void parse_linux(const nlohmann::json& linux, runtime::Spec& spec);
+runtime::Limits parse_resources(const nlohmann::json& resources);
+std::vector<runtime::ContainerMount> parse_mounts(const nlohmann::json& mounts, const std::string& bundle);
+Hooks parse_hooks(const nlohmann::json& hooks);
+// RLIMIT_NOFILE → "RLIMIT_NOFILE".
+std::string rlimit_name(int resource);
+
+}  // namespace sandcell::oci

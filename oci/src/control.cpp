@@ -1,0 +1,84 @@
+// kill / pause / resume / ps / update / list / signal names: verbs on an existing container.
+#include <signal.h>
+#include <string.h>
+
+#include <cctype>
+
+#include "sandcell/oci/lifecycle.hpp"
+#include "sandcell/runtime/container.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::oci {
+namespace {
+
+ContainerState load_in(const StateStore& store, const std::string& id, std::initializer_list<Status> allowed,
+                       const char* verb) {
+  ContainerState s = store.load(id);
+  Status status = current_status(s);
+  for (Status ok : allowed)
+    if (status == ok) return s;
+  throw Error::invalid("cannot " + std::string(verb) + " container " + id + ": it is " + status_name(status));
+}
+
+}  // namespace
+
+int parse_signal(const std::string& text) {
+  if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    int number = std::stoi(text);
+    if (number > 0 && number < NSIG) return number;
+  }
+  std::string name = text;
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (name.starts_with("SIG")) name = name.substr(3);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    const char* abbrev = sigabbrev_np(sig);
+    if (abbrev != nullptr && name == abbrev) return sig;
+  }
+  throw Error::invalid("unknown signal '" + text + "'");
+}
+
+void kill(const StateStore& store, const std::string& id, int signal, bool all) {
+  ContainerState s = load_in(store, id, {Status::Created, Status::Running, Status::Paused}, "kill");
+  if (!all) {
+    check(::kill(s.pid, signal), "kill " + std::to_string(s.pid));
+    return;
+  }
+  for (pid_t pid : runtime::container_pids(s.cgroup_paths)) ::kill(pid, signal);
+  // A frozen task only acts on the signal once thawed; runc thaws for SIGKILL too.
+  if (signal == SIGKILL && runtime::container_frozen(s.cgroup_paths)) runtime::freeze_container(s.cgroup_paths, false);
+}
+
+void pause(const StateStore& store, const std::string& id) {
+  ContainerState s = load_in(store, id, {Status::Running}, "pause");
+  runtime::freeze_container(s.cgroup_paths, true);
+}
+
+void resume(const StateStore& store, const std::string& id) {
+  ContainerState s = load_in(store, id, {Status::Paused}, "resume");
+  runtime::freeze_container(s.cgroup_paths, false);
+}
+
+std::vector<pid_t> processes(const StateStore& store, const std::string& id) {
+  return runtime::container_pids(store.load(id).cgroup_paths);
+}
+
+void update(const StateStore& store, const std::string& id, const runtime::Limits& limits) {
+  load_in(store, id, {Status::Created, Status::Running, Status::Paused}, "update");
+  runtime::update_container_limits(id, limits);
+}
+
+std::vector<nlohmann::json> list(const StateStore& store) {
+  std::vector<nlohmann::json> out;
+  for (const std::string& id : store.ids()) {
+    try {
+      ContainerState s = store.load(id);
+      nlohmann::json j = state_json(s, current_status(s));
+      out.push_back(j);
+    } catch (const Error&) {
+      // A container deleted while we listed.
+    }
+  }
+  return out;
+}
+
+}  // namespace sandcell::oci

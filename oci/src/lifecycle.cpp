@@ -1,0 +1,229 @@
+// create / start / run / delete: the container's life from the runtime-spec's point of view
+// (creating → created → running → stopped).
+#include "sandcell/oci/lifecycle.hpp"
+
+#include <fcntl.h>
+#include <sys/capability.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "config_parts.hpp"
+#include "hooks.hpp"
+#include "sandcell/oci/config.hpp"
+#include "sandcell/runtime/container.hpp"
+#include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/unique_fd.hpp"
+#include "unix_socket.hpp"
+
+namespace sandcell::oci {
+namespace {
+
+using runtime::UniqueFd;
+
+bool has_sys_resource() {
+  cap_t caps = cap_get_proc();
+  cap_flag_value_t value = CAP_CLEAR;
+  if (caps != nullptr) cap_get_flag(caps, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &value);
+  cap_free(caps);
+  return value == CAP_SET;
+}
+
+// Raising a hard rlimit needs CAP_SYS_RESOURCE in the host's user namespace. Root in some
+// containers and VMs lacks it (this is why podman's default nofile/nproc make runc fail here):
+// say so before anything is created, naming the limit and the podman flag that avoids it.
+void check_rlimits_raisable(const runtime::Spec& spec) {
+  if (has_sys_resource()) return;
+  for (const runtime::Rlimit& limit : spec.rlimits) {
+    rlimit current{};
+    if (getrlimit(limit.resource, &current) < 0 || limit.hard <= current.rlim_max) continue;
+    std::string name = rlimit_name(limit.resource);
+    std::string flag = name.substr(7);
+    for (char& c : flag) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    throw Error::invalid("process.rlimits: " + name + " hard limit " + std::to_string(limit.hard) +
+                         " is above this host's hard limit " + std::to_string(current.rlim_max) +
+                         " and sandcell-oci lacks CAP_SYS_RESOURCE to raise it (podman: --ulimit " + flag +
+                         "=" + std::to_string(current.rlim_max) + ":" + std::to_string(current.rlim_max) + ")");
+  }
+}
+
+void write_pid_file(const std::string& path, pid_t pid) {
+  if (path.empty()) return;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << pid;
+    if (!out.flush()) throw Error(errno, "write --pid-file " + path);
+  }
+  if (rename(tmp.c_str(), path.c_str()) < 0) throw Error(errno, "rename to --pid-file " + path);
+}
+
+std::string hook_state(const ContainerState& s, Status status) { return state_json(s, status).dump(); }
+
+// Everything create made, undone: the init, its cgroups, the state directory.
+void abandon(const StateStore& store, const std::string& id, pid_t pid, const std::vector<std::string>& cgroups) {
+  if (pid > 0) {
+    ::kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  try {
+    runtime::remove_container_cgroups(cgroups);
+  } catch (const Error&) {
+    // The original failure is the one to report.
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(store.dir(id), ignored);
+}
+
+// `run` in the foreground stands in for the container: signals sent to it go to the init
+// (as runc does), until the init exits. Returns its exit code, 128+N for signal N.
+int wait_forwarding_signals(pid_t pid) {
+  sigset_t forwarded, old;
+  sigemptyset(&forwarded);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}) sigaddset(&forwarded, sig);
+  sigprocmask(SIG_BLOCK, &forwarded, &old);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    siginfo_t info{};
+    int sig = sigwaitinfo(&forwarded, &info);
+    if (sig > 0 && sig != SIGCHLD) ::kill(pid, sig);
+  }
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// startContainer hooks run inside the container, from the init, before the program. Their
+// state is made now; its pid is the init's in its own pid namespace (1 when the config makes
+// one; 0 when it joins another, where the number is not known before clone).
+void plan_start_hooks(Config& config, const ContainerState& s) {
+  ContainerState inside = s;
+  inside.pid = 0;
+  for (const runtime::Namespace& ns : config.spec.container->namespaces)
+    if (ns.type == "pid" && ns.path.empty()) inside.pid = 1;
+  std::string state = hook_state(inside, Status::Created);
+  for (const Hook& hook : config.hooks.start_container)
+    config.spec.container->start_hooks.push_back({.path = hook.path, .args = hook.args, .env = hook.env,
+                                                  .state_json = state});
+}
+
+}  // namespace
+
+pid_t create(const StateStore& store, const std::string& id, const CreateOptions& options) {
+  std::string bundle = std::filesystem::absolute(options.bundle).lexically_normal().string();
+  if (bundle.size() > 1 && bundle.back() == '/') bundle.pop_back();
+  Config config = load_config(bundle);
+  runtime::Spec& spec = config.spec;
+  spec.container->id = id;
+  spec.container->no_pivot = options.no_pivot;
+  check_rlimits_raisable(spec);
+  if (spec.container->terminal && options.console_socket.empty())
+    throw Error::invalid("process.terminal is true: --console-socket is required");
+  store.reserve(id);
+  ContainerState s;
+  s.id = id;
+  s.bundle = bundle;
+  s.created = rfc3339_now();
+  s.annotations = config.annotations;
+  plan_start_hooks(config, s);
+  runtime::CreatedContainer made;
+  try {
+    UniqueFd listener = listen_unix(store.start_socket(id));
+    UniqueFd console = options.console_socket.empty() ? UniqueFd() : connect_unix(options.console_socket, SOCK_STREAM);
+    runtime::ContainerIo io{.console_socket = console.get(), .preserve_fds = options.preserve_fds};
+    made = runtime::create_container(spec, listener.get(), io);
+    s.pid = made.pid;
+    s.pid_start = process_start_time(made.pid);
+    s.cgroup_paths = made.cgroup_paths;
+    store.save(s);
+    // Run by sandcell-oci in the runtime's namespaces, with the init waiting for start.
+    run_hooks(config.hooks.prestart, "hooks.prestart", hook_state(s, Status::Created));
+    run_hooks(config.hooks.create_runtime, "hooks.createRuntime", hook_state(s, Status::Created));
+    run_hooks(config.hooks.create_container, "hooks.createContainer", hook_state(s, Status::Created));
+    write_pid_file(options.pid_file, made.pid);
+  } catch (...) {
+    abandon(store, id, made.pid, made.cgroup_paths);
+    throw;
+  }
+  return made.pid;
+}
+
+void start(const StateStore& store, const std::string& id) {
+  ContainerState s = store.load(id);
+  Status status = current_status(s);
+  if (status != Status::Created)
+    throw Error::invalid("container " + id + " is " + status_name(status) + ", not created: it cannot be started");
+  Hooks hooks;
+  try {
+    hooks = load_config(s.bundle).hooks;
+  } catch (const Error&) {
+    // The bundle may be gone after create (containerd keeps it; others need not).
+  }
+  UniqueFd connection = connect_unix(store.start_socket(id), SOCK_SEQPACKET);
+  runtime::start_container(connection.get());
+  s.started = true;
+  store.save(s);
+  unlink(store.start_socket(id).c_str());
+  try {
+    run_hooks(hooks.poststart, "hooks.poststart", hook_state(s, Status::Running));
+  } catch (const Error& e) {
+    // The spec: a failing poststart hook is logged; the container keeps running.
+    fprintf(stderr, "sandcell-oci: warning: %s\n", e.what());
+  }
+}
+
+int run(const StateStore& store, const std::string& id, const CreateOptions& options, bool detach) {
+  pid_t pid = create(store, id, options);
+  try {
+    start(store, id);
+  } catch (...) {
+    remove(store, id, true);
+    throw;
+  }
+  if (detach) return 0;
+  int code = wait_forwarding_signals(pid);
+  remove(store, id, true);
+  return code;
+}
+
+nlohmann::json state(const StateStore& store, const std::string& id) {
+  ContainerState s = store.load(id);
+  return state_json(s, current_status(s));
+}
+
+void remove(const StateStore& store, const std::string& id, bool force) {
+  if (!std::filesystem::exists(store.dir(id) + "/state.json")) {
+    // As runc: a create that died before writing its state leaves at most a directory, and
+    // --force (what shims call on cleanup) is satisfied when nothing is left.
+    std::error_code ignored;
+    std::filesystem::remove_all(store.dir(id), ignored);
+    if (force) return;
+  }
+  ContainerState s = store.load(id);
+  Status status = current_status(s);
+  if ((status == Status::Running || status == Status::Paused) && !force)
+    throw Error::invalid("container " + id + " is " + status_name(status) +
+                         ": stop it first (sandcell-oci kill) or use delete --force");
+  if (status == Status::Paused) runtime::freeze_container(s.cgroup_paths, false);
+  if (status != Status::Stopped) ::kill(s.pid, SIGKILL);
+  runtime::remove_container_cgroups(s.cgroup_paths);
+  Hooks hooks;
+  try {
+    hooks = load_config(s.bundle).hooks;
+  } catch (const Error&) {
+  }
+  store.remove(id);
+  try {
+    run_hooks(hooks.poststop, "hooks.poststop", hook_state(s, Status::Stopped));
+  } catch (const Error& e) {
+    fprintf(stderr, "sandcell-oci: warning: %s\n", e.what());
+  }
+}
+
+}  // namespace sandcell::oci

@@ -1,0 +1,53 @@
+#pragma once
+// OCI containers without a supervisor (sandcell-oci). `create` clones the container's init,
+// runs its setup checklist up to "wait for start" and returns: the caller exits, and the init
+// is reparented to whoever reaps it (conmon, containerd-shim, both subreapers). `start`
+// releases it. Cgroups outlive both and are removed by remove_container_cgroups().
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "sandcell/runtime/spec.hpp"
+
+namespace sandcell::runtime {
+
+struct ContainerIo {
+  int stdin_fd = 0, stdout_fd = 1, stderr_fd = 2;
+  int console_socket = -1;  // connected unix socket: the pty master is sent there (terminal)
+  int preserve_fds = 0;     // fds 3 .. 3+N-1 of the caller stay open in the container
+};
+
+struct CreatedContainer {
+  pid_t pid = 0;
+  std::vector<std::string> cgroup_paths;
+};
+
+// Creates the cgroup sandcell/oci-<id>, clones the init into the spec's namespaces and waits
+// until it is set up and blocked in accept() on `start_listener` (a listening unix socket).
+// Throws Error naming the failed step; on failure nothing is left behind.
+CreatedContainer create_container(const Spec& spec, int start_listener, const ContainerIo& io);
+
+// Over a connection to the container's start socket (SOCK_SEQPACKET): lets the init exec its
+// program. Returns once the program runs; throws Error with the init's report if exec failed.
+void start_container(int start_connection);
+
+struct ExecTarget {
+  pid_t init_pid = 0;
+  std::vector<std::string> cgroup_paths;
+};
+
+// Runs spec's process (args, env, cwd, user, capabilities, rlimits, seccomp, apparmor, terminal)
+// inside the running container: joins the init's namespaces and cgroups. Returns the new
+// process' pid once it exec'd (a child of the caller); throws Error if it could not.
+pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const ContainerIo& io);
+
+// Cgroup operations on a container recorded by its cgroup directories.
+std::vector<pid_t> container_pids(const std::vector<std::string>& cgroup_paths);
+void freeze_container(const std::vector<std::string>& cgroup_paths, bool frozen);
+bool container_frozen(const std::vector<std::string>& cgroup_paths);
+void update_container_limits(const std::string& id, const Limits& limits);
+// Kills whatever is left and removes the directories (only below the sandcell parent).
+void remove_container_cgroups(const std::vector<std::string>& cgroup_paths);
+
+}  // namespace sandcell::runtime

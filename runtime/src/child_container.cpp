@@ -1,0 +1,263 @@
+// The OCI container's init, between clone and execve: the config's namespaces, rootfs, mounts
+// and devices, then the same confinement steps as `sandcell run`, then "ready" and a wait for
+// `start`. No allocation (see child_plan.hpp).
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+
+#include "child_container_steps.hpp"
+#include "child_steps.hpp"
+
+namespace sandcell::runtime {
+namespace {
+
+void set_root_propagation(const ChildPlan& plan) {
+  // runc's default is rslave: host mount events still arrive, nothing flows back.
+  unsigned long propagation = plan.container->rootfs_propagation;
+  if (propagation == 0) propagation = MS_SLAVE | MS_REC;
+  if (mount(nullptr, "/", nullptr, propagation, nullptr) < 0) child_fail(plan, "set the propagation of /");
+}
+
+void bind_container_root(const ChildPlan& plan) {
+  // pivot_root needs the new root to be a mount point.
+  if (mount(plan.root_dir.c_str(), plan.root_dir.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0)
+    child_fail(plan, "bind-mount root.path %s onto itself", plan.root_dir.c_str());
+}
+
+void mount_one(const ChildPlan& plan, int rootfd, const PlannedContainerMount& m) {
+  const char* dst = m.destination.c_str();
+  int target = open_mount_target(plan, rootfd, dst, m.bind && !m.source_is_dir);
+  if (m.bind) {
+    mount_at_fd(plan, m.source.c_str(), target, nullptr, m.flags & (MS_BIND | MS_REC), nullptr, dst);
+    unsigned long extra = m.flags & ~(MS_BIND | MS_REC | MS_REMOUNT);
+    if (extra != 0) {
+      // Flags apply to a bind mount only through a remount of the new mount, which a fresh
+      // lookup reaches (the old fd still names what lies beneath).
+      close(target);
+      target = open_beneath(rootfd, dst, O_PATH, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+      if (target < 0) child_fail(plan, "reopen %s", dst);
+      char path[64];
+      snprintf(path, sizeof path, "/proc/self/fd/%d", target);
+      if (mount(nullptr, path, nullptr, MS_BIND | MS_REMOUNT | extra, nullptr) < 0)
+        child_fail(plan, "remount bind mount %s with its options", dst);
+    }
+  } else {
+    mount_at_fd(plan, m.source.c_str(), target, m.fstype.c_str(), m.flags, m.data.c_str(), dst);
+  }
+  if (m.propagation != 0) {
+    close(target);
+    target = open_beneath(rootfd, dst, O_PATH, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+    if (target < 0) child_fail(plan, "reopen %s", dst);
+    mount_at_fd(plan, nullptr, target, nullptr, m.propagation, nullptr, dst);
+  }
+  close(target);
+}
+
+void apply_container_mounts(const ChildPlan& plan) {
+  int rootfd = open_root(plan);
+  for (const PlannedContainerMount& m : plan.container->mounts) mount_one(plan, rootfd, m);
+  close(rootfd);
+}
+
+void make_config_device(const ChildPlan& plan, int rootfd, const PlannedDevice& d) {
+  // The parent directory, then the node in it: mknod where allowed, else the host's node.
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", d.path.c_str());
+  char* slash = strrchr(dir, '/');
+  *slash = '\0';
+  int dirfd = dir[0] == '\0' ? dup(rootfd) : open_mount_target(plan, rootfd, dir, false);
+  char dirpath[64];
+  snprintf(dirpath, sizeof dirpath, "/proc/self/fd/%d", dirfd);
+  int dirreal = open(dirpath, O_DIRECTORY | O_CLOEXEC);
+  if (dirreal < 0) child_fail(plan, "open the directory of device %s", d.path.c_str());
+  const char* name = strrchr(d.path.c_str(), '/') + 1;
+  unlinkat(dirreal, name, 0);
+  if (mknodat(dirreal, name, d.mode, d.dev) < 0) {
+    if (d.host_path.empty() || (errno != EPERM && errno != EACCES)) child_fail(plan, "mknod %s", d.path.c_str());
+    int made = openat(dirreal, name, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (made < 0) child_fail(plan, "create %s", d.path.c_str());
+    close(made);
+    int target = open_beneath(dirreal, name, O_PATH, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
+    if (target < 0) child_fail(plan, "open %s", d.path.c_str());
+    mount_at_fd(plan, d.host_path.c_str(), target, nullptr, MS_BIND, nullptr, d.path.c_str());
+    close(target);
+  } else if (fchownat(dirreal, name, d.uid, d.gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+             fchmodat(dirreal, name, d.mode & 07777, 0) < 0) {
+    child_fail(plan, "set owner and mode of device %s", d.path.c_str());
+  }
+  close(dirreal);
+  close(dirfd);
+}
+
+void create_container_devices(const ChildPlan& plan) {
+  int rootfd = open_root(plan);
+  int devpath = open_mount_target(plan, rootfd, "/dev", false);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", devpath);
+  int devfd = open(path, O_DIRECTORY | O_CLOEXEC);
+  if (devfd < 0) child_fail(plan, "open /dev in the container");
+  make_device_nodes(plan, devfd);
+  // The runtime-spec's default links; an image that has them already keeps its own.
+  static constexpr const char* kLinks[][2] = {{"ptmx", "pts/ptmx"}, {"fd", "/proc/self/fd"},
+      {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"},
+      {"core", "/proc/kcore"}};
+  for (const auto& link : kLinks)
+    if (symlinkat(link[1], devfd, link[0]) < 0 && errno != EEXIST) child_fail(plan, "symlink /dev/%s", link[0]);
+  for (const PlannedDevice& d : plan.container->devices) make_config_device(plan, rootfd, d);
+  close(devfd);
+  close(devpath);
+  close(rootfd);
+}
+
+void enter_container_root(const ChildPlan& plan) {
+  if (!plan.container->no_pivot) {
+    pivot_into_rootfs(plan);
+    return;
+  }
+  // --no-pivot (a rootfs on ramfs, where pivot_root fails): move the root over / and chroot.
+  if (chdir(plan.root_dir.c_str()) < 0) child_fail(plan, "chdir %s", plan.root_dir.c_str());
+  if (mount(plan.root_dir.c_str(), "/", nullptr, MS_MOVE, nullptr) < 0) child_fail(plan, "move the root to /");
+  if (chroot(".") < 0) child_fail(plan, "chroot into %s", plan.root_dir.c_str());
+  if (chdir("/") < 0) child_fail(plan, "chdir / after chroot");
+}
+
+void write_sysctls(const ChildPlan& plan) {
+  const ContainerPlan& c = *plan.container;
+  for (size_t i = 0; i < c.sysctl_paths.size(); ++i) {
+    int fd = open(c.sysctl_paths[i].c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) child_fail(plan, "linux.sysctl: open %s", c.sysctl_paths[i].c_str());
+    const std::string& value = c.sysctl_values[i];
+    if (write(fd, value.data(), value.size()) != static_cast<ssize_t>(value.size()))
+      child_fail(plan, "linux.sysctl: write %s to %s", value.c_str(), c.sysctl_paths[i].c_str());
+    close(fd);
+  }
+}
+
+void finish_root(const ChildPlan& plan) {
+  if (plan.container->readonly_root &&
+      mount(nullptr, "/", nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) < 0)
+    child_fail(plan, "remount root.path read-only");
+}
+
+void set_names(const ChildPlan& plan) {
+  if (!plan.hostname.empty()) set_hostname(plan);
+  const std::string& domain = plan.container->domainname;
+  if (!domain.empty() && setdomainname(domain.data(), domain.size()) < 0)
+    child_fail(plan, "setdomainname %s", domain.c_str());
+}
+
+// The credentials a fresh user namespace gives us are the host's, unmapped inside (shown as the
+// overflow id): become the namespace's root, now that the parent has written the maps.
+void become_namespace_root(const ChildPlan& plan) {
+  if (!plan.container->new_user_ns) return;
+  if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+    child_fail(plan, "become root of the new user namespace (are uid/gid 0 mapped?)");
+}
+
+void report_ready(const ChildPlan& plan) {
+  ChildMessage ready{.kind = ChildMessage::Ready};
+  if (write(plan.sync_fd, &ready, sizeof ready) != sizeof ready) _exit(125);
+}
+
+// Blocks until `start` connects and says go. The connection replaces the sync socket, so an
+// exec failure is reported to `start`, which is still waiting to hear that the program runs.
+void wait_for_start(const ChildPlan& plan) {
+  int conn = accept4(plan.container->start_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (conn < 0) _exit(125);
+  char go = 0;
+  if (read(conn, &go, 1) != 1) _exit(125);  // `start` went away: run nothing
+  if (dup3(conn, plan.sync_fd, O_CLOEXEC) < 0) _exit(125);
+  close(conn);
+  close(plan.container->start_fd);
+}
+
+// vfork in a frame of its own: the caller's loop state cannot be clobbered by it.
+__attribute__((noinline)) pid_t spawn_hook(const PlannedHook& hook, int stdin_fd) {
+  pid_t pid = vfork();
+  if (pid == 0) {
+    dup2(stdin_fd, 0);
+    execve(hook.path.c_str(), hook.argv.data(), hook.envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// hooks.startContainer, in the container: vfork + execve (no allocation), the state on stdin.
+// A failure is reported to `start` (the sync socket is its connection by now).
+void run_start_hooks(const ChildPlan& plan) {
+  for (size_t i = 0; i < plan.container->start_hooks.size(); ++i) {
+    const PlannedHook& hook = plan.container->start_hooks[i];
+    int in[2];
+    if (pipe2(in, O_CLOEXEC) < 0) child_fail(plan, "pipe for hooks.startContainer[%zu]", i);
+    pid_t pid = spawn_hook(hook, in[0]);
+    close(in[0]);
+    if (pid < 0) child_fail(plan, "fork hooks.startContainer[%zu]", i);
+    // A hook that exits without reading its stdin must not kill the init with SIGPIPE; the
+    // disposition is put back before the program's execve, which would inherit SIG_IGN.
+    signal(SIGPIPE, SIG_IGN);
+    ssize_t ignored = write(in[1], hook.state_json.data(), hook.state_json.size());
+    (void)ignored;
+    signal(SIGPIPE, SIG_DFL);
+    close(in[1]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      errno = ECANCELED;
+      child_fail(plan, "hooks.startContainer[%zu] (%s) failed with status %d", i, hook.path.c_str(), status);
+    }
+  }
+}
+
+}  // namespace
+
+[[noreturn]] void run_container_child(const ChildPlan& plan) {
+  reset_signals();
+  install_stdio(plan);
+  join_namespaces(plan);          // linux.namespaces entries with a path
+  wait_for_go(plan);              // id maps written, in the cgroup
+  become_namespace_root(plan);
+  if (plan.container->new_cgroup_ns) enter_cgroup_namespace(plan);
+  set_root_propagation(plan);
+  bind_container_root(plan);
+  apply_container_mounts(plan);   // config.json "mounts", in order
+  create_container_devices(plan);
+  enter_container_root(plan);     // pivot_root, or MS_MOVE + chroot with --no-pivot
+  write_sysctls(plan);            // before /proc/sys turns read-only
+  mask_and_protect_paths(plan);
+  finish_root(plan);              // root.readonly
+  set_names(plan);
+  bring_up_loopback(plan);        // a new network namespace only
+  apply_rlimits(plan);
+  set_process_attributes(plan);   // personality, umask
+  attach_terminal(plan);          // process.terminal: pty master to --console-socket
+  close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
+  // Without no_new_privs only a task with CAP_SYS_ADMIN may install a filter: then it goes in
+  // now, while privileged (as runc does), and must allow the few steps that follow.
+  if (!plan.no_new_privileges) install_seccomp(plan);
+  drop_bounding_set(plan);
+  switch_user(plan);
+  set_capabilities(plan);
+  apply_apparmor(plan);
+  set_no_new_privs(plan);
+  if (plan.no_new_privileges) install_seccomp(plan);  // plain actions: no notify listener here
+  report_ready(plan);             // `create` writes the state and exits
+  wait_for_start(plan);
+  run_start_hooks(plan);
+  exec_program(plan);
+}
+
+}  // namespace sandcell::runtime

@@ -1,0 +1,110 @@
+// Child-side steps of OCI containers shared by the init and exec'd processes, and the exec
+// checklist itself. No allocation (see child_plan.hpp).
+#include "child_container_steps.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "child_steps.hpp"
+
+namespace sandcell::runtime {
+namespace {
+
+void send_console(const ChildPlan& plan, int master) {
+  char name[32];
+  unsigned int number = 0;
+  ioctl(master, TIOCGPTN, &number);
+  int length = snprintf(name, sizeof name, "/dev/pts/%u", number);
+  iovec data{.iov_base = name, .iov_len = static_cast<size_t>(length)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr header{};
+  header.msg_iov = &data;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  cmsghdr* fd_message = CMSG_FIRSTHDR(&header);
+  fd_message->cmsg_level = SOL_SOCKET;
+  fd_message->cmsg_type = SCM_RIGHTS;
+  fd_message->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(fd_message), &master, sizeof master);
+  if (sendmsg(plan.container->console_fd, &header, MSG_NOSIGNAL) < 0)
+    child_fail(plan, "send the pty master to --console-socket");
+}
+
+}  // namespace
+
+void join_namespaces(const ChildPlan& plan) {
+  for (const ContainerPlan::Join& join : plan.container->joins) {
+    if (setns(join.fd, join.nstype) < 0) child_fail(plan, "setns into namespace fd %d (type 0x%x)", join.fd, join.nstype);
+    close(join.fd);
+  }
+}
+
+void set_process_attributes(const ChildPlan& plan) {
+  const ContainerPlan& c = *plan.container;
+  if (c.personality >= 0 && personality(static_cast<unsigned long>(c.personality)) < 0)
+    child_fail(plan, "linux.personality %ld", c.personality);
+  if (c.umask >= 0) umask(static_cast<mode_t>(c.umask));
+}
+
+void attach_terminal(const ChildPlan& plan) {
+  const ContainerPlan& c = *plan.container;
+  if (!c.terminal) return;
+  if (c.console_fd < 0) {
+    errno = EINVAL;
+    child_fail(plan, "process.terminal is true but no --console-socket was given");
+  }
+  int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master < 0) child_fail(plan, "open /dev/ptmx in the container");
+  int unlock = 0;
+  if (ioctl(master, TIOCSPTLCK, &unlock) < 0) child_fail(plan, "unlock the pty");
+  int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave < 0) child_fail(plan, "open the pty's peer");
+  if (c.rows > 0 || c.columns > 0) {
+    winsize size{.ws_row = c.rows, .ws_col = c.columns, .ws_xpixel = 0, .ws_ypixel = 0};
+    if (ioctl(slave, TIOCSWINSZ, &size) < 0) child_fail(plan, "process.consoleSize");
+  }
+  if (fchown(slave, plan.uid, plan.gid) < 0) child_fail(plan, "chown the pty to the process user");
+  send_console(plan, master);
+  close(master);
+  close(c.console_fd);
+  if (setsid() < 0) child_fail(plan, "setsid");
+  if (ioctl(slave, TIOCSCTTY, 0) < 0) child_fail(plan, "make the pty the controlling terminal");
+  if (dup2(slave, 0) < 0 || dup2(slave, 1) < 0 || dup2(slave, 2) < 0) child_fail(plan, "dup2 the pty");
+  close(slave);
+}
+
+// An exec'd process: the init's namespaces (the pid namespace was joined by the parent before
+// fork, as setns(CLONE_NEWPID) only takes effect for children), its cgroups, then the same
+// confinement as the init.
+[[noreturn]] void run_exec_child(const ChildPlan& plan) {
+  reset_signals();
+  install_stdio(plan);
+  join_namespaces(plan);
+  wait_for_go(plan);  // in the container's cgroups
+  apply_rlimits(plan);
+  set_process_attributes(plan);
+  attach_terminal(plan);
+  close_inherited_fds_and_verify_cwd(plan);
+  // Without no_new_privs only a task with CAP_SYS_ADMIN may install a filter: then it goes in
+  // now, while privileged (as runc does), and must allow the few steps that follow.
+  if (!plan.no_new_privileges) install_seccomp(plan);
+  drop_bounding_set(plan);
+  switch_user(plan);
+  set_capabilities(plan);
+  apply_apparmor(plan);
+  set_no_new_privs(plan);
+  if (plan.no_new_privileges) install_seccomp(plan);
+  exec_program(plan);
+}
+
+}  // namespace sandcell::runtime

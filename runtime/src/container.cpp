@@ -1,0 +1,240 @@
+// The parent's side of OCI containers: create (clone + wait until ready), start, exec.
+#include "sandcell/runtime/container.hpp"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <fstream>
+
+#include "child_messages.hpp"
+#include "child_plan.hpp"
+#include "sandcell/runtime/cgroup.hpp"
+#include "sandcell/runtime/error.hpp"
+#include "spec_checks.hpp"
+#include "unique_fd.hpp"
+
+namespace sandcell::runtime {
+namespace {
+
+struct SyncPair {
+  UniqueFd parent, child;
+};
+
+SyncPair make_sync_pair(int preserve_fds) {
+  int fds[2];
+  check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds), "socketpair");
+  SyncPair pair{UniqueFd(fds[0]), UniqueFd(fds[1])};
+  // Above the fds --preserve-fds hands to the program.
+  int high = fcntl(pair.child.get(), F_DUPFD_CLOEXEC, 3 + preserve_fds + 16);
+  check(high, "fcntl(F_DUPFD_CLOEXEC)");
+  pair.child.reset(high);
+  return pair;
+}
+
+int dup_high(int fd, int preserve_fds) {
+  return fd < 0 ? -1 : static_cast<int>(check(fcntl(fd, F_DUPFD_CLOEXEC, 3 + preserve_fds + 16), "fcntl(F_DUPFD_CLOEXEC)"));
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd || write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    throw Error(errno, "write " + path);
+}
+
+std::string id_map_text(const std::vector<IdMapping>& mappings) {
+  std::string text;
+  for (const IdMapping& m : mappings)
+    text += std::to_string(m.container_id) + " " + std::to_string(m.host_id) + " " + std::to_string(m.size) + "\n";
+  return text;
+}
+
+void write_id_maps(const Container& c, pid_t pid) {
+  std::string proc = "/proc/" + std::to_string(pid);
+  if (!c.uid_mappings.empty()) write_file(proc + "/uid_map", id_map_text(c.uid_mappings));
+  if (!c.gid_mappings.empty()) write_file(proc + "/gid_map", id_map_text(c.gid_mappings));
+}
+
+void set_oom_score_adj(const Container& c, pid_t pid) {
+  if (!c.oom_score_adj) return;
+  try {
+    write_file("/proc/" + std::to_string(pid) + "/oom_score_adj", std::to_string(*c.oom_score_adj));
+  } catch (const Error& e) {
+    throw Error(e.code().value(), "process.oomScoreAdj " + std::to_string(*c.oom_score_adj) +
+                                      " (lowering it needs CAP_SYS_RESOURCE)");
+  }
+}
+
+uint64_t clone_flags(const ContainerPlan& plan, const Container& c) {
+  static const std::pair<const char*, uint64_t> kTypes[] = {
+      {"pid", CLONE_NEWPID}, {"network", CLONE_NEWNET}, {"mount", CLONE_NEWNS}, {"ipc", CLONE_NEWIPC},
+      {"uts", CLONE_NEWUTS}, {"user", CLONE_NEWUSER}, {"time", CLONE_NEWTIME}};
+  uint64_t flags = 0;
+  for (const Namespace& ns : c.namespaces)
+    for (const auto& [name, flag] : kTypes)
+      if (ns.type == name && ns.path.empty()) flags |= flag;
+  (void)plan;  // the cgroup namespace is entered by the child, after it joined the cgroup
+  if (!(flags & CLONE_NEWNS))
+    throw Error::invalid("linux.namespaces: sandcell-oci needs a new mount namespace (type \"mount\")");
+  return flags;
+}
+
+// A pid (or time) namespace given by path is joined by the parent: it only applies to children.
+UniqueFd join_pid_namespace_for_children(const Container& c) {
+  for (const Namespace& ns : c.namespaces) {
+    if (ns.type != "pid" || ns.path.empty()) continue;
+    UniqueFd own(open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
+    UniqueFd target(open(ns.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!own || !target) throw Error(errno, "linux.namespaces: open pid namespace " + ns.path);
+    check(setns(target.get(), CLONE_NEWPID), "linux.namespaces: join pid namespace " + ns.path);
+    return own;
+  }
+  return {};
+}
+
+pid_t clone_with(uint64_t flags, const Cgroup* cgroup, void (*body)(const ChildPlan&), const ChildPlan& plan) {
+  clone_args args{};
+  args.flags = flags;
+  args.exit_signal = SIGCHLD;
+  if (cgroup != nullptr && cgroup->clone_into_fd() >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(cgroup->clone_into_fd());
+  }
+  long pid = syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) body(plan);
+  check(pid, "clone3 into the container's namespaces");
+  return static_cast<pid_t>(pid);
+}
+
+[[noreturn]] void container_body(const ChildPlan& plan) { run_container_child(plan); }
+[[noreturn]] void exec_body(const ChildPlan& plan) { run_exec_child(plan); }
+
+std::string describe(const ChildMessage& m) {
+  std::string step(m.step, strnlen(m.step, sizeof m.step));
+  if (m.kind == ChildMessage::ExecFailed)
+    return "exec " + step + (m.err == ENOENT ? " (not found in the container)" : "");
+  return step;  // Error appends the errno text
+}
+
+// Waits for Ready (create) or for EOF (start, exec: the program runs, its exec closed the
+// socket). Throws with the child's report.
+void await_child(int sync_fd, pid_t pid, bool until_ready) {
+  pollfd ready{.fd = sync_fd, .events = POLLIN, .revents = 0};
+  while (true) {
+    if (poll(&ready, 1, -1) < 0 && errno != EINTR) throw Error(errno, "poll the container's init");
+    std::optional<ReceivedMessage> received = receive_child_message(sync_fd);
+    if (!received) {
+      if (!until_ready) return;
+      int status = 0;
+      waitpid(pid, &status, 0);
+      throw Error(EPIPE, "the container's init exited during setup (status " + std::to_string(status) + ")");
+    }
+    if (received->message.kind == -1) continue;
+    if (until_ready && received->message.kind == ChildMessage::Ready) return;
+    int err = received->message.err;
+    throw Error(err, describe(received->message));
+  }
+}
+
+void kill_and_reap(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+}  // namespace
+
+CreatedContainer create_container(const Spec& spec, int start_listener, const ContainerIo& io) {
+  if (!spec.container) throw Error::invalid("create_container needs Spec::container");
+  const Container& c = *spec.container;
+  ChildPlan plan = make_container_plan(spec, io.preserve_fds);
+  ContainerPlan& cp = *plan.container;
+  uint64_t flags = clone_flags(cp, c);
+  SyncPair sync = make_sync_pair(io.preserve_fds);
+  UniqueFd start_fd(dup_high(start_listener, io.preserve_fds));
+  UniqueFd console(dup_high(io.console_socket, io.preserve_fds));
+  plan.stdin_fd = io.stdin_fd;
+  plan.stdout_fd = io.stdout_fd;
+  plan.stderr_fd = io.stderr_fd;
+  plan.sync_fd = sync.child.get();
+  cp.start_fd = start_fd.get();
+  cp.console_fd = console.get();
+
+  std::unique_ptr<Cgroup> cgroup = create_cgroup(probe_cgroups(), "oci-" + c.id);
+  cgroup->apply(spec.limits);
+  UniqueFd own_pid_ns = join_pid_namespace_for_children(c);
+  pid_t pid = clone_with(flags, cgroup.get(), container_body, plan);
+  if (own_pid_ns) setns(own_pid_ns.get(), CLONE_NEWPID);
+  sync.child.reset();
+  for (const ContainerPlan::Join& join : cp.joins) close(join.fd);
+  try {
+    write_id_maps(c, pid);
+    set_oom_score_adj(c, pid);
+    if (cgroup->clone_into_fd() < 0) cgroup->add_process(pid);
+    check(write(sync.parent.get(), "g", 1), "tell the container's init to go");
+    await_child(sync.parent.get(), pid, true);
+  } catch (...) {
+    kill_and_reap(pid);
+    throw;  // the cgroup object removes the directories
+  }
+  cgroup->release();
+  return {.pid = pid, .cgroup_paths = cgroup->paths()};
+}
+
+void start_container(int start_connection) {
+  check(write(start_connection, "s", 1), "tell the container's init to start");
+  await_child(start_connection, 0, false);
+}
+
+pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const ContainerIo& io) {
+  ChildPlan plan = make_process_plan(spec);
+  ContainerPlan& cp = *plan.container;
+  static const std::pair<const char*, int> kJoin[] = {{"user", CLONE_NEWUSER}, {"ipc", CLONE_NEWIPC},
+      {"uts", CLONE_NEWUTS}, {"net", CLONE_NEWNET}, {"cgroup", CLONE_NEWCGROUP}, {"mnt", CLONE_NEWNS}};
+  std::string ns_dir = "/proc/" + std::to_string(target.init_pid) + "/ns/";
+  std::vector<UniqueFd> keep;
+  for (const auto& [name, flag] : kJoin) {
+    std::string path = ns_dir + name;
+    char own[64] = {}, theirs[64] = {};
+    // Only namespaces the container does not share with us: setns into our own user
+    // namespace fails with EINVAL.
+    if (readlink(("/proc/self/ns/" + std::string(name)).c_str(), own, sizeof own - 1) > 0 &&
+        readlink(path.c_str(), theirs, sizeof theirs - 1) > 0 && strcmp(own, theirs) == 0)
+      continue;
+    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) throw Error(errno, "open " + path + " (is the container running?)");
+    cp.joins.push_back({flag, dup_high(fd.get(), io.preserve_fds)});
+    keep.emplace_back(cp.joins.back().fd);
+  }
+  SyncPair sync = make_sync_pair(io.preserve_fds);
+  UniqueFd console(dup_high(io.console_socket, io.preserve_fds));
+  plan.stdin_fd = io.stdin_fd;
+  plan.stdout_fd = io.stdout_fd;
+  plan.stderr_fd = io.stderr_fd;
+  plan.sync_fd = sync.child.get();
+  cp.console_fd = console.get();
+  Container pid_ns;
+  pid_ns.namespaces.push_back({"pid", ns_dir + "pid"});
+  UniqueFd own_pid_ns = join_pid_namespace_for_children(pid_ns);
+  pid_t pid = clone_with(0, nullptr, exec_body, plan);
+  if (own_pid_ns) setns(own_pid_ns.get(), CLONE_NEWPID);
+  sync.child.reset();
+  try {
+    for (const std::string& dir : target.cgroup_paths) write_file(dir + "/cgroup.procs", std::to_string(pid));
+    check(write(sync.parent.get(), "g", 1), "tell the exec'd process to go");
+    await_child(sync.parent.get(), pid, false);
+  } catch (...) {
+    kill_and_reap(pid);
+    throw;
+  }
+  return pid;
+}
+
+}  // namespace sandcell::runtime

@@ -1,0 +1,205 @@
+// config.json features through the real sandcell-oci binary: hooks, masked and read-only paths,
+// sysctl, rlimits, devices, uid mappings, cgroup resources, joining namespaces, CVE-2019-5736.
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <sys/capability.h>
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "oci_bundle.hpp"
+
+namespace sandcell::test {
+namespace {
+
+nlohmann::json hook(const std::string& name, const std::string& dir) {
+  // Each hook appends its name to `order` and keeps the state it read on stdin.
+  return {{"path", "/bin/sh"},
+          {"args", {"sh", "-c", "cat > " + dir + "/" + name + ".json; echo " + name + " >> " + dir + "/order"}}};
+}
+
+TEST(OciConfig, Hooks_RunInOrderWithTheStateOnStdin) {
+  OciBundle b;
+  b.config["process"]["args"] = {"true"};
+  std::string dir = b.path("");
+  for (const char* phase : {"prestart", "createRuntime", "createContainer", "poststart", "poststop"})
+    b.config["hooks"][phase] = {hook(phase, dir)};
+  b.write();
+  CliRun run = b.oci({"run", "-b", b.dir(), "hooked"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(read_text(dir + "/order"), "prestart\ncreateRuntime\ncreateContainer\npoststart\npoststop\n");
+  auto prestart = nlohmann::json::parse(read_text(dir + "/prestart.json"));
+  EXPECT_EQ(prestart["id"], "hooked");
+  EXPECT_EQ(prestart["status"], "created");
+  EXPECT_GT(prestart["pid"].get<int>(), 0);
+  EXPECT_EQ(prestart["bundle"], b.dir());
+  EXPECT_EQ(nlohmann::json::parse(read_text(dir + "/poststop.json"))["status"], "stopped");
+}
+
+TEST(OciConfig, StartContainerHook_RunsInsideTheContainerBeforeTheProgram) {
+  OciBundle b;
+  b.config["hostname"] = "hooked-host";
+  b.config["process"]["args"] = {"cat", "/tmp/hook-saw"};
+  b.config["root"]["readonly"] = false;
+  b.config["mounts"].push_back({{"destination", "/tmp"}, {"type", "tmpfs"}, {"source", "tmpfs"},
+                                {"options", {"size=1m"}}});
+  // Runs the container's own busybox: it sees the container's hostname and gets the state.
+  b.config["hooks"]["startContainer"] = {
+      {{"path", "/bin/sh"}, {"args", {"sh", "-c", "echo $(hostname) $(grep -o '\"status\":\"created\"') > /tmp/hook-saw"}}}};
+  b.write();
+  CliRun run = b.oci({"run", "-b", b.dir(), "starthook"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "hooked-host \"status\":\"created\"\n");
+  b.config["hooks"]["startContainer"] = {{{"path", "/bin/false"}}};
+  b.write();
+  ASSERT_EQ(b.oci({"create", "-b", b.dir(), "starthook2"}).exit_code, 0);
+  CliRun start = b.oci({"start", "starthook2"});
+  EXPECT_EQ(start.exit_code, 125);
+  EXPECT_NE(start.err.find("hooks.startContainer[0] (/bin/false) failed"), std::string::npos) << start.err;
+}
+
+TEST(OciConfig, FailingHook_FailsCreateAndLeavesNothing) {
+  OciBundle b;
+  b.config["process"]["args"] = {"true"};
+  b.config["hooks"]["prestart"] = {{{"path", "/bin/false"}}};
+  b.write();
+  CliRun create = b.oci({"create", "-b", b.dir(), "badhook"});
+  EXPECT_EQ(create.exit_code, 125);
+  EXPECT_NE(create.err.find("hooks.prestart[0] (/bin/false) failed"), std::string::npos) << create.err;
+  EXPECT_EQ(b.oci({"list", "-q"}).out, "");
+}
+
+TEST(OciConfig, MaskedReadonlySysctlRlimitsAndDevices_AreApplied) {
+  OciBundle b;
+  b.config["linux"]["maskedPaths"] = {"/proc/cpuinfo", "/proc/kcore"};  // kcore: absent on some kernels
+  b.config["linux"]["readonlyPaths"] = {"/proc/sys"};
+  b.config["linux"]["sysctl"] = {{"net.ipv4.ip_forward", "1"}};
+  b.config["process"]["rlimits"] = {{{"type", "RLIMIT_NOFILE"}, {"soft", 321}, {"hard", 654}}};
+  b.config["linux"]["devices"] = {{{"path", "/dev/extra-null"}, {"type", "c"}, {"major", 1}, {"minor", 3},
+                                   {"fileMode", 0600}, {"uid", 0}, {"gid", 0}}};
+  b.config["process"]["args"] = {"sh", "-c",
+      "wc -c < /proc/cpuinfo; cat /proc/sys/net/ipv4/ip_forward; echo 0 > /proc/sys/net/ipv4/ip_forward || echo ro; "
+      "ulimit -n; ulimit -Hn; ls -ln /dev/extra-null | cut -c1-10; echo x > /dev/extra-null && echo wrote"};
+  b.write();
+  CliRun run = b.oci({"run", "-b", b.dir(), "cfg"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "0\n1\nro\n321\n654\ncrw-------\nwrote\n") << run.err;
+}
+
+TEST(OciConfig, PersonalityOomUmaskReadonlyRoot_NoPivotAndPreservedFds) {
+  OciBundle b;
+  b.config["linux"]["personality"] = {{"domain", "LINUX32"}};
+  b.config["process"]["oomScoreAdj"] = 500;
+  b.config["process"]["user"]["umask"] = 077;
+  b.config["process"]["args"] = {"sh", "-c",
+      "uname -m; cat /proc/self/oom_score_adj; umask; touch /new-file 2>/dev/null || echo read-only; cat <&3"};
+  b.write();
+  // fd 3 of sandcell-oci is passed on with --preserve-fds 1; --no-pivot uses MS_MOVE + chroot.
+  std::ofstream(b.path("fd3")) << "from-fd-3\n";
+  CliRun run = run_program({"/bin/sh", "-c", "exec 3<\"$0\"; exec \"$@\"", b.path("fd3"), oci_binary(),
+                     "--root", b.state_root(), "run", "--no-pivot", "--preserve-fds", "1", "-b", b.dir(), "attrs"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "i686\n500\n0077\nread-only\nfrom-fd-3\n");
+}
+
+bool has_cap_sys_resource() {
+  cap_t caps = cap_get_proc();
+  cap_flag_value_t value = CAP_CLEAR;
+  cap_get_flag(caps, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &value);
+  cap_free(caps);
+  return value == CAP_SET;
+}
+
+TEST(OciConfig, RlimitAboveTheHardLimit_NamesTheLimitWithoutCapSysResource) {
+  rlimit current{};
+  getrlimit(RLIMIT_NPROC, &current);
+  if (current.rlim_max == RLIM_INFINITY) GTEST_SKIP() << "RLIMIT_NPROC is unlimited here: nothing is above it";
+  OciBundle b;
+  b.config["process"]["rlimits"] = {{{"type", "RLIMIT_NPROC"}, {"soft", 1}, {"hard", current.rlim_max + 1}}};
+  b.config["process"]["args"] = {"true"};
+  b.write();
+  CliRun run = b.oci({"run", "-b", b.dir(), "rl"});
+  if (has_cap_sys_resource()) {
+    EXPECT_EQ(run.exit_code, 0) << run.err;  // may be raised: it is
+  } else {
+    EXPECT_EQ(run.exit_code, 125);
+    EXPECT_NE(run.err.find("RLIMIT_NPROC hard limit"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("--ulimit nproc="), std::string::npos) << run.err;
+  }
+}
+
+TEST(OciConfig, UidMappings_RunTheContainerInAUserNamespace) {
+  OciBundle b;
+  b.config["linux"]["namespaces"].push_back({{"type", "user"}});
+  b.config["linux"]["uidMappings"] = {{{"containerID", 0}, {"hostID", 200000}, {"size", 65536}}};
+  b.config["linux"]["gidMappings"] = {{{"containerID", 0}, {"hostID", 200000}, {"size", 65536}}};
+  b.config["process"]["args"] = {"sleep", "1000"};
+  b.write();
+  ASSERT_EQ(b.oci({"run", "-d", "-b", b.dir(), "userns"}).exit_code, 0);
+  CliRun exec = b.oci({"exec", "userns", "--", "sh", "-c", "cat /proc/self/uid_map; id -u"});
+  EXPECT_EQ(exec.exit_code, 0) << exec.err;
+  EXPECT_NE(exec.out.find("0     200000      65536"), std::string::npos) << exec.out;
+  EXPECT_EQ(exec.out.substr(exec.out.rfind('\n', exec.out.size() - 2) + 1), "0\n");
+  pid_t pid = b.oci({"state", "userns"}).record["pid"];
+  std::string status = read_text("/proc/" + std::to_string(pid) + "/status");
+  EXPECT_NE(status.find("Uid:\t200000\t200000\t200000\t200000"), std::string::npos) << "root inside is 200000 outside";
+}
+
+TEST(OciConfig, Resources_AreWrittenToTheContainersCgroup) {
+  OciBundle b;
+  b.config["linux"]["resources"]["memory"] = {{"limit", 64 << 20}};
+  b.config["linux"]["resources"]["pids"] = {{"limit", 20}};
+  b.config["process"]["args"] = {"sleep", "1000"};
+  b.write();
+  ASSERT_EQ(b.oci({"create", "-b", b.dir(), "res"}).exit_code, 0);
+  EXPECT_EQ(read_text("/sys/fs/cgroup/memory/sandcell/oci-res/memory.limit_in_bytes"), std::to_string(64 << 20) + "\n");
+  EXPECT_EQ(read_text("/sys/fs/cgroup/pids/sandcell/oci-res/pids.max"), "20\n");
+  ASSERT_EQ(b.oci({"update", "--memory", "32m", "--pids-limit", "10", "res"}).exit_code, 0);
+  EXPECT_EQ(read_text("/sys/fs/cgroup/memory/sandcell/oci-res/memory.limit_in_bytes"), std::to_string(32 << 20) + "\n");
+  EXPECT_EQ(read_text("/sys/fs/cgroup/pids/sandcell/oci-res/pids.max"), "10\n");
+}
+
+std::string sha256_of(const std::string& path) {
+  std::string data = read_text(path);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
+  return std::string(reinterpret_cast<char*>(digest), length);
+}
+
+// B joins A's pid and uts namespaces by path and waits for `start` as a sandcell-oci image:
+// from inside A, every visible /proc/<pid>/exe is opened for writing (CVE-2019-5736). Nothing
+// may open, and the binary on the host is unchanged.
+TEST(OciConfig, JoinedNamespaces_AndNoWritablePathBackToTheRuntime) {
+  std::string before = sha256_of(oci_binary());
+  OciBundle a;
+  a.config["hostname"] = "host-a";
+  a.config["process"]["args"] = {"sleep", "1000"};
+  a.write();
+  ASSERT_EQ(a.oci({"run", "-d", "-b", a.dir(), "a"}).exit_code, 0);
+  pid_t a_pid = a.oci({"state", "a"}).record["pid"];
+  std::string ns = "/proc/" + std::to_string(a_pid) + "/ns/";
+  nlohmann::json& namespaces = a.config["linux"]["namespaces"];
+  for (auto& entry : namespaces)
+    if (entry["type"] == "pid" || entry["type"] == "uts") entry["path"] = ns + entry["type"].get<std::string>();
+  a.config.erase("hostname");
+  std::filesystem::create_directories(a.path("out"));
+  a.config["mounts"].push_back({{"destination", "/home"}, {"type", "bind"}, {"source", a.path("out")},
+                                {"options", {"rbind", "rw"}}});
+  a.config["process"]["args"] = {"sh", "-c", "hostname > /home/hostname"};
+  a.write();
+  ASSERT_EQ(a.oci({"create", "-b", a.dir(), "b"}).exit_code, 0);
+  CliRun attack = a.oci({"exec", "a", "--", "sh", "-c",
+      "n=0; for p in /proc/[0-9]*; do n=$((n+1)); if echo pwned 2>/dev/null > $p/exe; then echo OPENED $p; fi; done; echo seen $n"});
+  EXPECT_EQ(attack.out.find("OPENED"), std::string::npos) << attack.out;
+  EXPECT_NE(attack.out.find("seen 3"), std::string::npos) << "sleep, b's waiting init and sh: " << attack.out;
+  CliRun start = a.oci({"start", "b"});
+  ASSERT_EQ(start.exit_code, 0) << start.err;
+  EXPECT_EQ(a.wait_for_status("b", "stopped"), "stopped");
+  EXPECT_EQ(read_text(a.path("out/hostname")), "host-a\n") << "b joined a's uts namespace";
+  EXPECT_EQ(sha256_of(oci_binary()), before);
+}
+
+}  // namespace
+}  // namespace sandcell::test

@@ -1,0 +1,165 @@
+// config.json → runtime::Spec (no root, no kernel): fields land where the engine reads them,
+// and every invalid field is named in the error.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+
+#include "sandcell/oci/config.hpp"
+#include "sandcell/oci/lifecycle.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::oci {
+namespace {
+
+using nlohmann::json;
+
+json minimal() {
+  json config = default_config();
+  config["process"]["args"] = {"/bin/true"};
+  return config;
+}
+
+std::string error_of(const json& config) {
+  try {
+    parse_config(config, "/bundle");
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.input_error()) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OciConfigParse, DefaultConfig_ParsesIntoAContainerSpec) {
+  Config c = parse_config(minimal(), "/bundle");
+  ASSERT_TRUE(c.spec.container);
+  EXPECT_EQ(c.spec.container->rootfs, "/bundle/rootfs");
+  EXPECT_TRUE(c.spec.container->rootfs_readonly);
+  EXPECT_EQ(c.spec.hostname, "sandcell");
+  EXPECT_EQ(c.spec.args, std::vector<std::string>{"/bin/true"});
+  EXPECT_TRUE(c.spec.no_new_privileges);
+  EXPECT_EQ(c.spec.container->capabilities.bounding.size(), 3u);
+  ASSERT_EQ(c.spec.rlimits.size(), 1u);
+  EXPECT_EQ(c.spec.rlimits[0].resource, RLIMIT_NOFILE);
+  EXPECT_EQ(c.spec.container->namespaces.size(), 6u);
+  EXPECT_EQ(c.spec.container->mounts.size(), 7u);
+}
+
+TEST(OciConfigParse, ProcessUserTerminalAndOom_AreRead) {
+  json config = minimal();
+  config["process"]["user"] = {{"uid", 1000}, {"gid", 100}, {"umask", 18}, {"additionalGids", {5, 6}}};
+  config["process"]["terminal"] = true;
+  config["process"]["consoleSize"] = {{"height", 40}, {"width", 120}};
+  config["process"]["oomScoreAdj"] = 500;
+  config["process"]["cwd"] = "/work";
+  Config c = parse_config(config, "/b");
+  EXPECT_EQ(c.spec.uid, 1000u);
+  EXPECT_EQ(c.spec.gid, 100u);
+  EXPECT_EQ(c.spec.additional_gids, (std::vector<gid_t>{5, 6}));
+  EXPECT_EQ(c.spec.container->umask, 18u);
+  EXPECT_TRUE(c.spec.container->terminal);
+  EXPECT_EQ(c.spec.container->console_rows, 40);
+  EXPECT_EQ(c.spec.container->console_columns, 120);
+  EXPECT_EQ(c.spec.container->oom_score_adj, 500);
+  EXPECT_EQ(c.spec.cwd, "/work");
+}
+
+TEST(OciConfigParse, MountOptions_BecomeFlagsPropagationAndData) {
+  runtime::ContainerMount m = mount_from_options({"rbind", "ro", "nosuid", "rprivate", "mode=755", "size=1k"});
+  EXPECT_EQ(m.flags, static_cast<unsigned long>(MS_BIND | MS_REC | MS_RDONLY | MS_NOSUID));
+  EXPECT_EQ(m.propagation, static_cast<unsigned long>(MS_PRIVATE | MS_REC));
+  EXPECT_EQ(m.data, "mode=755,size=1k");
+  EXPECT_EQ(mount_from_options({"ro", "rw"}).flags, 0u) << "later options win";
+}
+
+TEST(OciConfigParse, BindMountSource_IsTakenRelativeToTheBundle) {
+  json config = minimal();
+  config["mounts"] = {{{"destination", "/data"}, {"type", "bind"}, {"source", "data"}, {"options", {"rbind"}}}};
+  Config c = parse_config(config, "/bundle");
+  EXPECT_EQ(c.spec.container->mounts[0].source, "/bundle/data");
+}
+
+TEST(OciConfigParse, LinuxSection_NamespacesMappingsResourcesSysctlDevices) {
+  json config = minimal();
+  config["linux"]["namespaces"] = {{{"type", "mount"}}, {{"type", "network"}, {"path", "/run/netns/x"}}};
+  config["linux"]["uidMappings"] = {{{"containerID", 0}, {"hostID", 1000}, {"size", 10}}};
+  config["linux"]["resources"] = {{"memory", {{"limit", 1 << 20}}}, {"pids", {{"limit", 7}}},
+                                  {"cpu", {{"quota", 50000}, {"period", 100000}}}};
+  config["linux"]["sysctl"] = {{"net.ipv4.ip_forward", "1"}};
+  config["linux"]["devices"] = {{{"path", "/dev/fuse"}, {"type", "c"}, {"major", 10}, {"minor", 229}}};
+  config["linux"]["personality"] = {{"domain", "LINUX32"}};
+  config["linux"]["rootfsPropagation"] = "rshared";
+  Config c = parse_config(config, "/b");
+  const runtime::Container& k = *c.spec.container;
+  EXPECT_EQ(k.namespaces[1].path, "/run/netns/x");
+  EXPECT_EQ(k.uid_mappings[0].host_id, 1000u);
+  EXPECT_EQ(c.spec.limits.memory_bytes, 1u << 20);
+  EXPECT_EQ(c.spec.limits.pids, 7u);
+  EXPECT_DOUBLE_EQ(*c.spec.limits.cpus, 0.5);
+  EXPECT_EQ(k.sysctl.at("net.ipv4.ip_forward"), "1");
+  EXPECT_EQ(k.devices[0].minor, 229u);
+  EXPECT_TRUE(k.personality.has_value());
+  EXPECT_EQ(k.rootfs_propagation, static_cast<unsigned long>(MS_SHARED | MS_REC));
+}
+
+TEST(OciConfigParse, Seccomp_CompilesToAPlainFilterWithoutNotify) {
+  json config = minimal();
+  config["linux"]["seccomp"] = {{"defaultAction", "SCMP_ACT_ALLOW"},
+                                {"syscalls", {{{"names", {"keyctl"}}, {"action", "SCMP_ACT_ERRNO"}}}}};
+  Config c = parse_config(config, "/b");
+  ASSERT_TRUE(c.spec.seccomp);
+  EXPECT_FALSE(c.spec.seccomp->notify.has_value());
+  EXPECT_FALSE(c.spec.seccomp->instructions.empty());
+}
+
+TEST(OciConfigParse, Hooks_KeepTheirOrderArgsAndTimeout) {
+  json config = minimal();
+  config["hooks"]["prestart"] = {{{"path", "/a"}}, {{"path", "/b"}, {"args", {"b", "x"}}, {"timeout", 3}}};
+  Config c = parse_config(config, "/b");
+  ASSERT_EQ(c.hooks.prestart.size(), 2u);
+  EXPECT_EQ(c.hooks.prestart[1].args, (std::vector<std::string>{"b", "x"}));
+  EXPECT_EQ(c.hooks.prestart[1].timeout_s, 3);
+}
+
+TEST(OciConfigParse, InvalidFields_AreNamed) {
+  json c = minimal();
+  c["linux"]["resources"]["memory"]["limit"] = "1g";
+  EXPECT_EQ(error_of(c), "linux.resources.memory.limit: expected an integer, got \"1g\"");
+  c = minimal();
+  c["process"]["rlimits"] = {{{"type", "RLIMIT_BOGUS"}, {"soft", 1}, {"hard", 1}}};
+  EXPECT_EQ(error_of(c), "process.rlimits[0].type: unknown rlimit type 'RLIMIT_BOGUS'");
+  c = minimal();
+  c["linux"]["namespaces"] = {{{"type", "mount"}}, {{"type", "wormhole"}}};
+  EXPECT_EQ(error_of(c), "linux.namespaces[1].type: unknown namespace 'wormhole'");
+  c = minimal();
+  c["root"].erase("path");
+  EXPECT_EQ(error_of(c), "root.path: missing");
+  c = minimal();
+  c["mounts"][2]["options"] = {"nosuid", 7};
+  EXPECT_EQ(error_of(c), "mounts[2].options[1]: expected a string, got 7");
+  c = minimal();
+  c["hooks"]["poststop"] = {{{"path", "relative"}}};
+  EXPECT_EQ(error_of(c), "hooks.poststop[0].path: must be absolute");
+  c = minimal();
+  c["linux"]["resources"]["hugepageLimits"] = {{{"pageSize", "2MB"}, {"limit", 1}}};
+  EXPECT_EQ(error_of(c), "linux.resources.hugepageLimits: not supported by sandcell-oci");
+}
+
+TEST(OciConfigParse, UnknownFields_AreIgnored) {
+  json c = minimal();
+  c["vm"] = {{"hypervisor", {{"path", "/x"}}}};
+  c["process"]["selinuxLabel"] = "x";
+  c["linux"]["intelRdt"] = {{"closID", "x"}};
+  EXPECT_EQ(error_of(c), "");
+}
+
+TEST(OciSignals, NamesAndNumbers) {
+  EXPECT_EQ(parse_signal("KILL"), 9);
+  EXPECT_EQ(parse_signal("SIGTERM"), 15);
+  EXPECT_EQ(parse_signal("sigusr1"), 10);
+  EXPECT_EQ(parse_signal("2"), 2);
+  EXPECT_THROW(parse_signal("NOPE"), Error);
+  EXPECT_THROW(parse_signal("0"), Error);
+}
+
+}  // namespace
+}  // namespace sandcell::oci
