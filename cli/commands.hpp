@@ -34,6 +34,10 @@ void add_gc_command(CLI::App& app, Action& action);
 void add_build_command(CLI::App& app, Action& action, const Globals& globals);
 void add_image_commands(CLI::App& app, Action& action, const Globals& globals);
 void add_bootstrap_command(CLI::App& app, Action& action, const Globals& globals);
+void add_agent_command(CLI::App& app, Action& action, const Globals& globals);
+void add_logs_command(CLI::App& app, Action& action, const Globals& globals);
+void add_mcp_command(CLI::App& app, Action& action, const Globals& globals);
+void add_serve_command(CLI::App& app, Action& action, const Globals& globals);
 
 // sandcell-images only: sets globals->apply_image.
 void enable_image_runs(const Globals& globals);

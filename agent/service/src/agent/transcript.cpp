@@ -50,6 +50,7 @@ void Transcript::write(const std::string& type, Json fields) {
   // Replace invalid UTF-8 from program output instead of throwing mid-run.
   out_ << record.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
   out_.flush();
+  if (observer_) observer_(record);
 }
 
 std::string new_run_id() {

@@ -4,6 +4,7 @@
 // security summary. `sandcell logs` reads them back.
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,6 +20,8 @@ class Transcript {
   Transcript(const std::filesystem::path& root, std::string run_id);
   // Appends {"ts": ..., "type": type, ...fields} and flushes, so a crash keeps what happened.
   void write(const std::string& type, Json fields);
+  // Called with every record after it is written (the CLI prints progress from it).
+  void on_record(std::function<void(const Json&)> observer) { observer_ = std::move(observer); }
   const std::string& run_id() const { return run_id_; }
   const std::filesystem::path& path() const { return path_; }
 
@@ -27,6 +30,7 @@ class Transcript {
   std::filesystem::path path_;
   std::ofstream out_;
   std::mutex mutex_;
+  std::function<void(const Json&)> observer_;
 };
 
 // A fresh run id: UTC time plus random hex, "20261202-141500-3fa9c2".
