@@ -88,7 +88,7 @@ TEST_F(ServeE2E, SigtermFinishesTheRunningRequestThenExits) {
 
 TEST_F(ServeE2E, WrongTokenIsRefusedAndTcpWithoutTokenDoesNotStart) {
   httplib::Client anonymous("127.0.0.1", port);
-  EXPECT_EQ(anonymous.Post("/v1/run", R"({"language":"python","code":"print(1)"})", "application/json")->status, 401);
+  EXPECT_EQ(anonymous.Post("/v1/run", R"j({"language":"python","code":"print(1)"})j", "application/json")->status, 401);
   unsetenv("SANDCELL_TOKEN");
   Finished r = run_sandcell_with_store({"serve", "--listen", "127.0.0.1:" + std::to_string(free_tcp_port())});
   EXPECT_EQ(r.exit_code, 125);

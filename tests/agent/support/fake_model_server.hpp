@@ -15,9 +15,9 @@ namespace sandcell::test {
 
 struct ScriptedAnswer {
   int status = 200;
-  nlohmann::json body;  // sent as JSON unless raw_body is set
-  std::string raw_body;
-  std::vector<std::pair<std::string, std::string>> headers;
+  nlohmann::json body{};  // sent as JSON unless raw_body is set
+  std::string raw_body{};
+  std::vector<std::pair<std::string, std::string>> headers{};
 };
 
 class FakeModelServer {

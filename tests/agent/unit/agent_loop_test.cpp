@@ -46,10 +46,10 @@ TEST_F(LoopFixture, FailingCodeIsFedBackAndTheFixedCodeLeadsToTheAnswer) {
     return code_result("ok", "42\n");
   };
   FakeModelServer server("/v1/chat/completions", [](const Json& body, size_t n) {
-    if (n == 0) return ScriptedAnswer{200, test::openai_tool_call("c1", "run_code", R"({"language":"python","code":"prnt(6*7)"})")};
+    if (n == 0) return ScriptedAnswer{200, test::openai_tool_call("c1", "run_code", R"j({"language":"python","code":"prnt(6*7)"})j")};
     if (n == 1) {
       EXPECT_NE(test::last_message_content(body).find("runtime_error"), std::string::npos);
-      return ScriptedAnswer{200, test::openai_tool_call("c2", "run_code", R"({"language":"python","code":"print(6*7)"})")};
+      return ScriptedAnswer{200, test::openai_tool_call("c2", "run_code", R"j({"language":"python","code":"print(6*7)"})j")};
     }
     EXPECT_NE(test::last_message_content(body).find("42"), std::string::npos);
     return ScriptedAnswer{200, test::openai_text("The answer is 42.")};
@@ -70,7 +70,7 @@ TEST_F(LoopFixture, FailingCodeIsFedBackAndTheFixedCodeLeadsToTheAnswer) {
 
 TEST_F(LoopFixture, InvalidToolArgumentsAreAnErrorTheModelSees) {
   FakeModelServer server("/v1/chat/completions", [](const Json& body, size_t n) {
-    if (n == 0) return ScriptedAnswer{200, test::openai_tool_call("c1", "run_code", R"({"code": "print(1)")")};
+    if (n == 0) return ScriptedAnswer{200, test::openai_tool_call("c1", "run_code", R"j({"code": "print(1)")j")};
     EXPECT_NE(test::last_message_content(body).find("not a valid JSON object"), std::string::npos);
     return ScriptedAnswer{200, test::openai_text("gave up")};
   });
@@ -95,7 +95,7 @@ TEST_F(LoopFixture, UnknownToolAndMissingArgumentAreErrors) {
 
 TEST_F(LoopFixture, StopsAtMaxSteps) {
   FakeModelServer server("/v1/chat/completions", [](const Json&, size_t n) {
-    return ScriptedAnswer{200, test::openai_tool_call("c" + std::to_string(n), "run_code", R"({"language":"python","code":"print(1)"})")};
+    return ScriptedAnswer{200, test::openai_tool_call("c" + std::to_string(n), "run_code", R"j({"language":"python","code":"print(1)"})j")};
   });
   AgentOutcome outcome = run(server, {.task = "loop forever", .max_steps = 3});
   EXPECT_EQ(outcome.status, "max_steps");

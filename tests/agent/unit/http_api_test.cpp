@@ -94,7 +94,7 @@ TEST(HttpApi, Run_ReturnsTheResultAndRefusedRequestsAre400) {
     return code_result("ok", "hi\n");
   };
   RunningApi server(executor, tcp());
-  auto res = server.client().Post("/v1/run", R"({"language":"python","code":"print('hi')"})", "application/json");
+  auto res = server.client().Post("/v1/run", R"j({"language":"python","code":"print('hi')"})j", "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(Json::parse(res->body)["stdout"], "hi\n");
@@ -195,9 +195,8 @@ TEST(HttpApi, UnixSocket_NeedsNoTokenAndIsOwnerOnly) {
     EXPECT_EQ(st.st_mode & 0777, 0600u);
     httplib::Client client(path, 80);
     client.set_address_family(AF_UNIX);
-    httplib::Result res;
-    for (int i = 0; i < 2000 && !(res = client.Post("/v1/run", R"({"language":"python","code":"x"})", "application/json")); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (int i = 0; i < 2000 && !client.Get("/v1/health"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    auto res = client.Post("/v1/run", R"({"language":"python","code":"x"})", "application/json");
     ASSERT_TRUE(res);
     EXPECT_EQ(Json::parse(res->body)["stdout"], "unix\n");
     api.stop();

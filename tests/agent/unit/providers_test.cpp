@@ -25,7 +25,7 @@ std::vector<ToolSpec> one_tool() {
 
 TEST(OpenAiProvider, SendsToolsAndParsesToolCalls) {
   FakeModelServer server("/v1/chat/completions", [](const Json&, size_t) {
-    return ScriptedAnswer{200, test::openai_tool_call("call_1", "run_code", R"({"code":"print(1)"})")};
+    return ScriptedAnswer{200, test::openai_tool_call("call_1", "run_code", R"j({"code":"print(1)"})j")};
   });
   auto model = make_chat_model(config("openai", server.base_url() + "/v1"));
   ChatReply reply = model->complete("be brief", {{Role::user, "hi", {}, "", false}}, one_tool());

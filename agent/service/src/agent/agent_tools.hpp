@@ -11,15 +11,15 @@
 namespace sandcell::agent_service {
 
 struct ToolOutcome {
-  std::string text;             // what goes back to the model
+  std::string text{};             // what goes back to the model
   bool is_error = false;
-  std::optional<Json> result;   // the runner's full result, when code ran
+  std::optional<Json> result{};   // the runner's full result, when code ran
 };
 
 struct AgentToolSettings {
-  std::string skill;    // default language
-  std::string session;  // the run's session
-  std::string net;
+  std::string skill{};    // default language
+  std::string session{};  // the run's session
+  std::string net{};
   int timeout_s = 0;
 };
 

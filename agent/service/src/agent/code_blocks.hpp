@@ -7,8 +7,8 @@
 namespace sandcell::agent_service {
 
 struct CodeBlock {
-  std::string language;  // a skill name: python, node, bash, c, cpp
-  std::string code;
+  std::string language{};  // a skill name: python, node, bash, c, cpp
+  std::string code{};
 };
 
 // Blocks fenced with ``` whose info string names a language we run (or is empty: then

@@ -12,7 +12,7 @@ namespace sandcell::agent_service {
 
 struct ChildOutcome {
   int exit_code = -1;  // the exit status, or 128+N when signal N ended it
-  std::string stderr_text;
+  std::string stderr_text{};
 };
 
 // Runs argv (argv[0] is a path), writes `input` to its stdin then closes it, passes each chunk

@@ -12,7 +12,7 @@ namespace sandcell::agent_service {
 
 struct WorkspaceTarget {
   std::string skill;    // whose sandbox does the transfer (a session belongs to one skill)
-  std::string session;  // empty: a throwaway workspace
+  std::string session{};  // empty: a throwaway workspace
 };
 
 // Returns the runner's result; its "error" says what went wrong.
@@ -20,8 +20,8 @@ Json put_workspace_file(Executor& executor, const WorkspaceTarget& target, const
                         std::string_view bytes);
 
 struct FetchedFile {
-  std::optional<std::string> bytes;  // nullopt: not found or refused
-  Json result;                        // the runner's result
+  std::optional<std::string> bytes{};  // nullopt: not found or refused
+  Json result{};                        // the runner's result
 };
 FetchedFile get_workspace_file(Executor& executor, const WorkspaceTarget& target, const std::string& path);
 

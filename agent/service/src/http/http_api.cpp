@@ -74,16 +74,23 @@ HttpApi::HttpApi(Executor& executor, HttpApiOptions options)
   s.server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.server.set_payload_max_length(s.options.max_body_bytes);
   if (!s.address.unix_path.empty()) s.server.set_address_family(AF_UNIX);
-  if (s.address.unix_path.empty()) {
-    s.server.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-      if (req.path == "/v1/health" || token_matches(req.get_header_value("Authorization"), s.options.token))
-        return httplib::Server::HandlerResponse::Unhandled;
+  // Runs before httplib reads the body: a client without the token, or with a body over the
+  // limit, is answered without us reading what it sends.
+  s.server.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    bool tcp = s.address.unix_path.empty();
+    if (tcp && req.path != "/v1/health" && !token_matches(req.get_header_value("Authorization"), s.options.token)) {
       res.status = 401;
       res.set_header("WWW-Authenticate", "Bearer");
       res.set_content(R"({"error":{"class":"auth","message":"missing or wrong bearer token"}})" "\n", "application/json");
       return httplib::Server::HandlerResponse::Handled;
-    });
-  }
+    }
+    if (req.get_header_value<uint64_t>("Content-Length") > s.options.max_body_bytes) {
+      res.status = 413;
+      res.set_content(R"({"error":{"class":"request","message":"request body too large"}})" "\n", "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   add_routes(s.server, s.executor, s.gate, s.options);
 }
 

@@ -9,12 +9,12 @@
 namespace sandcell::agent_service {
 
 struct JsonPost {
-  std::string provider;              // names the provider in errors: "openai: ..."
-  std::string url;
-  std::vector<std::string> headers;  // "Name: value"
-  std::string key_variable;          // the environment variable to blame on 401/403
+  std::string provider{};              // names the provider in errors: "openai: ..."
+  std::string url{};
+  std::vector<std::string> headers{};  // "Name: value"
+  std::string key_variable{};          // the environment variable to blame on 401/403
   std::chrono::seconds timeout{120};
-  RetryPolicy retry;
+  RetryPolicy retry{};
 };
 
 // Returns the parsed response of a 2xx answer; throws ProviderError otherwise.

@@ -33,9 +33,9 @@ std::string negotiate(const std::string& requested);
 
 // A JSON-RPC failure to send back as the error object.
 struct RpcError {
-  int code;
-  std::string message;
-  Json data;
+  int code{};
+  std::string message{};
+  Json data{};
   Json to_json() const;
 };
 

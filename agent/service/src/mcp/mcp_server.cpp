@@ -116,7 +116,9 @@ std::optional<Json> McpServer::dispatch(const Json& message, bool allow_async) {
   }
   try {
     Json result = handle_request(method, params, stateless);
-    return Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", stateless ? stateless_result(result, method, options_) : result}};
+    // server/discover belongs to the stateless era even when a client sends it bare.
+    bool stateless_shape = stateless || method == "server/discover";
+    return Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", stateless_shape ? stateless_result(result, method, options_) : result}};
   } catch (const RpcError& e) {
     return error(id, e);
   }

@@ -11,20 +11,20 @@
 namespace sandcell::agent_service {
 
 struct AgentOptions {
-  std::string task;
+  std::string task{};
   std::string skill = "python";  // the default language of run_code and of fenced blocks
   int max_steps = 12;            // model calls
   std::chrono::seconds max_time{600};
-  std::string net;         // network policy of every execution; empty: the skill's default
+  std::string net{};         // network policy of every execution; empty: the skill's default
   int exec_timeout_s = 0;  // per execution; 0: the skill's default
   bool use_tools = true;   // false: run fenced code blocks instead (models without tool calling)
   bool keep_session = false;
 };
 
 struct AgentOutcome {
-  std::string status;  // answered, max_steps, time_budget, model_error
-  std::string answer;
-  std::string error;   // model_error: what the provider said
+  std::string status{};  // answered, max_steps, time_budget, model_error
+  std::string answer{};
+  std::string error{};   // model_error: what the provider said
   int steps = 0;
   int executions = 0;
   Json security;       // see SecurityTally::summary()

@@ -13,32 +13,32 @@ namespace sandcell::agent_service {
 using Json = nlohmann::json;
 
 struct ToolCall {
-  std::string id;
-  std::string name;
-  std::string arguments;  // JSON text as the model wrote it; may be invalid
+  std::string id{};
+  std::string name{};
+  std::string arguments{};  // JSON text as the model wrote it; may be invalid
 };
 
 enum class Role { user, assistant, tool };
 
 struct Message {
   Role role = Role::user;
-  std::string text;
-  std::vector<ToolCall> tool_calls;  // assistant turns
-  std::string tool_call_id;          // tool turns: which call this answers
+  std::string text{};
+  std::vector<ToolCall> tool_calls{};  // assistant turns
+  std::string tool_call_id{};          // tool turns: which call this answers
   bool is_error = false;             // tool turns
 };
 
 struct ToolSpec {
-  std::string name;
-  std::string description;
-  Json input_schema;  // JSON Schema of the arguments object
+  std::string name{};
+  std::string description{};
+  Json input_schema{};  // JSON Schema of the arguments object
 };
 
 struct ChatReply {
-  std::string text;
-  std::vector<ToolCall> tool_calls;
-  std::string stop_reason;
-  Json usage;
+  std::string text{};
+  std::vector<ToolCall> tool_calls{};
+  std::string stop_reason{};
+  Json usage{};
 };
 
 class ChatModel {
@@ -67,13 +67,13 @@ struct RetryPolicy {
 };
 
 struct ProviderConfig {
-  std::string provider;  // "openai" or "anthropic"
-  std::string model;
-  std::string base_url;
-  std::string api_key;
+  std::string provider{};  // "openai" or "anthropic"
+  std::string model{};
+  std::string base_url{};
+  std::string api_key{};
   std::chrono::seconds timeout{120};
   int max_tokens = 4096;
-  RetryPolicy retry;
+  RetryPolicy retry{};
 };
 
 // Fills what `flags` left empty from the environment (OPENAI_API_KEY, OPENAI_BASE_URL,

@@ -33,8 +33,8 @@ class Executor {
 };
 
 struct SubprocessExecutorOptions {
-  std::string sandcell_bin;  // the `sandcell` executable to spawn
-  std::string root;          // passed as `--root` when not empty
+  std::string sandcell_bin{};  // the `sandcell` executable to spawn
+  std::string root{};          // passed as `--root` when not empty
 };
 
 // The executable next to the running one (/proc/self/exe's directory), or $SANDCELL_BIN.

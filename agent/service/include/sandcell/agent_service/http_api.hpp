@@ -11,8 +11,8 @@
 namespace sandcell::agent_service {
 
 struct HttpApiOptions {
-  std::string listen;  // "HOST:PORT" (port 0: any free port) or "unix:PATH"
-  std::string token;   // required for TCP; ignored on a unix socket (its mode 0600 guards it)
+  std::string listen{};  // "HOST:PORT" (port 0: any free port) or "unix:PATH"
+  std::string token{};   // required for TCP; ignored on a unix socket (its mode 0600 guards it)
   int max_running = 2;
   int max_queued = 64;
   size_t max_body_bytes = 32u << 20;

@@ -20,7 +20,7 @@ namespace sandcell::agent_service {
 struct McpServerOptions {
   std::string default_skill = "python";
   int max_parallel_calls = 4;  // tools/call running at once; more wait in a queue
-  std::string version;         // serverInfo.version
+  std::string version{};         // serverInfo.version
 };
 
 class McpServer {

@@ -37,10 +37,10 @@ class Transcript {
 std::string new_run_id();
 
 struct TranscriptSummary {
-  std::string run_id;
-  std::string started;  // ISO time of the first record
-  std::string status;   // from the end record, "running?" when there is none
-  std::string task;
+  std::string run_id{};
+  std::string started{};  // ISO time of the first record
+  std::string status{};   // from the end record, "running?" when there is none
+  std::string task{};
 };
 
 std::filesystem::path transcripts_dir(const std::filesystem::path& root);
