@@ -58,7 +58,9 @@ TEST_F(ServeE2E, FiftyConcurrentRequestsGetTheirOwnResultsAndNothingLeaks) {
     json reply = replies[i].get();
     ASSERT_EQ(reply["status"], 200) << i << ": " << reply;
     json result = i % 5 == 0 ? reply["body"].back()["result"] : reply["body"];
-    if (i % 5 == 0) EXPECT_EQ(reply["body"].back()["type"], "end");
+    if (i % 5 == 0) {
+      EXPECT_EQ(reply["body"].back()["type"], "end");
+    }
     EXPECT_EQ(result["status"], "ok") << i << ": " << result;
     EXPECT_EQ(result["stdout"], std::to_string(i * i) + "\n") << i;
     EXPECT_EQ(result["stderr"], std::to_string(i) + "\n") << i;
@@ -78,8 +80,12 @@ TEST_F(ServeE2E, SigtermFinishesTheRunningRequestThenExits) {
   auto pending = std::async(std::launch::async, [this] {
     return run({{"language", "python"}, {"code", "import time\ntime.sleep(1.5)\nprint('finished')"}, {"timeout", 30}});
   });
-  for (int i = 0; i < 5000 && json::parse(client().Get("/v1/health")->body)["running"] != 1; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  auto running = [this] {
+    auto res = client().Get("/v1/health");
+    return res ? json::parse(res->body)["running"].get<int>() : -1;
+  };
+  for (int i = 0; i < 5000 && running() != 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_EQ(running(), 1);
   EXPECT_EQ(server->signal_and_wait(SIGTERM), 0) << server->stderr_text();
   json reply = pending.get();
   ASSERT_EQ(reply["status"], 200) << reply;
