@@ -52,10 +52,15 @@ pid_t spawn(const std::vector<std::string>& argv, const Pipe& in, const Pipe& ou
   posix_spawn_file_actions_init(&actions);
   // dup2 onto 0-2 clears O_CLOEXEC there; every other pipe end stays closed-on-exec, so
   // concurrent spawns never inherit each other's pipes (a leaked write end would keep a
-  // reader waiting for EOF forever).
+  // reader waiting for EOF forever). Pipes are made with O_CLOEXEC rather than relying only on
+  // closefrom below because a concurrent fork elsewhere in the process must not get them.
   posix_spawn_file_actions_adddup2(&actions, in.read.get(), 0);
   posix_spawn_file_actions_adddup2(&actions, out.write.get(), 1);
   posix_spawn_file_actions_adddup2(&actions, err.write.get(), 2);
+  // Libraries do not all open their fds with O_CLOEXEC (cpp-httplib's listening and accepted
+  // sockets): a runner that inherited a client's socket could write into it, and keeps it
+  // open after the server closed it. The child gets exactly 0-2.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
