@@ -139,15 +139,20 @@ int serve_http_until_signal(Executor& executor, const HttpApiOptions& options) {
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    if (!serving) return;  // woken by the main thread below
+    if (!serving.exchange(false)) return;  // woken by the main thread below
     std::cerr << "sandcell serve: " << strsignal(sig) << ", finishing running requests" << std::endl;
     api.stop();
   });
   api.serve();
-  serving = false;
+  bool stopped_by_signal = !serving.exchange(false);
   // Wakes a waiter still in sigwait (serve ended without a signal); a no-op when it returned.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  if (!stopped_by_signal) {
+    // cpp-httplib ends its accept loop when accept() fails for a reason other than EMFILE.
+    std::cerr << "sandcell: serve: the listening socket failed; stopped after finishing the running requests" << std::endl;
+    return 125;
+  }
   std::cerr << "sandcell serve: stopped" << std::endl;
   return 0;
 }
