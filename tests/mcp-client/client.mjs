@@ -1,5 +1,6 @@
 // The official MCP TypeScript SDK client against `sandcell mcp`: handshake, tools/list, and
-// tools/call of run_code (success, failure as isError), session files up and down.
+// tools/call of run_code (success, failure as isError, a PNG figure as image content), session
+// files up and down.
 // Usage: node client.mjs SANDCELL [ARGS BEFORE "mcp"...]   (exit 0 when every check passed)
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -33,6 +34,17 @@ const bad = await client.callTool({ name: "run_code", arguments: { language: "py
 assert.equal(bad.isError, true);
 assert.match(text(bad), /ValueError/);
 console.log("run_code failure is isError:", JSON.stringify(text(bad).slice(0, 200)));
+
+const plot = await client.callTool({
+  name: "run_code",
+  arguments: { language: "python", code: "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.savefig('/workspace/out/squares.png')\n" },
+});
+assert.equal(plot.isError, false, text(plot));
+const image = plot.content.find((c) => c.type === "image");
+assert.ok(image, `no image content: ${JSON.stringify(plot.content).slice(0, 300)}`);
+assert.equal(image.mimeType, "image/png");
+assert.deepEqual([...Buffer.from(image.data, "base64").subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+console.log("run_code PNG artifact as image content:", Buffer.from(image.data, "base64").length, "bytes");
 
 const session = `mcp-sdk-${process.pid}`;
 const up = await client.callTool({ name: "upload_file", arguments: { session, path: "data.txt", content: "hello from the sdk" } });
