@@ -35,6 +35,7 @@ int build(const BuildFlags& f, const GlobalOptions& g) {
     options.build_args[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   options.progress = progress_printer(f.quiet);
+  options.fetch_image = image_fetcher(g, f.quiet);
   rootfs_builder::ImageStore store(g.store_root());
   rootfs_builder::BuildResult result = rootfs_builder::build_image(store, options);
   std::cerr << "built " << (f.tag.empty() ? result.manifest_digest : f.tag) << " in " << result.steps

@@ -126,8 +126,8 @@ int code_or_error(const CodeFlags& f, const GlobalOptions& g) {
   if (f.request_json.empty()) return code(f, g);
   try {
     return code(f, g);
-  } catch (const Error& e) {  // the contract: a bad request is JSON on stdout too
-    std::cout << agent::error_json(e.what()).dump() << std::endl;
+  } catch (const std::exception& e) {  // the contract: a bad request is JSON on stdout too
+    std::cout << agent::error_json(e.what()).dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
     std::cerr << "sandcell: " << e.what() << "\n";
     return 125;
   }

@@ -1,5 +1,6 @@
 // sandcell-images: `run IMAGE` through the image store.
 #include "commands.hpp"
+#include "sandcell/runtime/error.hpp"
 #include "sandcell/rootfs_builder/image_spec.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 
@@ -11,8 +12,18 @@ void enable_image_runs(const Globals& globals) {
                              const std::optional<std::string>& user, const std::optional<std::string>& workdir,
                              runtime::Spec& spec) -> std::shared_ptr<void> {
     auto store = std::make_shared<rootfs_builder::ImageStore>(g->store_root());
+    std::string name = image;
+    try {
+      store->resolve(image);
+    } catch (const Error& missing) {
+      try {
+        name = image_fetcher(*g, false)(image);  // as docker run: an image not here is pulled
+      } catch (const Error& e) {
+        throw Error::invalid(std::string(missing.what()) + "; pulling it failed: " + e.what());
+      }
+    }
     rootfs_builder::ImageRunRequest request{.command = command, .user = user, .workdir = workdir};
-    auto lease = std::make_shared<rootfs_builder::ImageStore::Lease>(rootfs_builder::apply_image(*store, image, request, spec));
+    auto lease = std::make_shared<rootfs_builder::ImageStore::Lease>(rootfs_builder::apply_image(*store, name, request, spec));
     return std::make_shared<std::pair<decltype(store), decltype(lease)>>(store, lease);
   };
 }

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
       "  sandcell run --rootfs ./rootfs -- /bin/sh -c 'echo hello'\n"
       "  sandcell bootstrap debian:bookworm-slim --suite bookworm --variant minbase\n"
       "  sandcell build -t hello:1 ./dir && sandcell run hello:1\n"
+      "  sandcell pull alpine:3.20 && sandcell push app:1 localhost:5000/app:1\n"
       "  sandcell run --rootfs ./rootfs --memory 256m --timeout 5 --json -- python3 x.py\n"
       "  sandcell skills build python && echo 'print(6*7)' | sandcell code --skill python\n"
       "  sandcell gc            remove what a crashed run left behind\n"
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   sandcell::cli::add_build_command(app, action, globals);
   sandcell::cli::add_image_commands(app, action, globals);
   sandcell::cli::add_bootstrap_command(app, action, globals);
+  sandcell::cli::add_registry_commands(app, action, globals);
   sandcell::cli::add_code_command(app, action, globals);
   sandcell::cli::add_skills_command(app, action, globals);
   sandcell::cli::add_sessions_command(app, action, globals);

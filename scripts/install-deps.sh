@@ -14,8 +14,12 @@ packages=(
   busybox-static libc6-dev
   # tools the tests and benchmarks compare against or drive
   hyperfine bubblewrap runc util-linux iproute2 procps nftables
+  # skills tests build a wheel with python3; bench/code.sh reads hyperfine's JSON with jq
+  python3 jq
   # image interop: real tools read and write what sandcell stores
   skopeo umoci podman buildah debootstrap uidmap fuse-overlayfs
+  # registries: Debian's docker-registry (distribution) and htpasswd -B for its Basic auth
+  docker-registry apache2-utils
   # the Docker and containers-common seccomp profiles are loaded in the confinement tests
   golang-github-docker-docker-dev golang-github-containers-common
   # AppArmor profiles are checked with apparmor_parser -QK even where the kernel lacks AppArmor

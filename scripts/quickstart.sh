@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install what is needed, build sandcell, make the Debian base
 # image with debootstrap (no registry needed), build the python skill image, then run a Python
-# snippet in a sandbox and print its output and its result record.
+# snippet with `sandcell code` and print its output and its result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,13 +14,13 @@ if ! "$sandcell" inspect debian:bookworm-slim >/dev/null 2>&1; then
   echo "== sandcell bootstrap debian:bookworm-slim (debootstrap from the Debian mirror, ~1 min)"
   "$sandcell" bootstrap debian:bookworm-slim --suite bookworm --variant minbase
 fi
-echo "== sandcell build -t sandcell/python agent/skills/python"
-"$sandcell" build -q -t sandcell/python agent/skills/python
+echo "== sandcell skills build python   (agent/skills/python: python3, numpy, pandas, matplotlib)"
+"$sandcell" skills build python
 
-snippet='import numpy as np, platform, os
-print("hello from", platform.node(), "pid", os.getpid())
+snippet='import numpy as np, platform
+print("hello from", platform.node())
 print("numpy says", np.arange(10).sum())'
-echo "== sandcell run --report /tmp/sandcell-quickstart.json sandcell/python python3 -c '...'"
-"$sandcell" run --report /tmp/sandcell-quickstart.json sandcell/python python3 -c "$snippet"
-echo "== result record"
+echo "== sandcell code --skill python --report /tmp/sandcell-quickstart.json -   (the snippet on stdin)"
+echo "$snippet" | "$sandcell" code --skill python --report /tmp/sandcell-quickstart.json -
+echo "== result (stdout, stderr, exit_code, status, error, usage, report, artifacts)"
 cat /tmp/sandcell-quickstart.json

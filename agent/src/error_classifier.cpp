@@ -184,8 +184,10 @@ std::optional<ErrorInfo> language_error(const std::string& classifier, const std
 std::optional<ErrorInfo> classify_failure(const std::string& classifier, const PhaseResult& p) {
   if (p.result.status == Status::Ok) return std::nullopt;
   if (auto e = from_status(p)) return e;
-  if (p.name == "install")
-    return ErrorInfo{.kind = "install_error", .message = last_nonempty_line(p.stderr_text + "\n" + p.stdout_text)};
+  if (p.name == "install") {
+    std::string why = last_nonempty_line(p.stderr_text);  // pip and npm end with their verdict there
+    return ErrorInfo{.kind = "install_error", .message = why.empty() ? last_nonempty_line(p.stdout_text) : why};
+  }
   if (auto e = language_error(classifier, p.stderr_text)) {
     if (p.name == "compile" && e->kind == "runtime_exception") e->kind = "compile_error";
     return e;

@@ -47,27 +47,39 @@ std::vector<std::string> context_files(const std::string& context) {
   return files;
 }
 
-ImageState base_state(BuildContext& ctx, const Stage& stage) {
-  if (stage.base_stage) return ctx.built_stages.at(static_cast<size_t>(*stage.base_stage));
+ImageState state_of_image(const ImageRecord& base) {
   ImageState state;
-  if (stage.base == "scratch") {
-    state.config.architecture = host_architecture();
-    state.cache_key = "scratch";
-  } else {
-    ImageRecord base;
-    try {
-      base = ctx.store.resolve(stage.base);
-    } catch (const Error& e) {
-      throw Error::invalid(ctx.dockerfile.filename + ":" + std::to_string(stage.from.line) + ": FROM " +
-                           stage.base + ": " + e.what() + " (make it with `sandcell bootstrap`, `sandcell load` "
-                           "or `sandcell build` first)");
-    }
-    state.config = base.config;
-    state.layers = base.manifest.layers;
-    state.cache_key = "image " + base.manifest_digest;
-  }
+  state.config = base.config;
+  state.layers = base.manifest.layers;
+  state.cache_key = "image " + base.manifest_digest;
   if (env_map(state.config.config.env).count("PATH") == 0) set_env(state.config, "PATH", kDefaultPath);
   return state;
+}
+
+ImageState base_state(BuildContext& ctx, const Stage& stage) {
+  if (stage.base_stage) return ctx.built_stages.at(static_cast<size_t>(*stage.base_stage));
+  if (stage.base == "scratch") {
+    ImageState state;
+    state.config.architecture = host_architecture();
+    state.cache_key = "scratch";
+    set_env(state.config, "PATH", kDefaultPath);
+    return state;
+  }
+  std::string where = ctx.dockerfile.filename + ":" + std::to_string(stage.from.line) + ": FROM " + stage.base + ": ";
+  std::string missing;
+  try {
+    return state_of_image(ctx.store.resolve(stage.base));
+  } catch (const Error& e) {
+    if (!ctx.options.fetch_image)
+      throw Error::invalid(where + e.what() + " (make it with `sandcell bootstrap`, `sandcell load` or `sandcell build` first)");
+    missing = e.what();
+  }
+  try {
+    return state_of_image(ctx.store.resolve(ctx.options.fetch_image(stage.base)));
+  } catch (const Error& e) {
+    throw Error::invalid(where + missing + ", and pulling it failed: " + e.what() +
+                         " (or make it with `sandcell bootstrap`, `sandcell load` or `sandcell build` first)");
+  }
 }
 
 void add_history(ImageState& state, const Instruction& ins, bool empty_layer) {

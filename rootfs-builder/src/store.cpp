@@ -93,10 +93,15 @@ std::string ImageStore::put_blob_file(const std::string& path, std::string_view 
     throw Error::invalid("digest mismatch for " + path + ": expected " + std::string(expected) +
                          ", got " + digest);
   }
-  if (::chmod(tmp.c_str(), 0644) != 0) throw Error(errno, "chmod " + tmp);
-  fsync_path(tmp);
-  rename_durably(tmp, blob_path(digest));  // same content under the same name: replacing is fine
+  put_hashed_blob_file(tmp, digest);  // same content under the same name: replacing is fine
   return digest;
+}
+
+void ImageStore::put_hashed_blob_file(const std::string& tmp_path, std::string_view digest) {
+  if (!tmp_path.starts_with(tmp_dir() + "/")) throw Error::invalid(tmp_path + " is not in " + tmp_dir());
+  if (::chmod(tmp_path.c_str(), 0644) != 0) throw Error(errno, "chmod " + tmp_path);
+  fsync_path(tmp_path);
+  rename_durably(tmp_path, blob_path(digest));
 }
 
 std::string ImageStore::put_blob(std::string_view data, std::string_view expected) {

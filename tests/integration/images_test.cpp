@@ -49,14 +49,7 @@ class Images : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.out;
   }
-  static std::string system_out(const std::string& command) {
-    std::string out;
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    char buffer[4096];
-    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-    int status = pclose(pipe);
-    return (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "FAILED: ") + out;
-  }
+  static std::string system_out(const std::string& command) { return shell_output(command); }
   fs::path dir_;
 };
 

@@ -17,6 +17,16 @@ namespace sandcell::test {
 namespace fs = std::filesystem;
 
 std::string test_rootfs() { return SANDCELL_TEST_ROOTFS; }
+
+std::string shell_output(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return "FAILED: popen " + command;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  int status = pclose(pipe);
+  return (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "FAILED: ") + out;
+}
 std::string sandcell_binary() { return SANDCELL_BIN; }
 
 namespace {

@@ -23,6 +23,10 @@ CliRun run_in_sandbox(const std::vector<std::string>& flags, const std::vector<s
 // Starts sandcell in the background (stdout/stderr to /dev/null); returns its pid.
 pid_t spawn_sandcell(const std::vector<std::string>& args);
 
+// `sh -c command` with stderr joined to stdout; prefixed "FAILED: " when it exits non-zero
+// (outside tools the tests compare against: skopeo, podman, umoci).
+std::string shell_output(const std::string& command);
+
 std::string test_rootfs();
 std::string sandcell_binary();
 

@@ -1,6 +1,7 @@
 // The contract the agent layer (MCP, HTTP, LLM loop) relies on: --request-json, --stream,
 // skills list --json, and bad input answered with one clear error and nothing left behind.
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "sandcell/agent/code_result.hpp"
@@ -108,6 +109,23 @@ TEST_F(Contract, SkillNotBuiltSaysHowToBuildIt) {
   auto bad_file = run_sandcell({"--root", test_store(), "code", "--skill", "python", "/no/such/file.py"});
   EXPECT_EQ(bad_file.exit_code, 125);
   EXPECT_NE(bad_file.err.find("/no/such/file.py"), std::string::npos) << bad_file.err;
+}
+
+TEST_F(Contract, HugeAndOddInputFilesAreRefusedBeforeAnythingRuns) {
+  fs::path big = dir_.path / "big.bin";
+  { std::ofstream(big).put('x'); }
+  fs::resize_file(big, (64 << 20) + 1);  // sparse: costs no disk
+  auto r = run_sandcell({"--root", test_store(), "code", "--skill", "bash", "--put", big.string() + ":big.bin", "-"}, "true\n");
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_NE(r.err.find("the limit is 67108864"), std::string::npos) << r.err;
+  auto dir = run_sandcell({"--root", test_store(), "code", "--skill", "bash", "--put", dir_.path.string() + ":d", "-"}, "true\n");
+  EXPECT_EQ(dir.exit_code, 125);
+  EXPECT_NE(dir.err.find("not a regular file"), std::string::npos) << dir.err;
+  fs::path small = dir_.path / "small.txt";
+  std::ofstream(small) << "x\n";
+  auto escape = run_sandcell({"--root", test_store(), "code", "--skill", "bash", "--put", small.string() + ":/etc/x", "-"}, "true\n");
+  EXPECT_EQ(escape.exit_code, 125);
+  EXPECT_NE(escape.err.find("outside /workspace"), std::string::npos) << escape.err;
 }
 
 TEST_F(Contract, PlainModePassesOutputThroughWithTheProgramsExitCode) {

@@ -12,7 +12,10 @@ else dill refuses; their names are written to /workspace/.sandcell/lost-variable
 runner reports them.
 """
 import importlib
+import io
 import os
+import socket
+import threading
 import sys
 import traceback
 import types
@@ -51,6 +54,11 @@ def save(namespace):
             continue
         if isinstance(value, types.ModuleType):
             modules[name] = value.__name__
+            continue
+        # dill would "keep" an open file by reopening it next call (mode "w" truncates it):
+        # handles to the outside world are not state, they are lost.
+        if isinstance(value, (io.IOBase, socket.socket, threading.Thread, types.GeneratorType)):
+            lost.append(name)
             continue
         try:
             pickle.dumps(value)

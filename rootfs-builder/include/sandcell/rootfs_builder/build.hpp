@@ -23,6 +23,9 @@ struct BuildOptions {
   bool host_network = true;  // false: RUN steps get `--net none`
   // Step lines ("[2/5] RUN make") and RUN output; default: stderr.
   std::function<void(const std::string&)> progress;
+  // FROM an image the store lacks: fetches it (`sandcell pull`) and returns the name the store
+  // now has it under. Unset: such a FROM is an error.
+  std::function<std::string(const std::string& image)> fetch_image;
 };
 
 struct BuildResult {

@@ -51,6 +51,9 @@ class ImageStore {
   // expected_digest when one is given. Returns its digest.
   std::string put_blob_file(const std::string& path, std::string_view expected_digest = {});
   std::string put_blob(std::string_view data, std::string_view expected_digest = {});
+  // Renames a file under tmp_dir() into the blobs as `digest`, which the caller computed while
+  // writing it (downloads hash as they go; hashing 200 MB twice would double the wait).
+  void put_hashed_blob_file(const std::string& tmp_path, std::string_view digest);
   bool has_blob(std::string_view digest) const;
   std::string blob_path(std::string_view digest) const;
   std::string read_blob(std::string_view digest) const;  // verifies the content's digest

@@ -1,0 +1,64 @@
+#pragma once
+// Pull and push images over the Docker Registry HTTP API v2 (the OCI distribution spec), into
+// and out of the image store. Manifests are kept byte for byte as received (their digest is
+// the sha256 of those bytes); every blob is checked for size and digest, every layer for its
+// DiffID, before it is renamed into the store. A failed pull tags nothing.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "sandcell/rootfs_builder/registry_config.hpp"
+#include "sandcell/rootfs_builder/store.hpp"
+
+namespace sandcell::rootfs_builder {
+
+struct RegistryOptions {
+  // nullopt: TLS verified against the system CA store, except for loopback registries and
+  // those in registries.json's insecure-registries, which may also be plain HTTP (as docker).
+  // false: every registry is treated that way (--tls-verify=false); true: none is.
+  std::optional<bool> tls_verify;
+  // Used instead of the stored credentials when set (`--creds`, login).
+  std::optional<RegistryCredentials> credentials;
+  // Progress bars on stderr (callers pass false when stderr is no terminal, or for -q).
+  bool progress = false;
+};
+
+struct PullOptions : RegistryOptions {
+  std::string platform;  // "os/arch[/variant]"; empty: linux/<this machine>
+  int parallel = 3;      // layer downloads at once
+};
+
+struct PullResult {
+  std::string local_name;       // how the store names it: "alpine:3", "localhost:5000/x:1"
+  std::string manifest_digest;  // of the image manifest (not of an index it was picked from)
+  std::string image_id;         // the config digest
+  int blobs_fetched = 0;
+  int blobs_present = 0;  // already in the store, not downloaded
+};
+
+PullResult pull_image(ImageStore& store, const std::string& reference, const PullOptions& options);
+
+struct PushOptions : RegistryOptions {
+  // Blobs larger than this go up in PATCH chunks of this size; smaller ones in one PUT.
+  std::int64_t chunk_size = 64 << 20;
+  int parallel = 3;
+};
+
+struct PushResult {
+  std::string manifest_digest;
+  int blobs_uploaded = 0;
+  int blobs_mounted = 0;  // cross-repository mounts from the image's own repository
+  int blobs_present = 0;  // the registry had them (HEAD)
+};
+
+// Pushes local image `name` as `reference`. Blobs are mounted from the repository `name` was
+// pulled from when that is on the same registry.
+PushResult push_image(ImageStore& store, const std::string& name, const std::string& reference,
+                      const PushOptions& options);
+
+// Checks the credentials against the registry (GET /v2/, or the token service); throws
+// Error::invalid naming the registry when it refuses them.
+void check_login(const std::string& registry, const RegistryOptions& options);
+
+}  // namespace sandcell::rootfs_builder

@@ -1,0 +1,18 @@
+#pragma once
+// GET /v2/<name>/blobs/<digest> into the store: streamed to a temp file and hashed on the way,
+// resumed with Range after a cut-off transfer, then checked (size, digest, and for a layer the
+// DiffID of its decompressed stream) before the rename makes it visible.
+#include <string>
+
+#include "registry_session.hpp"
+#include "sandcell/rootfs_builder/image.hpp"
+#include "sandcell/rootfs_builder/store.hpp"
+#include "transfer_progress.hpp"
+
+namespace sandcell::rootfs_builder {
+
+// expected_diff_id: empty for a blob that is no layer (the config).
+void download_blob(RegistrySession& session, HttpClient& client, ImageStore& store, const std::string& repository,
+                   const Descriptor& blob, const std::string& expected_diff_id, TransferProgress& progress);
+
+}  // namespace sandcell::rootfs_builder

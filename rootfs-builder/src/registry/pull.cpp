@@ -1,0 +1,100 @@
+// `sandcell pull`: manifest (through an index when there is one), config, then the layers in
+// parallel. Nothing is tagged until every blob is verified and in the store; blobs are only
+// ever renamed into place complete, so a failure leaves at most whole, unreferenced blobs
+// (reused by the next pull, removed by prune).
+#include <set>
+
+#include "blob_download.hpp"
+#include "manifest_fetch.hpp"
+#include "parallel_jobs.hpp"
+#include "sandcell/rootfs_builder/registry.hpp"
+#include "sandcell/rootfs_builder/registry_reference.hpp"
+
+namespace sandcell::rootfs_builder {
+namespace {
+
+bool is_known_layer(const std::string& media_type) {
+  return media_type == media_type::kOciLayerGzip || media_type == media_type::kOciLayerZstd ||
+         media_type == media_type::kOciLayer || media_type == media_type::kDockerLayerGzip;
+}
+
+FetchedManifest fetch_image_manifest(RegistrySession& session, HttpClient& client, const RegistryReference& ref,
+                                     const std::string& platform) {
+  FetchedManifest fetched = fetch_manifest(session, client, ref.repository, ref.tag_or_digest());
+  if (!fetched.is_index()) return fetched;
+  Descriptor chosen = select_platform(fetched, parse_platform(platform));
+  fetched = fetch_manifest(session, client, ref.repository, chosen.digest);
+  if (fetched.is_index()) throw Error::invalid(ref.familiar() + ": nested image indexes are not supported");
+  return fetched;
+}
+
+ImageConfig fetch_config(RegistrySession& session, HttpClient& client, ImageStore& store, const std::string& repository,
+                         const Manifest& manifest, PullResult& result) {
+  if (store.has_blob(manifest.config.digest)) {
+    ++result.blobs_present;
+  } else {
+    TransferProgress quiet(false, "", 0);
+    download_blob(session, client, store, repository, manifest.config, "", quiet);
+    ++result.blobs_fetched;
+  }
+  ImageConfig config = config_from_json(store.read_blob(manifest.config.digest));
+  if (config.diff_ids.size() != manifest.layers.size())
+    throw Error::invalid("config " + manifest.config.digest + " lists " + std::to_string(config.diff_ids.size()) +
+                         " DiffIDs for " + std::to_string(manifest.layers.size()) + " layers");
+  return config;
+}
+
+}  // namespace
+
+PullResult pull_image(ImageStore& store, const std::string& reference, const PullOptions& options) {
+  RegistryReference ref = parse_registry_reference(reference);
+  RegistrySession session(ref.registry, ref.api_host(), options, {"repository:" + ref.repository + ":pull"});
+  HttpClient client;
+  FetchedManifest fetched = fetch_image_manifest(session, client, ref, options.platform);
+  Manifest manifest = manifest_from_json(fetched.bytes);
+  for (const Descriptor& layer : manifest.layers)
+    if (!is_known_layer(layer.media_type))
+      throw Error::invalid(ref.familiar() + ": layer " + layer.digest + " has unsupported media type " +
+                           layer.media_type);
+  ImageStore::Lease hold = store.lease();  // prune must not take blobs before the tag exists
+  PullResult result{.local_name = ref.familiar(), .manifest_digest = fetched.digest,
+                    .image_id = manifest.config.digest};
+  ImageConfig config = fetch_config(session, client, store, ref.repository, manifest, result);
+  // An index was picked from by platform; a lone manifest must match a platform asked for.
+  if (Platform wanted = parse_platform(options.platform); !options.platform.empty() &&
+      (config.os != wanted.os || config.architecture != wanted.architecture))
+    throw Error::invalid(ref.familiar() + " is for " + config.os + "/" + config.architecture + ", not " + wanted.str());
+
+  std::vector<std::size_t> missing;
+  std::set<std::string> seen;
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < manifest.layers.size(); ++i) {
+    const Descriptor& layer = manifest.layers[i];
+    if (!seen.insert(layer.digest).second) continue;
+    if (store.has_blob(layer.digest)) {
+      ++result.blobs_present;
+      continue;
+    }
+    missing.push_back(i);
+    total += layer.size;
+  }
+  {
+    TransferProgress progress(options.progress, "pulling " + ref.familiar(), total);
+    run_parallel(missing.size(), options.parallel, [&](std::size_t job, HttpClient& worker) {
+      std::size_t i = missing[job];
+      download_blob(session, worker, store, ref.repository, manifest.layers[i], config.diff_ids[i], progress);
+    });
+  }
+  result.blobs_fetched += static_cast<int>(missing.size());
+  store.put_blob(fetched.bytes, fetched.digest);
+  if (ref.digest.empty()) {
+    store.set_tag(result.local_name, fetched.digest);
+  } else {
+    // Untagged, found as name@digest; by the image manifest's digest when ref named an index.
+    ref.digest = fetched.digest;
+    result.local_name = ref.familiar();
+  }
+  return result;
+}
+
+}  // namespace sandcell::rootfs_builder

@@ -1,0 +1,136 @@
+// Credentials and the insecure-registries list, kept in Docker's file formats so files move
+// between docker, podman (auth.json is the same shape) and sandcell.
+#include "sandcell/rootfs_builder/registry_config.hpp"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../fs_tree.hpp"
+#include "../gzip_sink.hpp"
+#include "base64.hpp"
+#include "sandcell/rootfs_builder/registry_reference.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::rootfs_builder {
+namespace {
+
+using nlohmann::json;
+
+std::string home_dir() {
+  if (const char* home = getenv("HOME"); home != nullptr && *home != '\0') return home;
+  const passwd* pw = getpwuid(getuid());
+  return pw != nullptr ? pw->pw_dir : "/";
+}
+
+std::string auth_file() { return sandcell_config_dir() + "/auth.json"; }
+
+std::string docker_config_file() {
+  if (const char* dir = getenv("DOCKER_CONFIG"); dir != nullptr && *dir != '\0')
+    return std::string(dir) + "/config.json";
+  return home_dir() + "/.docker/config.json";
+}
+
+// A missing file is empty; a file that is not JSON is an error naming it.
+json load_json(const std::string& path) {
+  if (::access(path.c_str(), F_OK) != 0) return json::object();
+  json j = json::parse(read_file(path), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw Error::invalid(path + ": not a JSON object");
+  return j;
+}
+
+// Docker writes Docker Hub's entry as "https://index.docker.io/v1/"; keys may carry a scheme.
+std::optional<RegistryCredentials> credentials_in(const json& config, const std::string& registry) {
+  auto auths = config.find("auths");
+  if (auths == config.end() || !auths->is_object()) return std::nullopt;
+  for (const auto& [key, entry] : auths->items()) {
+    if (normalize_registry(key) != registry || !entry.is_object()) continue;
+    if (entry.contains("username") && entry.contains("password"))
+      return RegistryCredentials{entry.value("username", ""), entry.value("password", "")};
+    auto decoded = base64_decode(entry.value("auth", ""));
+    if (!decoded || decoded->find(':') == std::string::npos) continue;
+    auto colon = decoded->find(':');
+    return RegistryCredentials{decoded->substr(0, colon), decoded->substr(colon + 1)};
+  }
+  return std::nullopt;
+}
+
+void make_private_dir(const std::string& path) {
+  for (std::size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos != path.size() && path[pos] != '/') continue;
+    std::string prefix = path.substr(0, pos);
+    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) throw Error(errno, "mkdir " + prefix);
+  }
+}
+
+// temp (0600 from the start: the password is never readable by others) + rename.
+void write_private(const std::string& path, const std::string& text) {
+  std::string dir = parent_dir(path);
+  make_private_dir(dir);
+  std::string tmp = dir + "/.auth-XXXXXX";
+  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) throw Error(errno, "create temp file in " + dir);
+  try {
+    write_all(fd, text.data(), text.size(), "write " + tmp);
+    if (::fsync(fd) != 0) throw Error(errno, "fsync " + tmp);
+    ::close(fd);
+    fd = -1;
+    if (::rename(tmp.c_str(), path.c_str()) != 0) throw Error(errno, "rename " + tmp + " to " + path);
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
+}  // namespace
+
+std::string sandcell_config_dir() {
+  if (const char* dir = getenv("SANDCELL_CONFIG_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (const char* xdg = getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg != '\0')
+    return std::string(xdg) + "/sandcell";
+  return home_dir() + "/.config/sandcell";
+}
+
+std::optional<RegistryCredentials> find_credentials(const std::string& registry) {
+  if (auto own = credentials_in(load_json(auth_file()), registry)) return own;
+  return credentials_in(load_json(docker_config_file()), registry);
+}
+
+std::string save_credentials(const std::string& registry, const RegistryCredentials& credentials) {
+  json config = load_json(auth_file());
+  json& auths = config["auths"];
+  if (!auths.is_object()) auths = json::object();
+  auths[registry] = {{"auth", base64_encode(credentials.username + ":" + credentials.password)}};
+  write_private(auth_file(), config.dump(2) + "\n");
+  return auth_file();
+}
+
+bool erase_credentials(const std::string& registry) {
+  json config = load_json(auth_file());
+  auto auths = config.find("auths");
+  if (auths == config.end() || !auths->is_object()) return false;
+  std::size_t before = auths->size();
+  for (auto it = auths->begin(); it != auths->end();)
+    it = normalize_registry(it.key()) == registry ? auths->erase(it) : std::next(it);
+  if (auths->size() == before) return false;
+  write_private(auth_file(), config.dump(2) + "\n");
+  return true;
+}
+
+std::vector<std::string> insecure_registries() {
+  std::string path = sandcell_config_dir() + "/registries.json";
+  json config = load_json(path);
+  auto list = config.find("insecure-registries");
+  if (list == config.end()) return {};
+  if (!list->is_array()) throw Error::invalid(path + ": insecure-registries is not a list");
+  std::vector<std::string> out;
+  for (const auto& entry : *list)
+    if (entry.is_string()) out.push_back(normalize_registry(entry.get<std::string>()));
+  return out;
+}
+
+}  // namespace sandcell::rootfs_builder

@@ -1,0 +1,116 @@
+// The code runner's pure parts: requests, code checks, base64, workspace paths, MIME types and
+// the error classes of canned compiler and interpreter output.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sandcell/agent/code_request.hpp"
+#include "sandcell/agent/error_classifier.hpp"
+#include "sandcell/agent/workspace.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::agent {
+namespace {
+
+using nlohmann::json;
+
+std::string invalid_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.input_error());
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(CodeRequest, ParsesEveryContractField) {
+  auto r = parse_code_request({{"language", "py"}, {"code", "print(1)"}, {"session", "s"}, {"timeout", 5},
+                               {"memory", "64m"}, {"packages", {"a", "b"}}, {"net", "allow:x.test"},
+                               {"stdin", "in"}, {"files", {{{"path", "d.txt"}, {"content_base64", "aGk="}}}},
+                               {"get", {"out/x"}}});
+  EXPECT_EQ(r.skill, "py");
+  EXPECT_EQ(r.limits.timeout, "5");
+  EXPECT_EQ(r.limits.memory, "64m");
+  EXPECT_EQ(r.packages.size(), 2u);
+  EXPECT_EQ(r.files.at(0).content, "hi");
+  EXPECT_EQ(r.get.at(0), "out/x");
+}
+
+TEST(CodeRequest, RefusesUnknownFieldsAndWrongTypes) {
+  EXPECT_EQ(invalid_message([] { parse_code_request({{"skill", "py"}, {"code", "x"}, {"timout", 1}}); }),
+            "request: unknown field \"timout\"");
+  EXPECT_EQ(invalid_message([] { parse_code_request({{"code", "x"}}); }), "request: needs \"skill\" (or \"language\")");
+  EXPECT_EQ(invalid_message([] { parse_code_request({{"skill", "py"}, {"code", 3}}); }), "request: \"code\" must be a string");
+  EXPECT_NE(invalid_message([] { parse_code_request({{"skill", "py"}, {"code", "x"}, {"files", {{{"path", "a"}, {"content_base64", "!!"}}}}}); })
+                .find("not base64"), std::string::npos);
+}
+
+TEST(CodeText, EmptyBinaryHugeAndInvalidUtf8AreRefused) {
+  EXPECT_EQ(invalid_message([] { check_code_text(" \n\t", 100); }), "the code is empty");
+  EXPECT_NE(invalid_message([] { check_code_text(std::string("a\0b", 3), 100); }).find("binary"), std::string::npos);
+  EXPECT_NE(invalid_message([] { check_code_text(std::string(101, 'x'), 100); }).find("limit is 100"), std::string::npos);
+  EXPECT_EQ(invalid_message([] { check_code_text("\xff\xfe", 100); }), "the code is not valid UTF-8 text");
+  check_code_text("print('ü')\n", 100);
+}
+
+TEST(Base64, RoundTripsEveryLength) {
+  std::string bytes;
+  for (int n = 0; n < 10; ++n) {
+    EXPECT_EQ(base64_decode(base64_encode(bytes), "x"), bytes);
+    bytes.push_back(static_cast<char>(0xf0 + n));
+  }
+  EXPECT_EQ(base64_encode("hi"), "aGk=");
+}
+
+TEST(WorkspacePaths, StayInsideTheWorkspace) {
+  EXPECT_EQ(Workspace::relative("/workspace/out/a.png"), "out/a.png");
+  EXPECT_EQ(Workspace::relative("out/a.png"), "out/a.png");
+  EXPECT_NE(invalid_message([] { Workspace::relative("/etc/passwd"); }).find("outside /workspace"), std::string::npos);
+  EXPECT_NE(invalid_message([] { Workspace::relative("out/../../x"); }).find(".."), std::string::npos);
+  EXPECT_NE(invalid_message([] { Workspace::relative("/workspace/../etc"); }).find(".."), std::string::npos);
+  EXPECT_EQ(mime_type("out/figure-1.PNG"), "image/png");
+  EXPECT_EQ(mime_type("out.d/noext"), "application/octet-stream");
+}
+
+PhaseResult failed(const std::string& name, const std::string& err, runtime::Status status = runtime::Status::ExitNonzero) {
+  PhaseResult p;
+  p.name = name;
+  p.result.status = status;
+  p.result.exit_code = 1;
+  p.stderr_text = err;
+  return p;
+}
+
+TEST(ErrorClasses, PythonChainedTracebackUsesTheLastException) {
+  auto e = classify_failure("python", failed("run",
+      "Traceback (most recent call last):\n  File \"/workspace/main.py\", line 2, in <module>\n    int('x')\n"
+      "ValueError: invalid literal\n\nDuring handling of the above exception, another exception occurred:\n\n"
+      "Traceback (most recent call last):\n  File \"/workspace/main.py\", line 4, in <module>\n    raise KeyError('k')\n"
+      "KeyError: 'k'\n"));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, "runtime_exception");
+  EXPECT_EQ(e->exception, "KeyError");
+  EXPECT_EQ(e->line, 4);
+}
+
+TEST(ErrorClasses, GccDiagnosticsAndLinkErrors) {
+  auto c = classify_failure("gcc", failed("compile", "/workspace/main.c: In function 'main':\n"
+                                                      "/workspace/main.c:7:3: error: expected ';' before '}' token\n"));
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kind, "compile_error");
+  EXPECT_EQ(c->line, 7);
+  auto link = classify_failure("gcc", failed("compile", "main.c:(.text+0x5): undefined reference to `helper'\n"));
+  EXPECT_EQ(link->message, "undefined reference to helper");
+}
+
+TEST(ErrorClasses, LimitsWinOverWhatStderrSays) {
+  auto t = classify_failure("python", failed("run", "Traceback...\n", runtime::Status::TimeoutWall));
+  EXPECT_EQ(t->kind, "timeout");
+  EXPECT_EQ(classify_failure("node", failed("run", "", runtime::Status::Oom))->kind, "memory_limit");
+  EXPECT_EQ(classify_failure("bash", failed("install", "ERROR: No matching distribution\n"))->kind, "install_error");
+  EXPECT_FALSE(classify_failure("bash", failed("run", "", runtime::Status::Ok)));
+}
+
+}  // namespace
+}  // namespace sandcell::agent
