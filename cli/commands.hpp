@@ -48,6 +48,10 @@ void add_bootstrap_command(CLI::App& app, Action& action, const Globals& globals
 void add_registry_commands(CLI::App& app, Action& action, const Globals& globals);
 // Pulls an image the store lacks (FROM, run IMAGE); returns the name the store has it under.
 std::function<std::string(const std::string& image)> image_fetcher(const GlobalOptions& globals, bool quiet);
+void add_agent_command(CLI::App& app, Action& action, const Globals& globals);
+void add_logs_command(CLI::App& app, Action& action, const Globals& globals);
+void add_mcp_command(CLI::App& app, Action& action, const Globals& globals);
+void add_serve_command(CLI::App& app, Action& action, const Globals& globals);
 
 // sandcell-images only: sets globals->apply_image.
 void enable_image_runs(const Globals& globals);

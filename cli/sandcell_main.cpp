@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
   sandcell::cli::add_code_command(app, action, globals);
   sandcell::cli::add_skills_command(app, action, globals);
   sandcell::cli::add_sessions_command(app, action, globals);
+  sandcell::cli::add_agent_command(app, action, globals);
+  sandcell::cli::add_logs_command(app, action, globals);
+  sandcell::cli::add_mcp_command(app, action, globals);
+  sandcell::cli::add_serve_command(app, action, globals);
 #endif
   std::vector<std::string> args(argv + 1, argv + argc);
   args = sandcell::cli::end_run_options(args);

@@ -37,6 +37,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The MCP interop test runs the official MCP TypeScript SDK client on Node.js (>= 18). A host
+# with Node from elsewhere (nodesource) keeps it: Debian's npm would conflict with that nodejs.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
   exit 0

@@ -1,0 +1,48 @@
+#pragma once
+// The seam between the agent layer and the code runner. One call runs one code request of the
+// `sandcell code --request-json` contract and returns its result object; the real executor
+// spawns that command per call, tests substitute their own.
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandcell::agent_service {
+
+using Json = nlohmann::json;
+
+// Called with "stdout" or "stderr" and a chunk of that stream while a streamed run is going.
+using OutputSink = std::function<void(std::string_view stream, std::string_view data)>;
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Runs one request ({"skill"|"language", "code", "session", "timeout", "files", "get", ...})
+  // and returns the result ({"stdout", "stderr", "exit_code", "status", "report", "artifacts",
+  // "error", "files"}). A request the runner refused comes back as
+  // {"error": {"class": "sandcell", "message": ...}}; throws only when the runner itself could
+  // not be started or answered garbage.
+  virtual Json run(const Json& request) = 0;
+  // The same, passing output to `sink` as it is produced.
+  virtual Json run_streaming(const Json& request, const OutputSink& sink) = 0;
+  virtual Json list_skills() = 0;
+  virtual Json list_sessions() = 0;
+  virtual void remove_session(const std::string& id) = 0;
+};
+
+struct SubprocessExecutorOptions {
+  std::string sandcell_bin{};  // the `sandcell` executable to spawn
+  std::string root{};          // passed as `--root` when not empty
+};
+
+// The executable next to the running one (/proc/self/exe's directory), or $SANDCELL_BIN.
+std::string default_sandcell_bin();
+
+std::unique_ptr<Executor> make_subprocess_executor(SubprocessExecutorOptions options);
+
+// True when a result is the runner's refusal of the request itself (class "sandcell").
+bool is_request_error(const Json& result);
+
+}  // namespace sandcell::agent_service

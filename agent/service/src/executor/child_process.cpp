@@ -1,0 +1,137 @@
+#include "executor/child_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+
+#include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/unique_fd.hpp"
+
+extern char** environ;
+
+namespace sandcell::agent_service {
+namespace {
+
+using runtime::UniqueFd;
+
+struct Pipe {
+  UniqueFd read, write;
+};
+
+Pipe make_pipe() {
+  int fds[2];
+  check(pipe2(fds, O_CLOEXEC), "pipe2");
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+// posix_spawn attributes: own process group, empty signal mask (servers block SIGTERM/SIGINT
+// in every thread to take them with sigwait), default SIGPIPE/SIGTERM/SIGINT.
+struct SpawnAttributes {
+  posix_spawnattr_t attr;
+  SpawnAttributes() {
+    posix_spawnattr_init(&attr);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP}) sigaddset(&defaults, sig);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  }
+  ~SpawnAttributes() { posix_spawnattr_destroy(&attr); }
+};
+
+pid_t spawn(const std::vector<std::string>& argv, const Pipe& in, const Pipe& out, const Pipe& err) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // dup2 onto 0-2 clears O_CLOEXEC there; every other pipe end stays closed-on-exec, so
+  // concurrent spawns never inherit each other's pipes (a leaked write end would keep a
+  // reader waiting for EOF forever). Pipes are made with O_CLOEXEC rather than relying only on
+  // closefrom below because a concurrent fork elsewhere in the process must not get them.
+  posix_spawn_file_actions_adddup2(&actions, in.read.get(), 0);
+  posix_spawn_file_actions_adddup2(&actions, out.write.get(), 1);
+  posix_spawn_file_actions_adddup2(&actions, err.write.get(), 2);
+  // Libraries do not all open their fds with O_CLOEXEC (cpp-httplib's listening and accepted
+  // sockets): a runner that inherited a client's socket could write into it, and keeps it
+  // open after the server closed it. The child gets exactly 0-2.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  SpawnAttributes attributes;
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, argv[0].c_str(), &actions, &attributes.attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw Error(rc, "spawn " + argv[0]);
+  return pid;
+}
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw Error(errno, "waitpid");
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Moves `input` into the child's stdin and its stdout/stderr out until both reach EOF.
+void pump(UniqueFd in, UniqueFd out, UniqueFd err, std::string_view input,
+          const std::function<void(std::string_view)>& on_stdout, std::string& stderr_text) {
+  fcntl(in.get(), F_SETFL, O_NONBLOCK);
+  size_t written = 0;
+  if (input.empty()) in.reset();
+  std::array<char, 65536> buffer;
+  while (in || out || err) {
+    std::array<pollfd, 3> fds{{{in.get(), POLLOUT, 0}, {out.get(), POLLIN, 0}, {err.get(), POLLIN, 0}}};
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      throw Error(errno, "poll on the runner's pipes");
+    }
+    if (in && fds[0].revents) {
+      ssize_t n = write(in.get(), input.data() + written, input.size() - written);
+      if (n > 0) written += static_cast<size_t>(n);
+      if (n < 0 && errno != EAGAIN && errno != EINTR) in.reset();  // the child stopped reading
+      if (written == input.size()) in.reset();
+    }
+    for (auto [index, fd] : {std::pair{1, &out}, std::pair{2, &err}}) {
+      if (!*fd || !fds[index].revents) continue;
+      ssize_t n = read(fd->get(), buffer.data(), buffer.size());
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        fd->reset();
+        continue;
+      }
+      std::string_view chunk(buffer.data(), static_cast<size_t>(n));
+      if (index == 1) on_stdout(chunk);
+      else if (stderr_text.size() < (1u << 20)) stderr_text.append(chunk);
+    }
+  }
+}
+
+}  // namespace
+
+ChildOutcome run_child(const std::vector<std::string>& argv, std::string_view input,
+                       const std::function<void(std::string_view)>& on_stdout) {
+  Pipe in = make_pipe(), out = make_pipe(), err = make_pipe();
+  pid_t pid = spawn(argv, in, out, err);
+  in.read.reset();
+  out.write.reset();
+  err.write.reset();
+  ChildOutcome outcome;
+  try {
+    pump(std::move(in.write), std::move(out.read), std::move(err.read), input, on_stdout, outcome.stderr_text);
+  } catch (...) {
+    kill(pid, SIGKILL);
+    wait_for(pid);
+    throw;
+  }
+  outcome.exit_code = wait_for(pid);
+  return outcome;
+}
+
+}  // namespace sandcell::agent_service

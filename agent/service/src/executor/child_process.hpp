@@ -1,0 +1,25 @@
+#pragma once
+// A child process with its stdin, stdout and stderr on pipes, driven with poll() so a large
+// request and a large answer can never deadlock each other.
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandcell::agent_service {
+
+struct ChildOutcome {
+  int exit_code = -1;  // the exit status, or 128+N when signal N ended it
+  std::string stderr_text{};
+};
+
+// Runs argv (argv[0] is a path), writes `input` to its stdin then closes it, passes each chunk
+// of its stdout to `on_stdout` and returns when it has exited. The child gets its own process
+// group and default signal dispositions, so a Ctrl-C meant for a server does not abort the
+// work that server is still finishing.
+ChildOutcome run_child(const std::vector<std::string>& argv, std::string_view input,
+                       const std::function<void(std::string_view)>& on_stdout);
+
+}  // namespace sandcell::agent_service

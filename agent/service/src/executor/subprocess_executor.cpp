@@ -1,0 +1,125 @@
+// The real executor: one `sandcell code --request-json -` process per execution.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "executor/child_process.hpp"
+#include "sandcell/agent_service/executor.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::agent_service {
+namespace {
+
+// The runner's stderr, reduced to its message for an error line.
+std::string first_line(const std::string& text) {
+  auto end = text.find('\n');
+  std::string line = text.substr(0, end);
+  const std::string prefix = "sandcell: ";
+  return line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : line;
+}
+
+Json parse_json_answer(const std::string& text, const ChildOutcome& outcome, const std::string& what) {
+  Json parsed = Json::parse(text, nullptr, false);
+  if (!parsed.is_discarded() && parsed.is_object()) return parsed;
+  if (outcome.exit_code == 125 || outcome.exit_code != 0) {
+    return Json{{"error", {{"class", "sandcell"},
+                           {"message", outcome.stderr_text.empty() ? what + " failed with exit code " +
+                                                                         std::to_string(outcome.exit_code)
+                                                                   : first_line(outcome.stderr_text)}}}};
+  }
+  throw Error(EPROTO, what + " printed no JSON object (exit " + std::to_string(outcome.exit_code) + ")");
+}
+
+class SubprocessExecutor final : public Executor {
+ public:
+  explicit SubprocessExecutor(SubprocessExecutorOptions options) : options_(std::move(options)) {}
+
+  Json run(const Json& request) override {
+    std::string out;
+    ChildOutcome outcome = run_child(argv({"code", "--request-json", "-"}), request.dump(),
+                                     [&](std::string_view chunk) { out.append(chunk); });
+    return parse_json_answer(out, outcome, "sandcell code");
+  }
+
+  Json run_streaming(const Json& request, const OutputSink& sink) override {
+    std::string pending;
+    Json end;
+    auto on_line = [&](const std::string& line) {
+      Json event = Json::parse(line, nullptr, false);
+      if (event.is_discarded() || !event.is_object()) return;
+      std::string type = event.value("type", "");
+      if (type == "end") end = event.value("result", Json::object());
+      else if ((type == "stdout" || type == "stderr") && event.contains("data"))
+        sink(type, event["data"].get<std::string>());
+    };
+    ChildOutcome outcome = run_child(argv({"code", "--request-json", "-", "--stream"}), request.dump(),
+                                     [&](std::string_view chunk) {
+                                       pending.append(chunk);
+                                       for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+                                         on_line(pending.substr(0, nl));
+                                         pending.erase(0, nl + 1);
+                                       }
+                                     });
+    if (!pending.empty()) {
+      // A runner that refused the request prints a single JSON object, not events.
+      on_line(pending);
+      if (end.is_null()) end = Json::parse(pending, nullptr, false);
+    }
+    if (end.is_object()) return end;
+    return parse_json_answer("", outcome, "sandcell code --stream");
+  }
+
+  Json list_skills() override { return listing({"skills", "list", "--json"}); }
+  Json list_sessions() override { return listing({"sessions", "list", "--json"}); }
+
+  void remove_session(const std::string& id) override {
+    ChildOutcome outcome = run_child(argv({"sessions", "rm", id}), "", [](std::string_view) {});
+    if (outcome.exit_code != 0)
+      throw Error::invalid("remove session " + id + ": " + first_line(outcome.stderr_text));
+  }
+
+ private:
+  std::vector<std::string> argv(std::initializer_list<std::string> verb) const {
+    std::vector<std::string> args{options_.sandcell_bin};
+    if (!options_.root.empty()) args.insert(args.end(), {"--root", options_.root});
+    args.insert(args.end(), verb);
+    return args;
+  }
+
+  Json listing(std::initializer_list<std::string> verb) {
+    std::string out;
+    ChildOutcome outcome = run_child(argv(verb), "", [&](std::string_view chunk) { out.append(chunk); });
+    if (outcome.exit_code != 0)
+      throw Error::invalid("sandcell " + *verb.begin() + " list: " + first_line(outcome.stderr_text));
+    Json parsed = Json::parse(out, nullptr, false);
+    if (parsed.is_discarded()) throw Error(EPROTO, "sandcell " + *verb.begin() + " list printed no JSON");
+    return parsed;
+  }
+
+  SubprocessExecutorOptions options_;
+};
+
+}  // namespace
+
+std::string default_sandcell_bin() {
+  if (const char* env = std::getenv("SANDCELL_BIN"); env && *env) return env;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error(ec.value(), "readlink /proc/self/exe");
+  return (self.parent_path() / "sandcell").string();
+}
+
+std::unique_ptr<Executor> make_subprocess_executor(SubprocessExecutorOptions options) {
+  if (options.sandcell_bin.empty()) options.sandcell_bin = default_sandcell_bin();
+  if (access(options.sandcell_bin.c_str(), X_OK) != 0)
+    throw Error(errno, "sandcell executable " + options.sandcell_bin);
+  return std::make_unique<SubprocessExecutor>(std::move(options));
+}
+
+bool is_request_error(const Json& result) {
+  return result.contains("error") && result["error"].is_object() &&
+         result["error"].value("class", "") == "sandcell" && !result.contains("status");
+}
+
+}  // namespace sandcell::agent_service

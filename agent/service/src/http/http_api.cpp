@@ -1,0 +1,160 @@
+#include "sandcell/agent_service/http_api.hpp"
+
+#include <httplib.h>
+#include <openssl/crypto.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "http/admission_gate.hpp"
+#include "http/routes.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::agent_service {
+namespace {
+
+struct ListenAddress {
+  std::string unix_path;  // set for unix:PATH
+  std::string host;
+  int port = 0;
+};
+
+ListenAddress parse_listen(const std::string& listen) {
+  if (listen.rfind("unix:", 0) == 0) {
+    if (listen.size() == 5) throw Error::invalid("--listen unix: needs a socket path");
+    return {listen.substr(5), "", 0};
+  }
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    throw Error::invalid("--listen '" + listen + "': expected HOST:PORT or unix:PATH");
+  try {
+    size_t used = 0;
+    int port = std::stoi(listen.substr(colon + 1), &used);
+    if (used != listen.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range("port");
+    std::string host = listen.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    return {"", host, port};
+  } catch (const std::logic_error&) {
+    throw Error::invalid("--listen '" + listen + "': the port must be a number from 0 to 65535");
+  }
+}
+
+bool token_matches(const std::string& header, const std::string& token) {
+  const std::string expected = "Bearer " + token;
+  // Constant time: the comparison must not tell an attacker how many bytes were right.
+  return header.size() == expected.size() && CRYPTO_memcmp(header.data(), expected.data(), header.size()) == 0;
+}
+
+}  // namespace
+
+struct HttpApi::State {
+  Executor& executor;
+  HttpApiOptions options;
+  ListenAddress address;
+  AdmissionGate gate;
+  httplib::Server server;
+};
+
+HttpApi::HttpApi(Executor& executor, HttpApiOptions options)
+    : state_(new State{executor, options, parse_listen(options.listen), AdmissionGate(options.max_running, options.max_queued), {}}) {
+  State& s = *state_;
+  if (s.address.unix_path.empty() && s.options.token.empty())
+    throw Error::invalid("serving on TCP needs a bearer token: --token or $SANDCELL_TOKEN (or listen on unix:PATH)");
+  if (s.options.max_running < 1 || s.options.max_queued < 0)
+    throw Error::invalid("--max-running must be at least 1 and --max-queued at least 0");
+  // Every queued request waits in a server thread, so the pool must hold running + queued
+  // + a few for health checks and 429 answers; otherwise httplib's own unbounded queue
+  // would hide the limit.
+  size_t threads = static_cast<size_t>(s.options.max_running + s.options.max_queued + 4);
+  s.server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.server.set_payload_max_length(s.options.max_body_bytes);
+  if (!s.address.unix_path.empty()) s.server.set_address_family(AF_UNIX);
+  // Runs before httplib reads the body: a client without the token, or with a body over the
+  // limit, is answered without us reading what it sends.
+  s.server.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    bool tcp = s.address.unix_path.empty();
+    if (tcp && req.path != "/v1/health" && !token_matches(req.get_header_value("Authorization"), s.options.token)) {
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Bearer");
+      res.set_content(R"({"error":{"class":"auth","message":"missing or wrong bearer token"}})" "\n", "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.get_header_value<uint64_t>("Content-Length") > s.options.max_body_bytes) {
+      res.status = 413;
+      res.set_content(R"({"error":{"class":"request","message":"request body too large"}})" "\n", "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  add_routes(s.server, s.executor, s.gate, s.options);
+}
+
+HttpApi::~HttpApi() {
+  if (!state_->address.unix_path.empty()) ::unlink(state_->address.unix_path.c_str());
+}
+
+int HttpApi::bind() {
+  State& s = *state_;
+  if (!s.address.unix_path.empty()) {
+    ::unlink(s.address.unix_path.c_str());  // a stale socket of an earlier server
+    mode_t old = ::umask(0177);              // the socket is the credential: owner only
+    bool ok = s.server.bind_to_port(s.address.unix_path, 80);
+    ::umask(old);
+    if (!ok) throw Error(errno ? errno : EADDRINUSE, "listen on unix:" + s.address.unix_path);
+    return 0;
+  }
+  if (s.address.port == 0) {
+    int port = s.server.bind_to_any_port(s.address.host);
+    if (port < 0) throw Error(errno ? errno : EADDRINUSE, "listen on " + s.address.host);
+    return port;
+  }
+  if (!s.server.bind_to_port(s.address.host, s.address.port))
+    throw Error(errno ? errno : EADDRINUSE, "listen on " + s.options.listen);
+  return s.address.port;
+}
+
+void HttpApi::serve() { state_->server.listen_after_bind(); }
+
+void HttpApi::stop() { state_->server.stop(); }
+
+int serve_http_until_signal(Executor& executor, const HttpApiOptions& options) {
+  // Blocked before any thread starts, so every thread inherits the mask and only sigwait
+  // below sees SIGTERM/SIGINT (the runner's children get a clean mask at spawn).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  HttpApi api(executor, options);
+  int port = api.bind();
+  std::cerr << "sandcell serve: listening on "
+            << (options.listen.rfind("unix:", 0) == 0 ? options.listen : options.listen.substr(0, options.listen.rfind(':') + 1) + std::to_string(port))
+            << std::endl;
+  std::atomic<bool> serving{true};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (!serving.exchange(false)) return;  // woken by the main thread below
+    std::cerr << "sandcell serve: " << strsignal(sig) << ", finishing running requests" << std::endl;
+    api.stop();
+  });
+  api.serve();
+  bool stopped_by_signal = !serving.exchange(false);
+  // Wakes a waiter still in sigwait (serve ended without a signal); a no-op when it returned.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  if (!stopped_by_signal) {
+    // cpp-httplib ends its accept loop when accept() fails for a reason other than EMFILE.
+    std::cerr << "sandcell: serve: the listening socket failed; stopped after finishing the running requests" << std::endl;
+    return 125;
+  }
+  std::cerr << "sandcell serve: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace sandcell::agent_service

@@ -1,0 +1,114 @@
+#include "http/routes.hpp"
+
+#include "executor/workspace_files.hpp"
+
+namespace sandcell::agent_service {
+namespace {
+
+void send_json(httplib::Response& res, int status, const Json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n", "application/json");
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message) {
+  send_json(res, status, {{"error", {{"class", "request"}, {"message", message}}}});
+}
+
+// Takes a running slot or answers 429; the slot is released when the returned ticket dies.
+std::shared_ptr<AdmissionGate::Ticket> admit(AdmissionGate& gate, httplib::Response& res) {
+  std::shared_ptr<AdmissionGate::Ticket> ticket = gate.enter();
+  if (!ticket) {
+    res.set_header("Retry-After", "1");
+    send_error(res, 429, "too many executions running and queued; retry later");
+  }
+  return ticket;
+}
+
+std::string ndjson(const Json& event) { return event.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
+
+void run_streaming(httplib::Response& res, Executor& executor, Json request, std::shared_ptr<AdmissionGate::Ticket> ticket) {
+  res.set_chunked_content_provider(
+      "application/x-ndjson",
+      [&executor, request = std::move(request), ticket](size_t, httplib::DataSink& sink) {
+        // A client that went away makes writes fail; the run still finishes (and is cleaned
+        // up) within its own limits, so a disconnect never leaves a sandbox behind.
+        auto write = [&sink](const std::string& line) {
+          if (sink.is_writable()) sink.write(line.data(), line.size());
+        };
+        Json result;
+        try {
+          result = executor.run_streaming(request, [&](std::string_view stream, std::string_view data) {
+            write(ndjson({{"type", stream}, {"data", data}}));
+          });
+        } catch (const std::exception& e) {
+          result = {{"error", {{"class", "sandcell"}, {"message", e.what()}}}};
+        }
+        write(ndjson({{"type", "end"}, {"result", result}}));
+        sink.done();
+        return true;
+      });
+}
+
+void handle_run(const httplib::Request& req, httplib::Response& res, Executor& executor, AdmissionGate& gate) {
+  Json request = Json::parse(req.body, nullptr, false);
+  if (request.is_discarded() || !request.is_object()) return send_error(res, 400, "the body must be a JSON object");
+  bool stream = request.value("stream", false);
+  request.erase("stream");
+  auto ticket = admit(gate, res);
+  if (!ticket) return;
+  if (stream) return run_streaming(res, executor, std::move(request), std::move(ticket));
+  Json result = executor.run(request);
+  send_json(res, is_request_error(result) ? 400 : 200, result);
+}
+
+void add_session_routes(httplib::Server& server, Executor& executor, AdmissionGate& gate, const HttpApiOptions& options) {
+  server.Get("/v1/sessions", [&](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, executor.list_sessions());
+  });
+  server.Delete(R"(/v1/sessions/([A-Za-z0-9_.-]+))", [&](const httplib::Request& req, httplib::Response& res) {
+    executor.remove_session(req.matches[1]);
+    send_json(res, 200, {{"removed", std::string(req.matches[1])}});
+  });
+  auto target = [&options](const httplib::Request& req) {
+    std::string skill = req.has_param("skill") ? req.get_param_value("skill") : options.default_skill;
+    return WorkspaceTarget{skill, req.matches[1]};
+  };
+  const char* file_route = R"(/v1/sessions/([A-Za-z0-9_.-]+)/files/(.+))";
+  server.Put(file_route, [&, target](const httplib::Request& req, httplib::Response& res) {
+    auto ticket = admit(gate, res);
+    if (!ticket) return;
+    Json result = put_workspace_file(executor, target(req), req.matches[2], req.body);
+    if (result.value("status", Json("")) != "ok") return send_json(res, 400, result);
+    send_json(res, 200, {{"path", std::string(req.matches[2])}, {"size", req.body.size()}});
+  });
+  server.Get(file_route, [&, target](const httplib::Request& req, httplib::Response& res) {
+    auto ticket = admit(gate, res);
+    if (!ticket) return;
+    FetchedFile file = get_workspace_file(executor, target(req), req.matches[2]);
+    if (!file.bytes) return send_json(res, 404, {{"error", {{"class", "not_found"}, {"message", "no such file: " + std::string(req.matches[2])}}}, {"result", file.result}});
+    res.set_content(*file.bytes, "application/octet-stream");
+  });
+}
+
+}  // namespace
+
+void add_routes(httplib::Server& server, Executor& executor, AdmissionGate& gate, const HttpApiOptions& options) {
+  server.Get("/v1/health", [&](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"status", "ok"}, {"running", gate.running()}, {"queued", gate.queued()},
+                         {"max_running", options.max_running}, {"max_queued", options.max_queued}});
+  });
+  server.Post("/v1/run", [&](const httplib::Request& req, httplib::Response& res) { handle_run(req, res, executor, gate); });
+  server.Get("/v1/skills", [&](const httplib::Request&, httplib::Response& res) { send_json(res, 200, executor.list_skills()); });
+  add_session_routes(server, executor, gate, options);
+  server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      send_json(res, 500, {{"error", {{"class", "sandcell"}, {"message", e.what()}}}});
+    } catch (...) {
+      send_json(res, 500, {{"error", {{"class", "sandcell"}, {"message", "unknown error"}}}});
+    }
+  });
+}
+
+}  // namespace sandcell::agent_service

@@ -1,0 +1,16 @@
+#pragma once
+// The tools sandcell offers over MCP and how their results become MCP content: text for
+// output, image content for PNG artifacts, isError for failures.
+#include <string>
+
+#include "sandcell/agent_service/executor.hpp"
+
+namespace sandcell::agent_service::mcp {
+
+Json tool_list();
+
+// A CallToolResult ({"content": [...], "isError": bool}). Throws std::out_of_range for an
+// unknown tool (a protocol error); bad arguments come back as isError results.
+Json call_tool(Executor& executor, const std::string& default_skill, const std::string& name, const Json& arguments);
+
+}  // namespace sandcell::agent_service::mcp

@@ -1,0 +1,107 @@
+// `sandcell serve` end to end: 50 concurrent clients against a server limited to 2 running
+// executions get their own correct results; afterwards the server holds no extra fds and no
+// children; SIGTERM lets a running request finish before the server exits 0.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <future>
+#include <thread>
+
+#include "e2e_support.hpp"
+
+namespace sandcell::test {
+namespace {
+
+using nlohmann::json;
+
+struct ServeE2E : ::testing::Test {
+  int port = free_tcp_port();
+  std::unique_ptr<Background> server;
+
+  void SetUp() override {
+    server = std::make_unique<Background>(std::vector<std::string>{
+        sandcell_bin(), "--root", skill_store(), "serve", "--listen", "127.0.0.1:" + std::to_string(port), "--token",
+        "e2e-token", "--max-running", "2", "--max-queued", "64"});
+    for (int i = 0; i < 5000 && !client().Get("/v1/health"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ASSERT_TRUE(client().Get("/v1/health")) << server->stderr_text();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_bearer_token_auth("e2e-token");
+    c.set_read_timeout(300, 0);
+    return c;
+  }
+  json run(const json& request) {
+    auto res = client().Post("/v1/run", request.dump(), "application/json");
+    if (!res) return {{"transport_error", httplib::to_string(res.error())}};
+    json body = res->get_header_value("Content-Type") == "application/x-ndjson" ? json::array() : json::parse(res->body, nullptr, false);
+    if (body.is_array()) {
+      std::istringstream lines(res->body);
+      for (std::string line; std::getline(lines, line);) body.push_back(json::parse(line));
+    }
+    return {{"status", res->status}, {"body", body}};
+  }
+};
+
+TEST_F(ServeE2E, FiftyConcurrentRequestsGetTheirOwnResultsAndNothingLeaks) {
+  json warm = run({{"language", "python"}, {"code", "print('warm')"}});  // fds the server keeps for good
+  ASSERT_EQ(warm["status"], 200) << warm;
+  int fds_before = open_fd_count(server->pid());
+  std::vector<std::future<json>> replies;
+  for (int i = 0; i < 50; ++i)
+    replies.push_back(std::async(std::launch::async, [this, i] {
+      json request{{"language", "python"}, {"code", "import sys\nn = " + std::to_string(i) + "\nprint(n * n)\nprint(n, file=sys.stderr)\n"}};
+      if (i % 5 == 0) request["stream"] = true;
+      return run(request);
+    }));
+  for (int i = 0; i < 50; ++i) {
+    json reply = replies[i].get();
+    if (reply["status"] != 200) std::this_thread::sleep_for(std::chrono::seconds(1));  // let the server log why
+    ASSERT_EQ(reply["status"], 200) << i << ": " << reply << "\nserver alive: " << (kill(server->pid(), 0) == 0)
+                                    << "\nserver stderr:\n" << server->stderr_text();
+    json result = i % 5 == 0 ? reply["body"].back()["result"] : reply["body"];
+    if (i % 5 == 0) {
+      EXPECT_EQ(reply["body"].back()["type"], "end");
+    }
+    EXPECT_EQ(result["status"], "ok") << i << ": " << result;
+    EXPECT_EQ(result["stdout"], std::to_string(i * i) + "\n") << i;
+    EXPECT_EQ(result["stderr"], std::to_string(i) + "\n") << i;
+  }
+  // Connections close and runner processes are reaped once every answer is out.
+  for (int i = 0; i < 500 && (open_fd_count(server->pid()) > fds_before || !children_of(server->pid()).empty()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_LE(open_fd_count(server->pid()), fds_before);
+  EXPECT_TRUE(children_of(server->pid()).empty());
+  json health = json::parse(client().Get("/v1/health")->body);
+  EXPECT_EQ(health["running"], 0);
+  EXPECT_EQ(health["queued"], 0);
+  EXPECT_EQ(server->signal_and_wait(SIGTERM), 0) << server->stderr_text();
+}
+
+TEST_F(ServeE2E, SigtermFinishesTheRunningRequestThenExits) {
+  auto pending = std::async(std::launch::async, [this] {
+    return run({{"language", "python"}, {"code", "import time\ntime.sleep(1.5)\nprint('finished')"}, {"timeout", 30}});
+  });
+  auto running = [this] {
+    auto res = client().Get("/v1/health");
+    return res ? json::parse(res->body)["running"].get<int>() : -1;
+  };
+  for (int i = 0; i < 5000 && running() != 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_EQ(running(), 1);
+  EXPECT_EQ(server->signal_and_wait(SIGTERM), 0) << server->stderr_text();
+  json reply = pending.get();
+  ASSERT_EQ(reply["status"], 200) << reply;
+  EXPECT_EQ(reply["body"]["stdout"], "finished\n");
+}
+
+TEST_F(ServeE2E, WrongTokenIsRefusedAndTcpWithoutTokenDoesNotStart) {
+  httplib::Client anonymous("127.0.0.1", port);
+  EXPECT_EQ(anonymous.Post("/v1/run", R"j({"language":"python","code":"print(1)"})j", "application/json")->status, 401);
+  unsetenv("SANDCELL_TOKEN");
+  Finished r = run_sandcell_with_store({"serve", "--listen", "127.0.0.1:" + std::to_string(free_tcp_port())});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_NE(r.err.find("needs a bearer token"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace sandcell::test

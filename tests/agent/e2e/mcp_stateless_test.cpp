@@ -1,0 +1,86 @@
+// `sandcell mcp` with raw JSON-RPC lines, the 2026-07-28 way: no initialize; server/discover,
+// then requests carrying the protocol version and client capabilities in _meta, a refused
+// version (-32022), and a tools/call that runs in a real sandbox.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+
+#include "e2e_support.hpp"
+
+namespace sandcell::test {
+namespace {
+
+using nlohmann::json;
+
+json meta(const std::string& version) {
+  return {{"io.modelcontextprotocol/protocolVersion", version},
+          {"io.modelcontextprotocol/clientCapabilities", json::object()},
+          {"io.modelcontextprotocol/clientInfo", {{"name", "raw-jsonrpc"}, {"version", "1.0"}}}};
+}
+
+// Sends the lines, closes stdin (the server answers everything, then exits) and indexes the
+// answers by id.
+std::map<int, json> converse(const std::vector<json>& messages, Finished& r) {
+  std::string input;
+  for (const json& m : messages) input += m.dump() + "\n";
+  r = run_sandcell_with_store({"mcp"}, input);
+  std::map<int, json> answers;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    json answer = json::parse(line);  // stdout carries only JSON-RPC: a log line would throw here
+    answers[answer["id"].get<int>()] = answer;
+  }
+  return answers;
+}
+
+TEST(McpStateless, DiscoverThenVersionedRequestsRunCodeInASandbox) {
+  Finished r;
+  auto answers = converse({{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "server/discover"}, {"params", {{"_meta", meta("2026-07-28")}}}},
+                           {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}, {"params", {{"_meta", meta("2026-07-28")}}}},
+                           {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/list"}, {"params", {{"_meta", meta("2030-01-01")}}}},
+                           {{"jsonrpc", "2.0"},
+                            {"id", 4},
+                            {"method", "tools/call"},
+                            {"params", {{"_meta", meta("2026-07-28")},
+                                        {"name", "run_code"},
+                                        {"arguments", {{"language", "python"}, {"code", "import sys; print(sys.version_info[0] * 14)"}}}}}}},
+                          r);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json& discovered = answers.at(1)["result"];
+  EXPECT_EQ(discovered["supportedVersions"][0], "2026-07-28");
+  EXPECT_EQ(discovered["resultType"], "complete");
+  EXPECT_TRUE(discovered["capabilities"].contains("tools"));
+
+  const json& tools = answers.at(2)["result"];
+  EXPECT_EQ(tools["resultType"], "complete");
+  EXPECT_EQ(tools["tools"][0]["name"], "run_code");
+
+  const json& refused = answers.at(3)["error"];
+  EXPECT_EQ(refused["code"], -32022);
+  EXPECT_EQ(refused["data"]["requested"], "2030-01-01");
+  EXPECT_EQ(refused["data"]["supported"], discovered["supportedVersions"]);
+
+  const json& called = answers.at(4)["result"];
+  EXPECT_EQ(called["resultType"], "complete");
+  EXPECT_EQ(called["isError"], false) << called;
+  EXPECT_EQ(called["content"][0]["text"], "stdout:\n42\n") << called;
+  EXPECT_NE(r.err.find("serving on stdio"), std::string::npos);  // logs go to stderr
+}
+
+TEST(McpStateless, HandshakeClientsStillGetTheirVersion) {
+  Finished r;
+  auto answers = converse({{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+                            {"params", {{"protocolVersion", "2025-03-26"}, {"capabilities", json::object()},
+                                        {"clientInfo", {{"name", "old"}, {"version", "1"}}}}}},
+                           {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}},
+                           {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}}},
+                          r);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(answers.at(1)["result"]["protocolVersion"], "2025-03-26");
+  EXPECT_EQ(answers.at(2)["result"], json::object());
+  EXPECT_EQ(answers.size(), 2u);
+}
+
+}  // namespace
+}  // namespace sandcell::test
