@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build pkg-config clang-format
+  # libFuzzer targets (scripts/fuzz.sh): clang with its sanitizer and fuzzer runtimes
+  clang libclang-rt-dev
   # libraries sandcell links against
   libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev googletest libarchive-dev libssl-dev libcurl4-openssl-dev libnftables-dev zlib1g-dev
@@ -14,6 +16,8 @@ packages=(
   busybox-static libc6-dev
   # tools the tests and benchmarks compare against or drive
   hyperfine bubblewrap runc util-linux iproute2 procps nftables
+  # setcap: the hostile suite gives a binary file capabilities and checks it gains nothing
+  libcap2-bin
   # image interop: real tools read and write what sandcell stores
   skopeo umoci podman buildah debootstrap uidmap fuse-overlayfs
   # the Docker and containers-common seccomp profiles are loaded in the confinement tests
