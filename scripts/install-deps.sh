@@ -16,8 +16,9 @@ packages=(
   busybox-static libc6-dev
   # tools the tests and benchmarks compare against or drive
   hyperfine bubblewrap runc util-linux iproute2 procps nftables
-  # setcap: the hostile suite gives a binary file capabilities and checks it gains nothing
-  libcap2-bin
+  # setcap: the hostile suite gives a binary file capabilities and checks it gains nothing;
+  # GNU time measures the supervisor's peak RSS
+  libcap2-bin time
   # image interop: real tools read and write what sandcell stores
   skopeo umoci podman buildah debootstrap uidmap fuse-overlayfs
   # the Docker and containers-common seccomp profiles are loaded in the confinement tests

@@ -42,10 +42,11 @@ TEST_F(HostBystander, HostPidsCannotBeSignalledOrSeen) {
   std::string pid = std::to_string(pid_);
   auto r = run_in_sandbox({}, {"/bin/sh", "-c",
       "kill -9 " + pid + " 2>/dev/null; echo kill=$?; ls /proc/" + pid + " >/dev/null 2>&1; echo ls=$?; "
-      "ps -o comm | grep -c '^sleep$'"});
+      "ps -o comm | grep -c '^sleep$' || true"});
   // The host's pid may happen to exist inside as a small number only if the sandbox has that
   // many processes; it has three.
   EXPECT_EQ(stdout_of(r), "kill=1\nls=1\n0\n") << pid;
+  EXPECT_EQ(status_of(r), "ok");
   EXPECT_TRUE(alive());
 }
 
@@ -68,10 +69,10 @@ TEST(HostileNamespaces, SethostnameIsDeniedAndReported) {
 TEST(HostileNamespaces, HostSysvSharedMemoryIsInvisible) {
   int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0666);
   ASSERT_GE(id, 0);
-  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "tail -n +2 /proc/sysvipc/shm | wc -l; ipcs -m | grep -c 0x"});
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "tail -n +2 /proc/sysvipc/shm | wc -l"});
   shmctl(id, IPC_RMID, nullptr);
-  EXPECT_EQ(stdout_of(r), "0\n0\n") << r.record.value("stderr", "");
-  EXPECT_EQ(status_of(r), "exit_nonzero");  // grep -c found nothing: exit 1
+  EXPECT_EQ(stdout_of(r), "0\n") << r.record.value("stderr", "");
+  EXPECT_EQ(status_of(r), "ok");
 }
 
 TEST(HostileNamespaces, CgroupPathDoesNotRevealTheHostHierarchy) {
