@@ -192,6 +192,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   plan.stdout_fd = out.write_end.get();
   plan.stderr_fd = err.write_end.get();
   plan.sync_fd = sync_child.get();
+  plan.supervisor_sync_fd = sync_parent.get();
 
   InterruptSignals interrupts;
   UniqueFd pidfd;
