@@ -90,12 +90,25 @@ TEST(Soak, SupervisorsKilledAtRandomMomentsLeaveNothingAfterGc) {
     waitpid(supervisor, nullptr, 0);
     supervisors.push_back(supervisor);
   }
-  for (int i = 0; i < 200 && !processes_matching("/bin/sc-probe sleep 3003").empty(); ++i)
+  // A sandbox killed before its execve still carries sandcell's command line.
+  const std::string before_exec = sandcell_binary() + " run --rootfs " + test_rootfs() + " -- /bin/sc-probe sleep 3003";
+  auto leftovers = [&] {
+    auto found = processes_matching("/bin/sc-probe sleep 3003");
+    for (pid_t pid : processes_matching(before_exec)) found.push_back(pid);
+    return found;
+  };
+  for (int i = 0; i < 200 && !leftovers().empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+  }
+  auto left_running = leftovers();
+  EXPECT_TRUE(left_running.empty()) << left_running.size() << " sandboxes outlived their supervisor, first pid "
+                                    << (left_running.empty() ? 0 : left_running[0]);
+  for (pid_t pid : left_running) kill(pid, SIGKILL);  // ours: started by this test
   while (waitpid(-1, nullptr, WNOHANG) > 0) {
   }
   prctl(PR_SET_CHILD_SUBREAPER, 0);
-  EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3003").empty()) << "a sandbox outlived its supervisor";
   auto gc = run_sandcell({"gc"});
   EXPECT_EQ(gc.exit_code, 0) << gc.err;
   // Runs are named "<supervisor pid>-..." in cgroups, mounts and /run/sandcell.
