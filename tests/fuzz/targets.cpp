@@ -44,8 +44,11 @@ void proxy_request(std::string_view input) {
   const size_t split = static_cast<unsigned char>(input[0]) % input.size();
   const std::string_view text = input.substr(1);
   network::RequestParser parser(4096);
-  size_t used = parser.feed_head(text.data(), std::min(split, text.size()));
-  if (!parser.head() && !parser.error()) used += parser.feed_head(text.data() + used, text.size() - used);
+  // Never zero bytes, as the proxy (proxy_session.cpp): a zero-length read is the client's EOF,
+  // which the proxy handles itself; http_parser takes len 0 as EOF and returns 1.
+  size_t used = split == 0 ? 0 : parser.feed_head(text.data(), std::min(split, text.size()));
+  if (!parser.head() && !parser.error() && used < text.size())
+    used += parser.feed_head(text.data() + used, text.size() - used);
   if (used > text.size()) throw std::logic_error("the request parser consumed more than it was given");
   if (!parser.head() || parser.error()) return;
   parser.feed_body(text.data() + used, text.size() - used, [](std::string_view) { return true; });
