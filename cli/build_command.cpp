@@ -16,17 +16,6 @@ struct BuildFlags {
   bool no_cache = false, quiet = false;
 };
 
-// Step lines stand out on a terminal (bold); elsewhere plain lines, one per event.
-std::function<void(const std::string&)> progress_printer(bool quiet) {
-  bool tty = isatty(STDERR_FILENO) == 1;
-  return [tty, quiet](const std::string& line) {
-    bool step = !line.empty() && (line[0] == '[' || line.rfind("  layer ", 0) == 0 || line == "  CACHED");
-    if (quiet && !step) return;
-    if (tty && step) std::cerr << "\033[1m" << line << "\033[0m\n";
-    else std::cerr << line << (line.empty() || line.back() != '\n' ? "\n" : "");
-  };
-}
-
 int build(const BuildFlags& f, const GlobalOptions& g) {
   rootfs_builder::BuildOptions options;
   options.context_dir = f.context;
@@ -55,6 +44,17 @@ int build(const BuildFlags& f, const GlobalOptions& g) {
 }
 
 }  // namespace
+
+// Step lines stand out on a terminal (bold); elsewhere plain lines, one per event.
+std::function<void(const std::string&)> progress_printer(bool quiet) {
+  bool tty = isatty(STDERR_FILENO) == 1;
+  return [tty, quiet](const std::string& line) {
+    bool step = !line.empty() && (line[0] == '[' || line.rfind("  layer ", 0) == 0 || line == "  CACHED");
+    if (quiet && !step) return;
+    if (tty && step) std::cerr << "\033[1m" << line << "\033[0m\n";
+    else std::cerr << line << (line.empty() || line.back() != '\n' ? "\n" : "");
+  };
+}
 
 void add_build_command(CLI::App& app, Action& action, const Globals& globals) {
   auto f = std::make_shared<BuildFlags>();

@@ -2,6 +2,7 @@
 // Each verb of `sandcell` registers its options and its action on the CLI11 app.
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,16 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals);
 // argv with a `--` before the program's words of a `run` command line (see run_command.cpp).
 std::vector<std::string> end_run_options(std::vector<std::string> args);
 void add_gc_command(CLI::App& app, Action& action);
+void add_code_command(CLI::App& app, Action& action, const Globals& globals);
+void add_skills_command(CLI::App& app, Action& action, const Globals& globals);
+void add_sessions_command(CLI::App& app, Action& action, const Globals& globals);
+
+// JSON as sandcell prints it (indented; invalid UTF-8 in program output replaced, never fatal).
+std::string dump(const nlohmann::json& j);
+// Writes JSON to path atomically (temp file + rename).
+void write_report(const std::string& path, const nlohmann::json& record);
+// `build` progress on stderr: step lines bold on a terminal; with quiet, only step lines.
+std::function<void(const std::string&)> progress_printer(bool quiet);
 void add_build_command(CLI::App& app, Action& action, const Globals& globals);
 void add_image_commands(CLI::App& app, Action& action, const Globals& globals);
 void add_bootstrap_command(CLI::App& app, Action& action, const Globals& globals);

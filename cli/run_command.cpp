@@ -98,23 +98,10 @@ void apply_process(const RunFlags& f, Spec& spec) {
 // --net none | allow:HOST[,HOST...] | full, and the flags that refine it. The runtime checks
 // that they fit together and parses the hosts and ranges.
 void apply_network(const RunFlags& f, Spec& spec) {
-  runtime::NetworkPolicy& policy = spec.network_policy;
-  if (f.net == "none") {
-    spec.network = runtime::NetworkMode::None;
-  } else if (f.net == "full") {
-    spec.network = runtime::NetworkMode::Full;
-  } else if (f.net.rfind("allow:", 0) == 0) {
-    spec.network = runtime::NetworkMode::Allow;
-    for (const std::string& host : split(f.net.substr(6), ','))
-      if (!host.empty()) policy.allow.push_back(host);
-    if (policy.allow.empty() && f.net_allow_file.empty())
-      throw Error::invalid("--net allow: needs hosts, e.g. --net allow:example.com,*.example.org");
-  } else {
-    throw Error::invalid("--net expects none, allow:HOST[,HOST...] or full, got '" + f.net + "'");
-  }
-  policy.allow_file = f.net_allow_file;
-  policy.hosts_file = f.net_hosts;
-  policy.allow_cidrs = f.net_allow_cidrs;
+  runtime::set_network_arg(f.net, !f.net_allow_file.empty(), spec);
+  spec.network_policy.allow_file = f.net_allow_file;
+  spec.network_policy.hosts_file = f.net_hosts;
+  spec.network_policy.allow_cidrs = f.net_allow_cidrs;
 }
 
 std::string capability_name(std::string name) {
@@ -122,20 +109,11 @@ std::string capability_name(std::string name) {
   return name.rfind("CAP_", 0) == 0 ? name : "CAP_" + name;
 }
 
-// Compiled profiles are cached (seccomp/include/sandcell/seccomp/compiled_cache.hpp).
-std::string seccomp_cache_dir() {
-  if (geteuid() == 0) return "/var/cache/sandcell/seccomp";
-  const char* cache = getenv("XDG_CACHE_HOME");
-  const char* home = getenv("HOME");
-  return cache && *cache ? std::string(cache) + "/sandcell/seccomp"
-                         : std::string(home ? home : "/tmp") + "/.cache/sandcell/seccomp";
-}
-
 void apply_seccomp(const RunFlags& f, Spec& spec) {
   seccomp::ProfileContext context;
   for (const std::string& cap : spec.capabilities) context.capabilities.push_back(capability_name(cap));
   spec.seccomp = seccomp::compile_profile_arg(f.seccomp, context, {.report_denials = !f.no_denial_report},
-                                              seccomp_cache_dir());
+                                              seccomp::default_cache_dir());
   if (spec.seccomp) spec.seccomp->name = f.seccomp;
 }
 
@@ -177,21 +155,6 @@ void write_all(int fd, std::span<const char> data) {
   }
 }
 
-std::string dump(const nlohmann::json& j) {
-  // The program's output may be any bytes: invalid UTF-8 is replaced, never fatal.
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-void write_report(const std::string& path, const nlohmann::json& record) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << dump(record) << "\n";
-    if (!out.flush()) throw Error(errno ? errno : EIO, "write report " + tmp);
-  }
-  check(rename(tmp.c_str(), path.c_str()), "rename report to " + path);
-}
-
 int run(const RunFlags& flags, const GlobalOptions& globals) {
   Spec spec = spec_from_flags(flags);
   std::shared_ptr<void> lease = apply_image(flags, globals, spec);
@@ -219,6 +182,21 @@ int run(const RunFlags& flags, const GlobalOptions& globals) {
 }
 
 }  // namespace
+
+std::string dump(const nlohmann::json& j) {
+  // The program's output may be any bytes: invalid UTF-8 is replaced, never fatal.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void write_report(const std::string& path, const nlohmann::json& record) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << dump(record) << "\n";
+    if (!out.flush()) throw Error(errno ? errno : EIO, "write report " + tmp);
+  }
+  check(rename(tmp.c_str(), path.c_str()), "rename report to " + path);
+}
 
 std::vector<std::string> end_run_options(std::vector<std::string> args) {
   // `sandcell run IMAGE sh -c x`: the words from IMAGE (or CMD) on belong to the program, as with

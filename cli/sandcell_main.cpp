@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
       "  sandcell bootstrap debian:bookworm-slim --suite bookworm --variant minbase\n"
       "  sandcell build -t hello:1 ./dir && sandcell run hello:1\n"
       "  sandcell run --rootfs ./rootfs --memory 256m --timeout 5 --json -- python3 x.py\n"
+      "  sandcell skills build python && echo 'print(6*7)' | sandcell code --skill python\n"
       "  sandcell gc            remove what a crashed run left behind\n"
       "Run `sandcell COMMAND --help` for the options of a command.");
   auto globals = std::make_shared<sandcell::cli::GlobalOptions>();
@@ -51,6 +52,9 @@ int main(int argc, char** argv) {
   sandcell::cli::add_build_command(app, action, globals);
   sandcell::cli::add_image_commands(app, action, globals);
   sandcell::cli::add_bootstrap_command(app, action, globals);
+  sandcell::cli::add_code_command(app, action, globals);
+  sandcell::cli::add_skills_command(app, action, globals);
+  sandcell::cli::add_sessions_command(app, action, globals);
 #endif
   std::vector<std::string> args(argv + 1, argv + argc);
   args = sandcell::cli::end_run_options(args);

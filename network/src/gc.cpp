@@ -1,5 +1,5 @@
 // Network garbage of crashed runs (see gc.hpp). Only names sandcell makes are considered:
-// links "sc-<8 hex>h" and chains "sc-<8 hex>-<hook>" in `inet sandcell`.
+// links "sc-<8 hex>h" and the elements of link "sc-<8 hex>h" in the sets of `inet sandcell`.
 #include "sandcell/network/gc.hpp"
 
 #include <netlink/route/link.h>
@@ -50,14 +50,14 @@ std::vector<std::string> collect_network_garbage(
   for (const auto& id : sandcell_link_ids()) {
     if (!is_live(id)) dead.insert(id);
   }
-  for (const auto& chain : sandcell_chains()) {
-    if (auto id = id_in(chain, "-"); !id.empty() && !is_live(id)) dead.insert(id);
+  for (const auto& id : firewall_ids()) {
+    if (!is_live(id)) dead.insert(id);
   }
   for (const auto& id : dead) {
     delete_link_if_present("sc-" + id + "h");
     remove_firewall(id);
   }
-  remove_empty_sandcell_table();
+  remove_idle_sandcell_table();
   return {dead.begin(), dead.end()};
 }
 

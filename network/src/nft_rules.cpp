@@ -1,11 +1,10 @@
-// The nft script of one sandbox (see nft_rules.hpp). Every rule matches the run's own link, so a
-// rule can never affect traffic of the host or of another run; drops are final in nftables, so
-// one run's chains cannot open anything another run's chains close.
+// The table `inet sandcell` and the elements of one sandbox (see nft_rules.hpp).
 #include "sandcell/network/nft_rules.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "host_lock.hpp"
 #include "nft_context.hpp"
@@ -15,6 +14,16 @@ namespace sandcell::network {
 namespace {
 
 constexpr const char* kTable = "inet sandcell";
+// Allow mode: link . sandbox address . host address . proxy port.
+constexpr const char* kProxySet = "proxy";
+// Full mode: link . sandbox address (the one source accepted from the link), the sandbox
+// addresses to masquerade, link . destination opened by --net-allow-cidr, link . resolver.
+constexpr const char* kNatLinksSet = "nat_links";
+constexpr const char* kNatSourcesSet = "nat_sources";
+constexpr const char* kOpenCidrsSet = "open_cidrs";
+constexpr const char* kResolversSet = "resolvers";
+constexpr const char* kRunSets[] = {kProxySet, kNatLinksSet, kNatSourcesSet, kOpenCidrsSet,
+                                    kResolversSet};
 
 void check_id(const std::string& id) {
   const bool ok = id.size() == 8 && std::all_of(id.begin(), id.end(), [](char c) {
@@ -23,74 +32,131 @@ void check_id(const std::string& id) {
   if (!ok) throw Error::invalid("firewall id must be 8 lower-case hex digits: " + id);
 }
 
-std::string chain(const std::string& id, const char* hook) {
-  return "sc-" + id + "-" + hook;
+std::string link_of(const std::string& id) {
+  return "\"sc-" + id + "h\"";
 }
 
-std::string base_chain(const std::string& name, const char* type, const char* hook,
-                       const char* priority) {
-  return std::string("add chain ") + kTable + " " + name + " { type " + type + " hook " + hook +
-         " priority " + priority + "; policy accept; }\n";
-}
+// set name → elements ("a . b . c"), in the order they are added.
+using Elements = std::vector<std::pair<std::string, std::string>>;
 
-std::string set_of(const std::vector<std::string>& items) {
-  std::string out = "{ ";
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-  return out + " }";
-}
-
-std::string allow_mode_rules(const FirewallSpec& s, const std::string& in, const std::string& fwd) {
-  const std::string link = "iifname \"sc-" + s.id + "h\" ";
-  const std::string rule = std::string("add rule ") + kTable + " ";
-  return rule + in + " " + link + "ct state established,related accept\n" + rule + in + " " + link +
-         "ip saddr " + s.sandbox_address.to_string() + " ip daddr " + s.host_address.to_string() +
-         " tcp dport " + std::to_string(s.proxy_port) + " ct state new accept\n" + rule + in + " " +
-         link + "drop\n" + rule + fwd + " " + link + "drop\n" + rule + fwd + " oifname \"sc-" +
-         s.id + "h\" drop\n";
-}
-
-std::string full_mode_forward(const FirewallSpec& s, const std::string& fwd) {
-  const std::string in =
-      "add rule " + std::string(kTable) + " " + fwd + " iifname \"sc-" + s.id + "h\" ";
-  const std::string out =
-      "add rule " + std::string(kTable) + " " + fwd + " oifname \"sc-" + s.id + "h\" ";
-  std::string rules = out + "ct state established,related accept\n" + out + "drop\n" + in +
-                      "meta nfproto != ipv4 drop\n" + in +
-                      "ip saddr != " + s.sandbox_address.to_string() + " drop\n";
+Elements elements_of(const FirewallSpec& s) {
+  const std::string link = link_of(s.id);
+  const std::string sandbox = s.sandbox_address.to_string();
+  if (s.mode == NetMode::Allow) {
+    return {{kProxySet, link + " . " + sandbox + " . " + s.host_address.to_string() + " . " +
+                            std::to_string(s.proxy_port)}};
+  }
+  Elements elements{{kNatLinksSet, link + " . " + sandbox}, {kNatSourcesSet, sandbox}};
   for (const auto& cidr : s.allowed_cidrs) {
-    if (cidr.network().family == AF_INET)
-      rules += in + "ip daddr " + cidr.to_string() + " accept\n";
+    if (cidr.network().family == AF_INET) elements.emplace_back(kOpenCidrsSet, link + " . " + cidr.to_string());
   }
-  std::vector<std::string> resolvers;
+  std::set<std::string> resolvers;  // a set: adding an element twice in one transaction fails
   for (const auto& r : s.resolvers) {
-    if (r.family == AF_INET) resolvers.push_back(r.to_string());
+    if (r.family == AF_INET) resolvers.insert(r.to_string());
   }
-  if (!resolvers.empty()) {
-    rules +=
-        in + "ip daddr " + set_of(resolvers) + " meta l4proto { tcp, udp } th dport 53 accept\n";
-  }
-  std::vector<std::string> blocked;
-  for (const auto& cidr : blocked_ipv4_ranges()) blocked.push_back(cidr.to_string());
-  return rules + in + "ip daddr " + set_of(blocked) + " drop\n" + in + "accept\n";
+  for (const auto& r : resolvers) elements.emplace_back(kResolversSet, link + " . " + r);
+  return elements;
 }
 
-std::string firewall_script(const FirewallSpec& s) {
-  const std::string in = chain(s.id, "input");
-  const std::string fwd = chain(s.id, "forward");
-  std::string script = std::string("add table ") + kTable + "\n" +
-                       base_chain(in, "filter", "input", "filter") +
-                       base_chain(fwd, "filter", "forward", "filter");
-  if (s.mode == NetMode::Allow) return script + allow_mode_rules(s, in, fwd);
-  const std::string link = "iifname \"sc-" + s.id + "h\" ";
-  const std::string post = chain(s.id, "postrouting");
-  return script + "add rule " + kTable + " " + in + " " + link +
-         "ct state established,related accept\n" + "add rule " + kTable + " " + in + " " + link +
-         "drop\n" + full_mode_forward(s, fwd) + base_chain(post, "nat", "postrouting", "srcnat") +
-         "add rule " + kTable + " " + post + " ip saddr " + s.sandbox_address.to_string() +
-         " oifname != \"sc-" + s.id + "h\" masquerade\n";
+std::string element_script(const char* verb, const Elements& elements) {
+  std::string script;
+  for (const auto& [set, element] : elements)
+    script += std::string(verb) + " element " + kTable + " " + set + " { " + element + " }\n";
+  return script;
+}
+
+std::string join(const std::vector<Cidr>& cidrs) {
+  std::string out;
+  for (const auto& cidr : cidrs) out += (out.empty() ? "" : ", ") + cidr.to_string();
+  return out;
+}
+
+// The table as JSON objects (sets with their elements, chains, rules); nullopt when missing.
+std::optional<nlohmann::json> list_table() {
+  if (!sandcell_table_exists()) return std::nullopt;
+  NftContext nft(true);
+  return nlohmann::json::parse(nft.run("list table inet sandcell", "list nft table inet sandcell"))
+      .value("nftables", nlohmann::json::array());
+}
+
+// The text of one listed element, as nft reads it back ("\"sc-…h\" . 198.18.0.2").
+std::string element_text(const nlohmann::json& value) {
+  if (value.is_string()) {
+    const std::string text = value.get<std::string>();
+    return text.starts_with("sc-") ? "\"" + text + "\"" : text;
+  }
+  if (value.is_number()) return std::to_string(value.get<long long>());
+  if (value.is_object() && value.contains("prefix")) {
+    const auto& p = value["prefix"];
+    return p.value("addr", "") + "/" + std::to_string(p.value("len", 0));
+  }
+  if (value.is_object() && value.contains("range")) {
+    return element_text(value["range"][0]) + "-" + element_text(value["range"][1]);
+  }
+  if (value.is_object() && value.contains("elem")) return element_text(value["elem"]["val"]);
+  if (value.is_object() && value.contains("concat")) {
+    std::string text;
+    for (const auto& part : value["concat"]) text += (text.empty() ? "" : " . ") + element_text(part);
+    return text;
+  }
+  throw Error(EIO, "unexpected element in nft table inet sandcell: " + value.dump());
+}
+
+// Every element of the run sets, listed: (set, element text).
+Elements listed_elements(const nlohmann::json& table) {
+  Elements out;
+  for (const auto& item : table) {
+    if (!item.contains("set")) continue;
+    const std::string name = item["set"].value("name", "");
+    if (std::find(std::begin(kRunSets), std::end(kRunSets), name) == std::end(kRunSets)) continue;
+    for (const auto& element : item["set"].value("elem", nlohmann::json::array()))
+      out.emplace_back(name, element_text(element));
+  }
+  return out;
+}
+
+// "\"sc-1234abcdh\" . …" → "1234abcd"; "" for elements without a link (nat_sources).
+std::string id_of(const std::string& element) {
+  if (!element.starts_with("\"sc-") || element.size() < 14 || element[12] != 'h') return "";
+  return element.substr(4, 8);
 }
 
 }  // namespace
+
+std::string sandcell_table_script() {
+  const std::string t = std::string(kTable) + " ";
+  const std::string add = "add rule " + t;
+  return "add table " + t + "\n" +
+         "add set " + t + kProxySet + " { type ifname . ipv4_addr . ipv4_addr . inet_service; }\n" +
+         "add set " + t + kNatLinksSet + " { type ifname . ipv4_addr; }\n" +
+         "add set " + t + kNatSourcesSet + " { type ipv4_addr; }\n" +
+         "add set " + t + kOpenCidrsSet + " { type ifname . ipv4_addr; flags interval; }\n" +
+         "add set " + t + kResolversSet + " { type ifname . ipv4_addr; }\n" +
+         "add set " + t + "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
+         join(blocked_ipv4_ranges()) + " }; }\n" +
+         "add chain " + t + "input { type filter hook input priority filter; policy accept; }\n" +
+         "add chain " + t + "forward { type filter hook forward priority filter; policy accept; }\n" +
+         "add chain " + t + "postrouting { type nat hook postrouting priority srcnat; policy accept; }\n" +
+         "add chain " + t + "sandbox_to_host\n" + "add chain " + t + "into_sandbox\n" +
+         "add chain " + t + "from_sandbox\n" +
+         add + "input iifname \"sc-*\" jump sandbox_to_host\n" +
+         add + "sandbox_to_host ct state established,related accept\n" +
+         add + "sandbox_to_host iifname . ip saddr . ip daddr . tcp dport @" + kProxySet + " ct state new accept\n" +
+         add + "sandbox_to_host drop\n" +
+         add + "forward oifname \"sc-*\" jump into_sandbox\n" +
+         add + "forward iifname \"sc-*\" jump from_sandbox\n" +
+         add + "into_sandbox ct state established,related accept\n" +
+         add + "into_sandbox drop\n" +
+         add + "from_sandbox meta nfproto != ipv4 drop\n" +
+         // Allow-mode links have no nat_links element: nothing of theirs is forwarded.
+         add + "from_sandbox iifname . ip saddr != @" + kNatLinksSet + " drop\n" +
+         add + "from_sandbox iifname . ip daddr @" + kOpenCidrsSet + " accept\n" +
+         add + "from_sandbox iifname . ip daddr @" + kResolversSet + " meta l4proto { tcp, udp } th dport 53 accept\n" +
+         add + "from_sandbox ip daddr @blocked drop\n" +
+         add + "from_sandbox accept\n" +
+         // No iifname in postrouting (the kernel has no input device there): match the source.
+         add + "postrouting ip saddr @" + kNatSourcesSet + " oifname != \"sc-*\" masquerade\n";
+}
 
 SandboxFirewall::SandboxFirewall(FirewallSpec spec) : spec_(std::move(spec)) {
   check_id(spec_.id);
@@ -100,9 +166,17 @@ SandboxFirewall::SandboxFirewall(FirewallSpec spec) : spec_(std::move(spec)) {
   if (spec_.mode == NetMode::Allow && spec_.proxy_port == 0) {
     throw Error::invalid("firewall in allow mode needs the proxy port");
   }
-  script_ = firewall_script(spec_);
+  const Elements elements = elements_of(spec_);
+  add_script_ = element_script("add", elements);
+  delete_script_ = element_script("delete", elements);
+  const std::string step = "install nft rules for sc-" + spec_.id + "h";
   HostNetworkLock lock;
-  NftContext().run(script_, "install nft rules for sc-" + spec_.id + "h");
+  try {
+    NftContext().run(add_script_, step);  // the common case: the table is there
+  } catch (const Error&) {
+    if (sandcell_table_exists()) throw;
+    NftContext().run(sandcell_table_script() + add_script_, step);
+  }
   installed_ = true;
 }
 
@@ -110,70 +184,61 @@ SandboxFirewall::~SandboxFirewall() {
   try {
     remove();
   } catch (const std::exception&) {
-    // Left for `sandcell gc`, which removes chains whose run is gone.
+    // Left for `sandcell gc`, which removes the elements of runs that are gone.
   }
 }
 
 void SandboxFirewall::remove() {
   if (!installed_) return;
-  remove_firewall(spec_.id);
+  HostNetworkLock lock;
+  NftContext().run(delete_script_, "remove nft rules of sc-" + spec_.id + "h");
   installed_ = false;
 }
 
-namespace {
-
-// The chains of `inet sandcell`, or nullopt when the table does not exist.
-std::optional<std::vector<std::string>> table_chains() {
+bool sandcell_table_exists() {
   NftContext nft(true);
   const auto tables = nlohmann::json::parse(nft.run("list tables inet", "list nft tables"));
-  bool present = false;
   for (const auto& item : tables.value("nftables", nlohmann::json::array())) {
-    if (item.contains("table") && item["table"].value("name", "") == "sandcell") present = true;
+    if (item.contains("table") && item["table"].value("name", "") == "sandcell") return true;
   }
-  if (!present) return std::nullopt;
-  const auto listing =
-      nlohmann::json::parse(nft.run("list table inet sandcell", "list nft table inet sandcell"));
-  std::vector<std::string> chains;
-  for (const auto& item : listing.value("nftables", nlohmann::json::array())) {
-    if (item.contains("chain")) chains.push_back(item["chain"].value("name", ""));
-  }
-  return chains;
+  return false;
 }
 
-}  // namespace
-
-std::vector<std::string> sandcell_chains() {
-  return table_chains().value_or(std::vector<std::string>{});
+std::vector<std::string> firewall_ids() {
+  const auto table = list_table();
+  if (!table) return {};
+  std::set<std::string> ids;
+  for (const auto& [set, element] : listed_elements(*table)) {
+    if (auto id = id_of(element); !id.empty()) ids.insert(id);
+  }
+  return {ids.begin(), ids.end()};
 }
 
 void remove_firewall(const std::string& id) {
   check_id(id);
   HostNetworkLock lock;
-  const auto chains = table_chains();
-  if (!chains) return;
-  std::string script;
-  size_t left = 0;
-  for (const auto& name : *chains) {
-    if (name.starts_with("sc-" + id + "-")) {
-      script += std::string("flush chain ") + kTable + " " + name + "\ndelete chain " + kTable +
-                " " + name + "\n";
-    } else {
-      ++left;
+  const auto table = list_table();
+  if (!table) return;
+  const Elements listed = listed_elements(*table);
+  Elements doomed;
+  for (const auto& [set, element] : listed) {
+    if (id_of(element) != id) continue;
+    doomed.emplace_back(set, element);
+    // The run's masquerade source: the address of its nat_links element.
+    if (set == kNatLinksSet) {
+      const std::string source = element.substr(element.rfind(' ') + 1);
+      for (const auto& [s, e] : listed)
+        if (s == kNatSourcesSet && e == source) doomed.emplace_back(s, e);
     }
   }
-  if (left == 0) script += std::string("delete table ") + kTable + "\n";
-  if (!script.empty()) NftContext().run(script, "remove nft rules of sc-" + id + "h");
+  if (!doomed.empty()) NftContext().run(element_script("delete", doomed), "remove nft rules of sc-" + id + "h");
 }
 
-}  // namespace sandcell::network
-
-namespace sandcell::network {
-
-void remove_empty_sandcell_table() {
+void remove_idle_sandcell_table() {
   HostNetworkLock lock;
-  const auto chains = table_chains();
-  if (chains && chains->empty()) {
-    NftContext().run(std::string("delete table ") + kTable + "\n", "delete empty nft table");
+  const auto table = list_table();
+  if (table && listed_elements(*table).empty()) {
+    NftContext().run(std::string("delete table ") + kTable + "\n", "delete idle nft table");
   }
 }
 

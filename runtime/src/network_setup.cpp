@@ -144,6 +144,7 @@ void SandboxNetwork::install_firewall(const NetworkPlan& plan) {
 }
 
 void SandboxNetwork::record(Events& events) {
+  if (veth_) veth_->leave_to_kernel();
   if (!proxy_) return;
   proxy_->stop();
   events.blocked_connections = proxy_->blocked();

@@ -47,7 +47,8 @@ class SandboxNetwork {
   SandboxNetwork(const SandboxNetwork&) = delete;
   SandboxNetwork& operator=(const SandboxNetwork&) = delete;
 
-  // After the sandbox is gone: stops the proxy and copies its decisions into the record.
+  // After the sandbox is gone: stops the proxy and copies its decisions into the record; the
+  // veth goes with the sandbox's netns.
   void record(Events& events);
 
  private:

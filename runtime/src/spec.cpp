@@ -75,4 +75,24 @@ double parse_positive_number(const std::string& text, const std::string& what) {
   return value;
 }
 
+void set_network_arg(const std::string& net, bool has_allow_file, Spec& spec) {
+  if (net == "none") {
+    spec.network = NetworkMode::None;
+  } else if (net == "full") {
+    spec.network = NetworkMode::Full;
+  } else if (net.rfind("allow:", 0) == 0) {
+    spec.network = NetworkMode::Allow;
+    size_t start = 6;
+    for (size_t comma; start <= net.size(); start = comma + 1) {
+      comma = net.find(',', start);
+      if (comma == std::string::npos) comma = net.size();
+      if (comma > start) spec.network_policy.allow.push_back(net.substr(start, comma - start));
+    }
+    if (spec.network_policy.allow.empty() && !has_allow_file)
+      throw Error::invalid("--net allow: needs hosts, e.g. --net allow:example.com,*.example.org");
+  } else {
+    throw Error::invalid("--net expects none, allow:HOST[,HOST...] or full, got '" + net + "'");
+  }
+}
+
 }  // namespace sandcell::runtime

@@ -170,4 +170,12 @@ std::optional<runtime::SeccompProgram> compile_profile_arg(const std::string& ar
   return program;
 }
 
+std::string default_cache_dir() {
+  if (geteuid() == 0) return "/var/cache/sandcell/seccomp";
+  const char* cache = getenv("XDG_CACHE_HOME");
+  const char* home = getenv("HOME");
+  return cache && *cache ? std::string(cache) + "/sandcell/seccomp"
+                         : std::string(home ? home : "/tmp") + "/.cache/sandcell/seccomp";
+}
+
 }  // namespace sandcell::seccomp

@@ -1,6 +1,6 @@
 #pragma once
-// What a crashed run leaves of its network: sc-<id>h links in the host netns and sc-<id>-* chains
-// in `inet sandcell`. Used by `sandcell gc`.
+// What a crashed run leaves of its network: sc-<id>h links in the host netns and the elements of
+// link sc-<id>h in the sets of `inet sandcell`. Used by `sandcell gc`.
 #include <functional>
 #include <string>
 #include <string_view>
@@ -8,8 +8,8 @@
 
 namespace sandcell::network {
 
-// Removes the links and chains of every id for which is_live(id) is false, then the table if it
-// is empty. Returns the ids it removed.
+// Removes the links and firewall elements of every id for which is_live(id) is false, then the
+// table if no run has elements left in it. Returns the ids it removed.
 std::vector<std::string> collect_network_garbage(
     const std::function<bool(std::string_view id)>& is_live);
 

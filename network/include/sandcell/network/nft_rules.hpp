@@ -1,18 +1,27 @@
 #pragma once
-// The firewall of one sandbox in the nftables table `inet sandcell` (libnftables). Each run owns
-// base chains named sc-<id>-input, sc-<id>-forward and (full mode) sc-<id>-postrouting, so removing
-// one run's rules never touches another run's, and sandcell never touches any other table.
+// The firewall of the sandboxes: one nftables table, `inet sandcell`, whose chains and rules never
+// change while sandcell runs. A run only adds its elements to the table's sets (and deletes them
+// at its end): one small netlink transaction each way. Per-run base chains, the first design,
+// cost ~40 ms a run, most of it waiting for RCU grace periods while netfilter hooks were
+// registered and unregistered; set elements involve no hook at all.
 //
-// allow mode: from sc-<id>h only TCP from the sandbox address to proxy_ip:proxy_port (and
-//   established/related replies) reaches the host; everything else from that link is dropped —
-//   other host addresses, UDP/QUIC, ICMP, IPv6, other sandboxes, spoofed sources — and nothing
-//   from it is forwarded.
-// full mode: nothing from the link reaches the host itself except replies; forwarded IPv4 from
-//   the sandbox address is masqueraded, except to blocked_ipv4_ranges() (unless an allow-cidr
-//   opens one; the resolvers are open on port 53 even when private); IPv6 and spoofed sources are
-//   dropped; nothing but replies is forwarded into the link.
+// Every rule matches only links named sc-* (sandcell's veths) or sources in sandcell's 198.18.0.0/15,
+// so the table never affects the host's own traffic, and sandcell never touches any other table.
+//
+// allow mode (element in `proxy`): from its link only TCP from the sandbox address to
+//   host address:proxy port (and established/related replies) reaches the host; everything else
+//   from that link is dropped — other host addresses, UDP/QUIC, ICMP, IPv6, other sandboxes,
+//   spoofed sources — and nothing from it is forwarded.
+// full mode (elements in `nat_links`, `nat_sources`, `open_cidrs`, `resolvers`): nothing from the
+//   link reaches the host itself except replies; forwarded IPv4 from the sandbox address is
+//   masqueraded, except to blocked_ipv4_ranges() (unless an allow-cidr opens one for this link;
+//   the resolvers are open on port 53 even when private); IPv6 and spoofed sources are dropped;
+//   nothing but replies is forwarded into a sandbox link.
 // Our accepts cannot override another table's drops (nftables semantics): a host firewall that
 // drops forwarded traffic also stops `--net full`.
+//
+// The table stays when the last run ends (creating it again would pay the hook registration the
+// sets avoid); it is inert without elements. `sandcell gc` removes it when no run uses it.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,28 +44,33 @@ struct FirewallSpec {
 
 class SandboxFirewall {
  public:
-  // Adds the table (if missing) and this run's chains in one nft transaction. Throws Error.
+  // Adds this run's elements (and the table, if it is missing) in one nft transaction.
+  // Throws Error.
   explicit SandboxFirewall(FirewallSpec spec);
   ~SandboxFirewall();  // remove()
   SandboxFirewall(const SandboxFirewall&) = delete;
   SandboxFirewall& operator=(const SandboxFirewall&) = delete;
 
-  // Deletes this run's chains, and the table when no chain is left in it. Idempotent.
+  // Deletes this run's elements. Idempotent.
   void remove();
-  // The nft script the constructor ran (for tests and --debug output).
-  const std::string& script() const { return script_; }
+  // The elements this run adds, as the body of nft set statements (for tests and debugging).
+  const std::string& script() const { return add_script_; }
 
  private:
   FirewallSpec spec_;
-  std::string script_;
+  std::string add_script_, delete_script_;
   bool installed_ = false;
 };
 
-// Chains of the table `inet sandcell`, empty when the table does not exist.
-std::vector<std::string> sandcell_chains();
-// Deletes the run chains of `id` and then the table if it is empty. Used by remove() and gc.
+// The nft script that creates `inet sandcell` with its sets and rules.
+std::string sandcell_table_script();
+// True when `inet sandcell` exists.
+bool sandcell_table_exists();
+// The ids of runs with elements in the table's sets; empty when there is no table.
+std::vector<std::string> firewall_ids();
+// Deletes every element of run `id` (found by listing the sets). Used by gc.
 void remove_firewall(const std::string& id);
-// Deletes `inet sandcell` if it exists and holds no chain.
-void remove_empty_sandcell_table();
+// Deletes `inet sandcell` when it exists and no run has an element in it.
+void remove_idle_sandcell_table();
 
 }  // namespace sandcell::network

@@ -41,6 +41,13 @@ class VethPair {
   const IpAddress& sandbox_address() const { return sandbox_address_; }
   Cidr subnet() const;  // the /30
 
+  // For when every process of the sandbox has been killed: its network namespace dies with the
+  // last of them and the kernel removes both ends of the pair itself, in the background.
+  // Deleting the host end here instead would wait in unregister_netdevice for RCU grace
+  // periods, a few ms at the end of every run. A link left by a stuck process is matched by
+  // no firewall element any more (all its traffic is dropped) and `sandcell gc` removes it.
+  void leave_to_kernel() { owned_ = false; }
+
  private:
   // Runs on a short-lived std::thread that setns(CLONE_NEWNET)s into /proc/<pid>/ns/net (only
   // that thread changes namespace; the caller's threads stay put): brings up lo, gives

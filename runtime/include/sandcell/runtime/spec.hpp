@@ -131,4 +131,9 @@ uint64_t parse_size(const std::string& text, const std::string& what);
 // "1.5" → 1.5; must be a positive finite number. Throws Error::invalid naming `what`.
 double parse_positive_number(const std::string& text, const std::string& what);
 
+// `--net none | allow:HOST[,HOST...] | full` → spec.network and spec.network_policy.allow (the
+// allow file, hosts file and CIDRs are set by the caller). Throws Error::invalid; `has_allow_file`
+// lets `allow:` come without hosts when a file lists them.
+void set_network_arg(const std::string& net, bool has_allow_file, Spec& spec);
+
 }  // namespace sandcell::runtime

@@ -20,4 +20,8 @@ std::optional<runtime::SeccompProgram> compile_profile_arg(const std::string& ar
                                                           const CompileOptions& options,
                                                           const std::string& cache_dir);
 
+// Where compiled profiles are kept: /var/cache/sandcell/seccomp as root, else
+// $XDG_CACHE_HOME/sandcell/seccomp (~/.cache/sandcell/seccomp).
+std::string default_cache_dir();
+
 }  // namespace sandcell::seccomp

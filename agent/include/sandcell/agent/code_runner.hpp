@@ -1,0 +1,36 @@
+#pragma once
+// run_code(): writes the code into /workspace, installs packages, compiles and runs it, each in
+// its own sandbox of the skill's image with the workspace bind-mounted, then collects output,
+// artifacts and the error class. DESIGN.md data flow: skill.json + request → runtime::Spec.
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "sandcell/agent/code_request.hpp"
+#include "sandcell/agent/code_result.hpp"
+#include "sandcell/agent/limit_args.hpp"
+#include "sandcell/agent/skill.hpp"
+#include "sandcell/runtime/sandbox.hpp"
+
+namespace sandcell::agent {
+
+struct RunnerContext {
+  std::string store_root;       // the image store with the skill images
+  std::string sessions_dir;     // see sessions.hpp
+  std::chrono::seconds session_ttl{3600};
+  NetworkArgs network;          // operator side: allow file, hosts file, CIDRs (net comes from the request)
+  std::string seccomp = "code"; // profile name or file, as `--seccomp`
+  std::string seccomp_cache_dir;
+  std::string state_root;       // runtime state; empty: /run/sandcell
+  // Output of the compile and run phases as it arrives (`--stream`); optional.
+  runtime::OutputSink on_output;
+  // Progress lines ("installing 2 packages"); optional.
+  std::function<void(const std::string&)> on_progress;
+  CollectBounds bounds;
+};
+
+// Throws Error::invalid for requests that cannot run (unknown skill, skill not built, empty or
+// binary code, bad limits); a program that fails is a result, not an exception.
+CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, const RunnerContext& context);
+
+}  // namespace sandcell::agent

@@ -1,0 +1,52 @@
+#pragma once
+// A skill: one language environment, as a folder agent/skills/<name>/ holding a Dockerfile (the
+// image) and skill.json (how to write, compile, run and install for it). Adding a language is
+// adding a folder; agent/skills/README.md documents every field.
+#include <string>
+#include <vector>
+
+#include "sandcell/agent/limit_args.hpp"
+
+namespace sandcell::agent {
+
+struct Skill {
+  std::string name{};
+  std::string description{};
+  std::vector<std::string> aliases{};  // language names that resolve to this skill ("py", "c++")
+  std::string source_file{};            // written under /workspace, e.g. "main.py"
+  std::vector<std::string> compile{};   // empty: nothing to compile
+  std::vector<std::string> run{};
+  std::vector<std::string> session_run{};  // run for calls in a session; empty: `run`
+  std::vector<std::string> install{};   // package installer; "{packages}" expands to the names
+  LimitArgs limits{};                   // defaults; the caller's flags win
+  std::string network = "none";       // default policy, as `--net`
+  std::string artifacts = "/workspace/out";
+  std::string errors = "generic";     // error classifier: python, node, bash, gcc, generic
+  std::string dir{};                    // the recipe folder
+
+  // The image `sandcell skills build` makes from the recipe.
+  std::string image() const { return "sandcell/skill-" + name + ":latest"; }
+};
+
+// Reads <dir>/skill.json; throws Error::invalid naming the file and the field that is wrong.
+Skill load_skill(const std::string& dir);
+
+// Every skill under one directory, found by name or alias.
+class SkillCatalog {
+ public:
+  explicit SkillCatalog(std::string dir);
+  const std::string& dir() const { return dir_; }
+  const std::vector<Skill>& skills() const { return skills_; }
+  // Throws Error::invalid "unknown skill 'x' (known: bash, c, ...)".
+  const Skill& find(const std::string& name_or_alias) const;
+
+ private:
+  std::string dir_;
+  std::vector<Skill> skills_;
+};
+
+// --skills-dir, else $SANDCELL_SKILLS, else the source tree's agent/skills (compiled in) when
+// it exists, else /usr/share/sandcell/skills.
+std::string resolve_skills_dir(const std::string& flag);
+
+}  // namespace sandcell::agent

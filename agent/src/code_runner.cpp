@@ -1,0 +1,164 @@
+// run_code(): check the request, prepare the workspace, run install → compile → run, collect.
+#include "sandcell/agent/code_runner.hpp"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "phase.hpp"
+#include "sandcell/agent/error_classifier.hpp"
+#include "sandcell/agent/sessions.hpp"
+#include "sandcell/runtime/error.hpp"
+#include "sandcell/seccomp/compiled_cache.hpp"
+
+namespace sandcell::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using runtime::UniqueFd;
+
+constexpr size_t kMaxCodeBytes = 1 << 20;
+constexpr uint64_t kMaxInputBytes = 64ull << 20;  // all "files" / --put together
+constexpr uint64_t kMaxGetBytes = 16ull << 20;    // each "get" file returned inline
+
+void check_request(const Skill& skill, const CodeRequest& r) {
+  check_code_text(r.code, kMaxCodeBytes);
+  if (r.session) SessionStore::check_id(*r.session);
+  if (!r.packages.empty() && skill.install.empty())
+    throw Error::invalid("skill '" + skill.name + "' has no package installer (skill.json \"install\")");
+  // Names only: "--index-url=..." or a path must not reach the installer as an option.
+  static const std::regex package(R"(^[A-Za-z0-9@_][A-Za-z0-9._@/+=<>!~,:^-]*$)");
+  for (const std::string& p : r.packages)
+    if (!std::regex_match(p, package)) throw Error::invalid("package name '" + p + "' is not a plain package spec");
+  uint64_t total = 0;
+  for (const InputFile& f : r.files) {
+    Workspace::relative(f.path);
+    total += f.content.size();
+  }
+  if (total > kMaxInputBytes)
+    throw Error::invalid("input files total " + std::to_string(total) + " bytes; the limit is " + std::to_string(kMaxInputBytes));
+  for (const std::string& g : r.get) Workspace::relative(g);
+}
+
+void check_built(rootfs_builder::ImageStore& store, const Skill& skill) {
+  try {
+    store.resolve(skill.image());
+  } catch (const Error&) {
+    throw Error::invalid("skill '" + skill.name + "' is not built: run `sandcell skills build " + skill.name + "`");
+  }
+}
+
+// A workspace for one call without a session: <scratch>/<pid>-XXXXXX, removed afterwards.
+// Directories of sandcell processes that died are removed on the way in.
+class ScratchWorkspace {
+ public:
+  explicit ScratchWorkspace(const std::string& scratch) {
+    fs::create_directories(scratch);
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(scratch, ec)) {
+      pid_t pid = static_cast<pid_t>(std::atol(e.path().filename().c_str()));
+      if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+    }
+    dir_ = scratch + "/" + std::to_string(getpid()) + "-XXXXXX";
+    if (!mkdtemp(dir_.data())) throw Error(errno, "mkdtemp " + dir_);
+    chmod(dir_.c_str(), 0755);
+  }
+  ~ScratchWorkspace() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+UniqueFd stdin_memfd(const std::optional<std::string>& data) {
+  if (!data) return {};
+  UniqueFd fd(memfd_create("sandcell-stdin", MFD_CLOEXEC));
+  if (!fd) throw Error(errno, "memfd_create for stdin");
+  for (size_t done = 0; done < data->size();) {
+    ssize_t n = write(fd.get(), data->data() + done, data->size() - done);
+    if (n <= 0) throw Error(errno, "write stdin memfd");
+    done += static_cast<size_t>(n);
+  }
+  check(lseek(fd.get(), 0, SEEK_SET), "rewind stdin memfd");
+  return fd;
+}
+
+std::vector<std::string> lost_variables(const Workspace& ws) {
+  std::vector<std::string> names;
+  std::string text = ws.read_small_text(".sandcell/lost-variables.txt");
+  for (size_t start = 0, end; start < text.size(); start = end + 1) {
+    end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) names.push_back(text.substr(start, end - start));
+  }
+  return names;
+}
+
+// Install, compile, run: each phase only when the one before succeeded.
+void run_phases(const PhaseContext& ctx, CodeResult& result) {
+  const Skill& skill = ctx.skill;
+  auto failed = [&] { return result.phases.back().result.status != runtime::Status::Ok; };
+  if (!ctx.request.packages.empty()) {
+    if (ctx.runner.on_progress) ctx.runner.on_progress("installing " + std::to_string(ctx.request.packages.size()) + " package(s)");
+    result.phases.push_back(run_phase(ctx, "install", install_command(skill, ctx.request.packages), -1, false));
+    if (failed()) return;
+  }
+  if (!skill.compile.empty()) {
+    result.phases.push_back(run_phase(ctx, "compile", skill.compile, -1, true));
+    if (failed()) return;
+  }
+  UniqueFd in = stdin_memfd(ctx.request.stdin_data);
+  const auto& argv = ctx.request.session && !skill.session_run.empty() ? skill.session_run : skill.run;
+  result.phases.push_back(run_phase(ctx, "run", argv, in ? in.get() : -1, true));
+}
+
+void prepare_workspace(Workspace& ws, const Skill& skill, const CodeRequest& r) {
+  ws.make_dirs(".sandcell");
+  ws.remove_file(".sandcell/lost-variables.txt");
+  ws.write_file(skill.source_file, r.code);
+  for (const InputFile& f : r.files) ws.write_file(f.path, f.content);
+  ws.make_dirs(skill.artifacts);
+}
+
+CodeResult run_in_workspace(const PhaseContext& ctx) {
+  Workspace ws(ctx.workspace_dir);
+  prepare_workspace(ws, ctx.skill, ctx.request);
+  const CollectBounds& bounds = ctx.runner.bounds;
+  Workspace::Snapshot before = ws.snapshot(ctx.skill.artifacts, bounds);
+  CodeResult result{.skill = ctx.skill.name, .session = ctx.request.session};
+  run_phases(ctx, result);
+  result.error = classify_failure(ctx.skill.errors, result.phases.back());
+  result.artifacts = ws.changed_files(before, ws.snapshot(ctx.skill.artifacts, bounds), bounds);
+  for (const std::string& path : ctx.request.get) result.files.push_back(ws.read_file(path, kMaxGetBytes));
+  if (ctx.request.session) result.lost_variables = lost_variables(ws);
+  return result;
+}
+
+}  // namespace
+
+CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, const RunnerContext& context) {
+  const Skill& skill = catalog.find(request.skill);
+  check_request(skill, request);
+  rootfs_builder::ImageStore store(context.store_root);
+  check_built(store, skill);
+  auto seccomp = seccomp::compile_profile_arg(context.seccomp, {}, {.report_denials = true},
+                                              context.seccomp_cache_dir.empty() ? seccomp::default_cache_dir()
+                                                                                : context.seccomp_cache_dir);
+  if (seccomp) seccomp->name = context.seccomp;
+  if (request.session) {
+    SessionStore sessions(context.sessions_dir, context.session_ttl);
+    sessions.expire();
+    SessionLease lease = sessions.open(*request.session, skill.name);
+    return run_in_workspace({skill, request, context, store, lease.workspace(), seccomp});
+  }
+  ScratchWorkspace scratch(context.store_root + "/code-runs");
+  return run_in_workspace({skill, request, context, store, scratch.dir(), seccomp});
+}
+
+}  // namespace sandcell::agent

@@ -1,0 +1,65 @@
+#include "phase.hpp"
+
+#include "sandcell/rootfs_builder/image_spec.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::agent {
+namespace {
+
+runtime::Spec phase_spec(const PhaseContext& ctx) {
+  runtime::Spec spec = runtime::default_spec();
+  apply_limit_args(merge(ctx.skill.limits, ctx.request.limits), spec.limits);
+  NetworkArgs net = ctx.runner.network;
+  net.net = ctx.request.net.value_or(ctx.skill.network);
+  apply_network_args(net, spec);
+  spec.seccomp = ctx.seccomp;
+  spec.bind_mounts.push_back({.source = ctx.workspace_dir, .destination = "/workspace"});
+  return spec;
+}
+
+void set_env(runtime::Spec& spec, const std::vector<std::string>& env) {
+  for (const std::string& kv : env) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error::invalid("env expects K=V, got '" + kv + "'");
+    std::string key = kv.substr(0, eq + 1);
+    std::erase_if(spec.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
+    spec.env.push_back(kv);
+  }
+}
+
+}  // namespace
+
+PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const std::vector<std::string>& argv,
+                      int stdin_fd, bool stream) {
+  runtime::Spec spec = phase_spec(ctx);
+  rootfs_builder::ImageRunRequest image_request{.command = argv, .user = std::nullopt, .workdir = std::string("/workspace")};
+  auto lease = rootfs_builder::apply_image(ctx.store, ctx.skill.image(), image_request, spec);
+  set_env(spec, ctx.request.env);
+  PhaseResult phase{.name = name};
+  runtime::RunOptions options;
+  options.stdin_fd = stdin_fd;
+  options.state_root = ctx.runner.state_root;
+  options.output = [&](runtime::Stream s, std::span<const char> data) {
+    (s == runtime::Stream::Stdout ? phase.stdout_text : phase.stderr_text).append(data.data(), data.size());
+    if (stream && ctx.runner.on_output) ctx.runner.on_output(s, data);
+  };
+  phase.result = runtime::run_sandbox(spec, options);
+  return phase;
+}
+
+std::vector<std::string> install_command(const Skill& skill, const std::vector<std::string>& packages) {
+  std::vector<std::string> argv;
+  bool expanded = false;
+  for (const std::string& word : skill.install) {
+    if (word == "{packages}") {
+      argv.insert(argv.end(), packages.begin(), packages.end());
+      expanded = true;
+    } else {
+      argv.push_back(word);
+    }
+  }
+  if (!expanded) argv.insert(argv.end(), packages.begin(), packages.end());
+  return argv;
+}
+
+}  // namespace sandcell::agent

@@ -1,0 +1,33 @@
+#pragma once
+// One phase of a code call (install, compile, run): a sandbox of the skill's image with the
+// workspace bind-mounted at /workspace.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandcell/agent/code_request.hpp"
+#include "sandcell/agent/code_result.hpp"
+#include "sandcell/agent/code_runner.hpp"
+#include "sandcell/agent/skill.hpp"
+#include "sandcell/rootfs_builder/store.hpp"
+
+namespace sandcell::agent {
+
+// Everything the phases of one call share.
+struct PhaseContext {
+  const Skill& skill;
+  const CodeRequest& request;
+  const RunnerContext& runner;
+  rootfs_builder::ImageStore& store;
+  std::string workspace_dir;  // host path
+  std::optional<runtime::SeccompProgram> seccomp;
+};
+
+// stdin_fd: -1 for /dev/null. `stream`: pass output to runner.on_output as it arrives.
+PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const std::vector<std::string>& argv,
+                      int stdin_fd, bool stream);
+
+// The skill's install template with "{packages}" expanded (or the names appended).
+std::vector<std::string> install_command(const Skill& skill, const std::vector<std::string>& packages);
+
+}  // namespace sandcell::agent

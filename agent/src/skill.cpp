@@ -1,0 +1,138 @@
+// skill.json → Skill, and the catalog of every skill folder.
+#include "sandcell/agent/skill.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::vector<std::string> kFields = {"name", "description", "aliases", "source_file", "compile", "run",
+                                          "session_run", "install", "limits", "network", "artifacts", "errors"};
+
+std::string text_field(const json& j, const char* key, const std::string& file, bool required) {
+  if (!j.contains(key)) {
+    if (required) throw Error::invalid(file + ": missing \"" + key + "\"");
+    return {};
+  }
+  if (!j[key].is_string()) throw Error::invalid(file + ": \"" + key + "\" must be a string");
+  return j[key].get<std::string>();
+}
+
+std::vector<std::string> words_field(const json& j, const char* key, const std::string& file) {
+  if (!j.contains(key) || j[key].is_null()) return {};
+  if (!j[key].is_array()) throw Error::invalid(file + ": \"" + key + "\" must be an array of strings");
+  std::vector<std::string> words;
+  for (const json& w : j[key]) {
+    if (!w.is_string()) throw Error::invalid(file + ": \"" + key + "\" must be an array of strings");
+    words.push_back(w.get<std::string>());
+  }
+  return words;
+}
+
+// A limit written as 30 or "30" or "512m".
+std::optional<std::string> limit_text(const json& limits, const char* key, const std::string& file) {
+  if (!limits.contains(key)) return std::nullopt;
+  const json& v = limits[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number()) return v.dump();
+  throw Error::invalid(file + ": limits." + key + " must be a number or a string like \"512m\"");
+}
+
+LimitArgs limits_field(const json& j, const std::string& file) {
+  if (!j.contains("limits")) return {};
+  const json& l = j["limits"];
+  if (!l.is_object()) throw Error::invalid(file + ": \"limits\" must be an object");
+  for (const auto& [key, value] : l.items())
+    if (key != "memory" && key != "pids" && key != "cpus" && key != "timeout" && key != "cpu_time" && key != "output")
+      throw Error::invalid(file + ": unknown limit \"" + key + "\" (memory, pids, cpus, timeout, cpu_time, output)");
+  LimitArgs args{.memory = limit_text(l, "memory", file), .pids = limit_text(l, "pids", file),
+                 .cpus = limit_text(l, "cpus", file), .timeout = limit_text(l, "timeout", file),
+                 .cpu_time = limit_text(l, "cpu_time", file), .output_limit = limit_text(l, "output", file)};
+  runtime::Limits checked;
+  apply_limit_args(args, checked);  // fails now, naming the file, rather than at the first run
+  return args;
+}
+
+json read_json_file(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw Error::invalid(file + ": cannot be read");
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw Error::invalid(file + ": not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+Skill load_skill(const std::string& dir) {
+  std::string file = dir + "/skill.json";
+  json j = read_json_file(file);
+  if (!j.is_object()) throw Error::invalid(file + ": must be a JSON object");
+  for (const auto& [key, value] : j.items())
+    if (std::find(kFields.begin(), kFields.end(), key) == kFields.end())
+      throw Error::invalid(file + ": unknown field \"" + key + "\"");
+  Skill s;
+  s.dir = dir;
+  s.name = text_field(j, "name", file, true);
+  if (s.name != fs::path(dir).filename().string())
+    throw Error::invalid(file + ": \"name\" must be the folder's name, '" + fs::path(dir).filename().string() + "'");
+  s.description = text_field(j, "description", file, false);
+  s.aliases = words_field(j, "aliases", file);
+  s.source_file = text_field(j, "source_file", file, true);
+  if (s.source_file.find('/') != std::string::npos || s.source_file.rfind(".", 0) == 0)
+    throw Error::invalid(file + ": \"source_file\" must be a plain file name like main.py");
+  s.compile = words_field(j, "compile", file);
+  s.run = words_field(j, "run", file);
+  if (s.run.empty()) throw Error::invalid(file + ": \"run\" must name a command");
+  s.session_run = words_field(j, "session_run", file);
+  s.install = words_field(j, "install", file);
+  s.limits = limits_field(j, file);
+  if (std::string net = text_field(j, "network", file, false); !net.empty()) s.network = net;
+  if (std::string a = text_field(j, "artifacts", file, false); !a.empty()) s.artifacts = a;
+  if (std::string e = text_field(j, "errors", file, false); !e.empty()) s.errors = e;
+  if (!fs::exists(dir + "/Dockerfile")) throw Error::invalid(dir + ": has skill.json but no Dockerfile");
+  return s;
+}
+
+SkillCatalog::SkillCatalog(std::string dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  if (!fs::is_directory(dir_, ec))
+    throw Error::invalid("skills directory " + dir_ + " does not exist (--skills-dir or $SANDCELL_SKILLS)");
+  for (const auto& entry : fs::directory_iterator(dir_))
+    if (entry.is_directory() && fs::exists(entry.path() / "skill.json"))
+      skills_.push_back(load_skill(entry.path().string()));
+  std::sort(skills_.begin(), skills_.end(), [](const Skill& a, const Skill& b) { return a.name < b.name; });
+}
+
+const Skill& SkillCatalog::find(const std::string& name_or_alias) const {
+  std::string key = name_or_alias;
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const Skill& s : skills_)
+    if (s.name == key) return s;
+  for (const Skill& s : skills_)
+    if (std::find(s.aliases.begin(), s.aliases.end(), key) != s.aliases.end()) return s;
+  std::string known;
+  for (const Skill& s : skills_) known += (known.empty() ? "" : ", ") + s.name;
+  throw Error::invalid("unknown skill '" + name_or_alias + "' (known: " + known + "; see sandcell skills list)");
+}
+
+std::string resolve_skills_dir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = getenv("SANDCELL_SKILLS"); env && *env) return env;
+  std::error_code ec;
+  if (fs::is_directory(SANDCELL_SOURCE_SKILLS_DIR, ec)) return SANDCELL_SOURCE_SKILLS_DIR;
+  return "/usr/share/sandcell/skills";
+}
+
+}  // namespace sandcell::agent

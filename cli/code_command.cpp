@@ -1,0 +1,190 @@
+// `sandcell code`: run a snippet with a skill and return output, report, artifacts, error class.
+// Three outputs: plain (the program's output passed through, a summary on stderr), --json (one
+// result document) and --request-json (the agent contract, agent/README.md; --stream for events).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "code_output.hpp"
+#include "commands.hpp"
+#include "sandcell/agent/code_runner.hpp"
+#include "sandcell/agent/sessions.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::cli {
+namespace {
+
+using nlohmann::json;
+
+struct CodeFlags {
+  std::string skill, file, session, packages, request_json, stdin_file, report, skills_dir, sessions_dir;
+  std::string seccomp = "code", artifacts_dir;
+  std::optional<std::string> net;
+  std::optional<double> session_ttl;
+  std::vector<std::string> puts, gets, env;
+  agent::LimitArgs limits;
+  agent::NetworkArgs network;
+  bool json = false, stream = false;
+};
+
+constexpr uint64_t kMaxLocalFile = 64ull << 20;
+
+std::string read_local(const std::string& path, const std::string& what) {
+  if (path == "-") {
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) throw Error::invalid(what + " " + path + ": " + strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw Error::invalid(what + " " + path + " is not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > kMaxLocalFile)
+    throw Error::invalid(what + " " + path + " is " + std::to_string(st.st_size) + " bytes; the limit is " +
+                         std::to_string(kMaxLocalFile));
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string part; std::getline(ss, part, ',');)
+    if (!part.empty()) out.push_back(part);
+  return out;
+}
+
+// "--get out/x.csv[:LOCAL]" → the workspace path.
+std::string get_path(const std::string& spec) { return spec.substr(0, spec.find(':')); }
+
+agent::CodeRequest request_from_flags(const CodeFlags& f) {
+  if (f.skill.empty()) throw Error::invalid("code needs --skill NAME (see sandcell skills list)");
+  agent::CodeRequest r{.skill = f.skill, .code = read_local(f.file.empty() ? "-" : f.file, "code file")};
+  if (!f.session.empty()) r.session = f.session;
+  r.limits = f.limits;
+  r.packages = split_commas(f.packages);
+  r.net = f.net;
+  r.env = f.env;
+  if (!f.stdin_file.empty()) r.stdin_data = read_local(f.stdin_file, "--stdin");
+  for (const std::string& put : f.puts) {
+    auto colon = put.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == put.size())
+      throw Error::invalid("--put expects LOCAL:PATH, got '" + put + "'");
+    r.files.push_back({put.substr(colon + 1), read_local(put.substr(0, colon), "--put")});
+  }
+  for (const std::string& get : f.gets) r.get.push_back(get_path(get));
+  return r;
+}
+
+agent::CodeRequest request_from_json(const CodeFlags& f) {
+  if (!f.skill.empty() || !f.file.empty() || !f.session.empty() || !f.puts.empty() || !f.gets.empty() ||
+      !f.packages.empty() || f.net || !f.env.empty() || !f.stdin_file.empty())
+    throw Error::invalid("with --request-json, give skill, code, session, files, get, packages, net, env and "
+                         "stdin in the request");
+  std::string text = read_local(f.request_json, "--request-json");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error::invalid(std::string("request is not valid JSON: ") + e.what());
+  }
+  agent::CodeRequest r = agent::parse_code_request(j);
+  r.limits = agent::merge(r.limits, f.limits);  // the operator's limits win
+  return r;
+}
+
+agent::RunnerContext runner_context(const CodeFlags& f, const GlobalOptions& g) {
+  agent::RunnerContext ctx;
+  ctx.store_root = g.store_root();
+  ctx.sessions_dir = agent::resolve_sessions_dir(f.sessions_dir, ctx.store_root);
+  ctx.session_ttl = agent::resolve_session_ttl(f.session_ttl);
+  ctx.network = f.network;
+  ctx.seccomp = f.seccomp;
+  return ctx;
+}
+
+int code(const CodeFlags& f, const GlobalOptions& g) {
+  bool contract = !f.request_json.empty();
+  if (f.stream && !contract) throw Error::invalid("--stream needs --request-json");
+  agent::SkillCatalog catalog(agent::resolve_skills_dir(f.skills_dir));
+  agent::CodeRequest request = contract ? request_from_json(f) : request_from_flags(f);
+  agent::RunnerContext ctx = runner_context(f, g);
+  CodeOutput out(contract ? (f.stream ? CodeOutput::Mode::Stream : CodeOutput::Mode::Contract)
+                          : (f.json ? CodeOutput::Mode::Json : CodeOutput::Mode::Plain));
+  ctx.on_output = out.sink();
+  agent::CodeResult result = agent::run_code(catalog, request, ctx);
+  if (!f.report.empty()) write_report(f.report, agent::to_json(result));
+  return out.finish(result, f.gets, f.artifacts_dir);
+}
+
+int code_or_error(const CodeFlags& f, const GlobalOptions& g) {
+  if (f.request_json.empty()) return code(f, g);
+  try {
+    return code(f, g);
+  } catch (const Error& e) {  // the contract: a bad request is JSON on stdout too
+    std::cout << agent::error_json(e.what()).dump() << std::endl;
+    std::cerr << "sandcell: " << e.what() << "\n";
+    return 125;
+  }
+}
+
+void add_limit_flags(CLI::App* cmd, CodeFlags& f) {
+  cmd->add_option("--memory", f.limits.memory, "Memory limit (k/m/g) [the skill's]");
+  cmd->add_option("--pids", f.limits.pids, "Processes + threads [the skill's]");
+  cmd->add_option("--cpus", f.limits.cpus, "CPU bandwidth in cores [1]");
+  cmd->add_option("--timeout", f.limits.timeout, "Wall-clock limit in seconds, per phase [the skill's]");
+  cmd->add_option("--cpu-time", f.limits.cpu_time, "CPU-time limit in seconds [none]");
+  cmd->add_option("--output-limit", f.limits.output_limit, "Bytes kept per output stream [1m]");
+  cmd->add_option("--net", f.net, "Network policy of install and run: none, allow:HOST[,HOST...], full [the skill's: none]");
+  cmd->add_option("--net-allow-file", f.network.allow_file, "More allow: hosts, one per line");
+  cmd->add_option("--net-hosts", f.network.hosts_file, "Hosts file the proxy resolves names from instead of DNS");
+  cmd->add_option("--net-allow-cidr", f.network.allow_cidrs, "Open a blocked range to allow:/full (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--seccomp", f.seccomp, "seccomp profile, as in run [code]");
+}
+
+}  // namespace
+
+void add_code_command(CLI::App& app, Action& action, const Globals& globals) {
+  auto f = std::make_shared<CodeFlags>();
+  auto* cmd = app.add_subcommand("code", "Run a code snippet with a skill (python, node, bash, c, cpp...) and "
+                                         "return its output, report, artifacts and error class");
+  cmd->add_option("--skill,--language", f->skill, "Skill name or language alias (py, js, sh, c++...)");
+  cmd->add_option("file", f->file, "Source file, or - for stdin [-]");
+  cmd->add_option("--session", f->session, "Keep /workspace (and python variables) across calls with this ID");
+  cmd->add_option("--put", f->puts, "Copy LOCAL:PATH into /workspace before the run (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--get", f->gets, "Return PATH[:LOCAL] from /workspace after the run; saved to LOCAL "
+                                    "(default: its file name here) (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--packages", f->packages, "Install these packages first (a,b), with the skill's installer, "
+                                             "under the run's network policy");
+  cmd->add_option("--env", f->env, "Environment K=V for install and run (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--stdin", f->stdin_file, "File given to the program as stdin [none]");
+  add_limit_flags(cmd, *f);
+  cmd->add_flag("--json", f->json, "Print the result as one JSON document");
+  cmd->add_option("--report", f->report, "Write the result JSON to FILE");
+  cmd->add_option("--artifacts-dir", f->artifacts_dir, "Save the artifacts (files written under /workspace/out) here");
+  cmd->add_option("--request-json", f->request_json, "Read one JSON request (FILE or -) and print one JSON result "
+                                                     "(the agent contract; agent/README.md)");
+  cmd->add_flag("--stream", f->stream, "With --request-json: newline-delimited JSON events as output arrives");
+  cmd->add_option("--skills-dir", f->skills_dir, "Skills directory [$SANDCELL_SKILLS, the source tree, /usr/share/sandcell/skills]");
+  cmd->add_option("--sessions-dir", f->sessions_dir, "Sessions directory [$SANDCELL_SESSIONS, ROOT/sessions]");
+  cmd->add_option("--session-ttl", f->session_ttl, "Remove sessions idle this many seconds [$SANDCELL_SESSION_TTL, 3600]");
+  cmd->footer(
+      "Examples:\n"
+      "  echo 'print(6*7)' | sandcell code --skill python\n"
+      "  sandcell code --skill c hello.c --timeout 5 --json\n"
+      "  sandcell code --skill py plot.py --artifacts-dir ./out       (plt.show() → out/figure-1.png)\n"
+      "  sandcell code --skill python --session s1 - <<< 'x = 41'; sandcell code --skill python --session s1 - <<< 'print(x+1)'\n"
+      "  sandcell code --skill python --put data.csv:data.csv --get out/result.csv x.py\n"
+      "  echo '{\"language\":\"js\",\"code\":\"console.log(1)\"}' | sandcell code --request-json - --stream\n"
+      "Exit code: the program's (compile errors: the compiler's); 125 when sandcell failed or the input was\n"
+      "invalid. With --request-json: 0 whenever a result was printed.");
+  cmd->callback([&action, f, globals] { action = [f, globals] { return code_or_error(*f, *globals); }; });
+}
+
+}  // namespace sandcell::cli

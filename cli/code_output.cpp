@@ -1,0 +1,123 @@
+#include "code_output.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::cli {
+namespace {
+
+using nlohmann::json;
+
+void write_fd(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the reader went away: the run goes on
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// How many bytes at the end of `s` start a UTF-8 sequence that is not complete yet.
+size_t incomplete_utf8_tail(const std::string& s) {
+  for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
+    unsigned char c = static_cast<unsigned char>(s[s.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
+    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
+void save_file(const std::string& local, const std::string& bytes) {
+  std::ofstream out(local, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out.flush()) throw Error(errno ? errno : EIO, "write " + local);
+}
+
+std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+void save_gets(const agent::CodeResult& r, const std::vector<std::string>& gets) {
+  for (size_t i = 0; i < gets.size() && i < r.files.size(); ++i) {
+    const agent::WorkspaceFile& f = r.files[i];
+    auto colon = gets[i].find(':');
+    std::string local = colon == std::string::npos ? base_name(f.path) : gets[i].substr(colon + 1);
+    if (!f.content) {
+      std::cerr << "sandcell: --get " << f.path << ": " << f.note << "\n";
+      continue;
+    }
+    save_file(local, *f.content);
+  }
+}
+
+void save_artifacts(const agent::CodeResult& r, const std::string& dir) {
+  for (const agent::WorkspaceFile& a : r.artifacts) {
+    std::cerr << "sandcell: artifact " << a.path << " (" << a.mime << ", " << a.size << " bytes)";
+    if (!dir.empty() && a.content) {
+      std::string local = dir + "/" + base_name(a.path);
+      save_file(local, *a.content);
+      std::cerr << " saved to " << local;
+    }
+    std::cerr << "\n";
+  }
+}
+
+void print_summary(const agent::CodeResult& r) {
+  if (!r.error) return;
+  const agent::ErrorInfo& e = *r.error;
+  std::cerr << "sandcell: " << e.kind;
+  if (e.module) std::cerr << " '" << *e.module << "'";
+  if (e.file) std::cerr << " at " << *e.file << (e.line ? ":" + std::to_string(*e.line) : "");
+  std::cerr << ": " << (e.exception ? *e.exception + ": " : "") << e.message << "\n";
+}
+
+}  // namespace
+
+runtime::OutputSink CodeOutput::sink() {
+  return [this](runtime::Stream s, std::span<const char> data) {
+    if (mode_ == Mode::Plain) write_fd(s == runtime::Stream::Stdout ? 1 : 2, {data.data(), data.size()});
+    else if (mode_ == Mode::Stream) stream_event(s, data);
+  };
+}
+
+void CodeOutput::stream_event(runtime::Stream s, std::span<const char> data, bool final) {
+  std::string& text = pending_[s == runtime::Stream::Stdout ? 0 : 1];
+  text.append(data.data(), data.size());
+  size_t keep = final ? 0 : incomplete_utf8_tail(text);
+  if (keep == text.size()) return;
+  json event = {{"type", s == runtime::Stream::Stdout ? "stdout" : "stderr"}, {"data", text.substr(0, text.size() - keep)}};
+  text.erase(0, text.size() - keep);
+  write_fd(1, event.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+int CodeOutput::finish(const agent::CodeResult& r, const std::vector<std::string>& gets, const std::string& artifacts_dir) {
+  json result = agent::to_json(r);
+  switch (mode_) {
+    case Mode::Plain:
+      save_gets(r, gets);
+      save_artifacts(r, artifacts_dir);
+      print_summary(r);
+      return agent::exit_code_for(r);
+    case Mode::Json:
+      save_gets(r, gets);
+      save_artifacts(r, artifacts_dir);
+      std::cout << dump(result) << std::endl;
+      return agent::exit_code_for(r);
+    case Mode::Contract:
+      write_fd(1, result.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+      return 0;
+    case Mode::Stream:
+      for (int i = 0; i < 2; ++i)  // a dangling partial sequence: flush it (replaced) before the end
+        if (!pending_[i].empty()) stream_event(i == 0 ? runtime::Stream::Stdout : runtime::Stream::Stderr, {}, true);
+      write_fd(1, json{{"type", "end"}, {"result", result}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+      return 0;
+  }
+  return 0;
+}
+
+}  // namespace sandcell::cli
