@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "proxy_request.hpp"
+#include "sandcell/agent/code_request.hpp"
 #include "sandcell/network/host_policy.hpp"
 #include "sandcell/rootfs_builder/dockerfile.hpp"
 #include "sandcell/rootfs_builder/image.hpp"
@@ -87,6 +88,17 @@ void image_json(std::string_view input) {
       default: (void)rootfs_builder::parse_reference(text); break;
     }
   } catch (const Error&) {
+  }
+}
+
+void code_request(std::string_view input) {
+  auto json = nlohmann::json::parse(input, nullptr, false);
+  if (json.is_discarded()) return;
+  try {
+    agent::CodeRequest request = agent::parse_code_request(json);
+    agent::check_code_text(request.code, 1 << 20);
+  } catch (const Error& e) {
+    if (!e.input_error()) throw std::logic_error(std::string("bad request gave a system error: ") + e.what());
   }
 }
 

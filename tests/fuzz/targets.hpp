@@ -15,6 +15,7 @@ void seccomp_profile(std::string_view input);
 void proxy_request(std::string_view input);  // the first byte picks where the input is split
 void host_name(std::string_view input);
 void image_json(std::string_view input);     // the first byte picks the reader
+void code_request(std::string_view input);   // `sandcell code --request-json`, an agent's request
 // Extracts the input as a layer into scratch/root; throws std::logic_error if anything appeared
 // in `watched` (directories around the root) other than scratch/root and scratch/layer.tar.
 void layer_extract(std::string_view input, const std::filesystem::path& scratch,

@@ -37,6 +37,7 @@ TEST(FuzzReplay, SeccompProfile) { replay("seccomp_profile", fuzz::seccomp_profi
 TEST(FuzzReplay, ProxyRequest) { replay("proxy_request", fuzz::proxy_request); }
 TEST(FuzzReplay, HostName) { replay("host_name", fuzz::host_name); }
 TEST(FuzzReplay, ImageJson) { replay("image_json", fuzz::image_json); }
+TEST(FuzzReplay, CodeRequest) { replay("code_request", fuzz::code_request); }
 
 TEST(FuzzReplay, LayerExtractWritesNothingOutsideItsRoot) {
   TempTree outer("sc-fuzz-replay");
