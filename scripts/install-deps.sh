@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build pkg-config clang-format
+  # libFuzzer targets (scripts/fuzz.sh): clang with its sanitizer and fuzzer runtimes
+  clang libclang-rt-dev
   # libraries sandcell links against
   libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev googletest libarchive-dev libssl-dev libcurl4-openssl-dev libnftables-dev zlib1g-dev
@@ -16,6 +18,9 @@ packages=(
   hyperfine bubblewrap runc util-linux iproute2 procps nftables
   # skills tests build a wheel with python3; bench/code.sh reads hyperfine's JSON with jq
   python3 jq
+  # setcap: the hostile suite gives a binary file capabilities and checks it gains nothing;
+  # GNU time measures the supervisor's peak RSS
+  libcap2-bin time
   # image interop: real tools read and write what sandcell stores
   skopeo umoci podman buildah debootstrap uidmap fuse-overlayfs
   # registries: Debian's docker-registry (distribution) and htpasswd -B for its Basic auth

@@ -18,6 +18,9 @@ std::optional<ReceivedMessage> receive_child_message(int sync_fd) {
   header.msg_control = control;
   header.msg_controllen = sizeof control;
   ssize_t n = recvmsg(sync_fd, &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  // A child that exits with our "go" unread resets the connection. The kernel reports the reset
+  // before the messages the child sent first, and clears it: read again to get them.
+  if (n < 0 && errno == ECONNRESET) n = recvmsg(sync_fd, &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
     received.message.kind = -1;  // nothing yet; callers poll first, so this is rare
     return received;

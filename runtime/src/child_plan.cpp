@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include <mutex>
+#include <set>
 
 #include "sandcell/apparmor/lsm_probe.hpp"
 #include "sandcell/apparmor/profile.hpp"
@@ -29,10 +30,15 @@ constexpr const char* kAppArmorProfile = "sandcell-default";
 
 std::string overlay_options(const Spec& spec, const std::string& upper, const std::string& work) {
   std::string lower;
+  std::set<std::string> stacked;
   for (const std::string& layer : spec.rootfs_layers) {
     // overlayfs splits its options on ',' and lowerdir on ':'.
     if (layer.find_first_of(",:\\") != std::string::npos)
       throw Error::invalid("rootfs path " + layer + " contains ',', ':' or '\\', which overlayfs cannot take");
+    // An image may hold the same layer twice (two identical COPY steps); overlayfs refuses a
+    // directory stacked twice (ELOOP). Every path the lower copy holds is shadowed by the upper
+    // copy, so keeping only the top-most occurrence shows the same tree.
+    if (!stacked.insert(layer).second) continue;
     lower += (lower.empty() ? "" : ":") + layer;
   }
   return "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;

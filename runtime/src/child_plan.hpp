@@ -137,9 +137,11 @@ struct ChildPlan {
   std::unique_ptr<ProxyEnvPage> proxy_env;  // allow mode only
   std::string path_env;           // the PATH the program is searched in
 
-  // File descriptors: the child's stdio, and its end of the sync socket.
+  // File descriptors: the child's stdio, and its end of the sync socket. The supervisor's end is
+  // inherited too (clone copies the fd table); the child closes it first, or it would hold the
+  // socket open itself and never see the supervisor die.
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
-  int sync_fd = -1;
+  int sync_fd = -1, supervisor_sync_fd = -1;
 
   std::unique_ptr<ContainerPlan> container;  // OCI containers only
 };

@@ -1,6 +1,8 @@
 // Runs in the new namespaces, between clone and execve. The order is the security argument:
 // everything that needs privilege happens before the privileges go, seccomp comes last because
 // every step before it needs syscalls it denies.
+#include <unistd.h>
+
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +12,7 @@
 namespace sandcell::runtime {
 
 [[noreturn]] void run_child(const ChildPlan& plan) {
+  close(plan.supervisor_sync_fd);  // so a supervisor killed before "go" is a hang-up, not a hang
   reset_signals();
   install_stdio(plan);
   make_mounts_private(plan);

@@ -192,6 +192,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   plan.stdout_fd = out.write_end.get();
   plan.stderr_fd = err.write_end.get();
   plan.sync_fd = sync_child.get();
+  plan.supervisor_sync_fd = sync_parent.get();
 
   InterruptSignals interrupts;
   UniqueFd pidfd;
@@ -210,7 +211,10 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
     if (l.cgroup.clone_into_fd() < 0) l.cgroup.add_process(pid);
     if (l.network.mode == NetworkMode::Allow || l.network.mode == NetworkMode::Full)
       network.emplace(l.network, l.run_id, pid, plan.proxy_env.get());
-    check(write(sync_parent.get(), "g", 1), "tell the child to go");
+    // A child that failed a setup step has said why on the socket and exited: nobody is left
+    // to tell, and supervise() reads its message and status.
+    if (send(sync_parent.get(), "g", 1, MSG_NOSIGNAL) < 0 && errno != EPIPE)
+      throw Error(errno, "tell the child to go");
   } catch (...) {
     kill_sandbox(run);
     waitpid(pid, nullptr, 0);

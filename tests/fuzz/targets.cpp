@@ -1,0 +1,135 @@
+#include "targets.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "proxy_request.hpp"
+#include "sandcell/agent/code_request.hpp"
+#include "sandcell/network/host_policy.hpp"
+#include "sandcell/rootfs_builder/dockerfile.hpp"
+#include "sandcell/rootfs_builder/image.hpp"
+#include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/runtime/error.hpp"
+#include "sandcell/seccomp/docker_profile.hpp"
+#include "sandcell/seccomp/profile.hpp"
+
+namespace sandcell::fuzz {
+namespace fs = std::filesystem;
+
+void dockerfile(std::string_view input) {
+  try {
+    auto parsed = rootfs_builder::parse_dockerfile(input, "Dockerfile", {{"A", "1"}});
+    (void)parsed.target_stage("base");
+  } catch (const Error& e) {
+    if (!e.input_error()) throw std::logic_error(std::string("bad Dockerfile gave a system error: ") + e.what());
+  }
+}
+
+// The path of `sandcell run --seccomp FILE` and of OCI configs: parse, then compile with libseccomp.
+void seccomp_profile(std::string_view input) {
+  auto json = nlohmann::json::parse(input, nullptr, false);
+  if (json.is_discarded()) return;
+  static const seccomp::ProfileContext context{.capabilities = {"CAP_NET_RAW"}, .arch = "amd64", .kernel = {6, 1}};
+  try {
+    auto profile = seccomp::parse_docker_profile(json, "fuzz.json", context);
+    (void)seccomp::compile(profile);
+  } catch (const Error&) {
+  }
+}
+
+// Bytes from a sandbox to the proxy, in two reads; then the host check and upstream head.
+void proxy_request(std::string_view input) {
+  if (input.empty()) return;
+  const size_t split = static_cast<unsigned char>(input[0]) % input.size();
+  const std::string_view text = input.substr(1);
+  network::RequestParser parser(4096);
+  // Never zero bytes, as the proxy (proxy_session.cpp): a zero-length read is the client's EOF,
+  // which the proxy handles itself; http_parser takes len 0 as EOF and returns 1.
+  size_t used = split == 0 ? 0 : parser.feed_head(text.data(), std::min(split, text.size()));
+  if (!parser.head() && !parser.error() && used < text.size())
+    used += parser.feed_head(text.data() + used, text.size() - used);
+  if (used > text.size()) throw std::logic_error("the request parser consumed more than it was given");
+  if (!parser.head() || parser.error()) return;
+  parser.feed_body(text.data() + used, text.size() - used, [](std::string_view) { return true; });
+  try {
+    auto host = network::normalise_host(parser.head()->host);
+    (void)parser.upstream_head(host.name);
+  } catch (const Error&) {
+  }
+}
+
+// Host names and allowlists: a normalised name normalises to itself; an entry allows itself.
+void host_name(std::string_view input) {
+  try {
+    network::NormalisedHost once = network::normalise_host(input);
+    network::NormalisedHost twice = network::normalise_host(once.name);
+    if (twice.name != once.name || twice.ip_literal != once.ip_literal)
+      throw std::logic_error("normalise_host is not idempotent on " + once.name);
+  } catch (const Error&) {
+  }
+  try {
+    network::Allowlist list = network::Allowlist::parse(input);
+    for (const std::string& entry : list.entries())
+      if (entry.rfind("*.", 0) != 0 && !list.allows(network::normalise_host(entry)))
+        throw std::logic_error("allowlist entry " + entry + " does not allow itself");
+  } catch (const Error&) {
+  }
+}
+
+void image_json(std::string_view input) {
+  if (input.empty()) return;
+  const std::string_view text = input.substr(1);
+  try {
+    switch (static_cast<unsigned char>(input[0]) % 3) {
+      case 0: (void)rootfs_builder::config_to_json(rootfs_builder::config_from_json(text)); break;
+      case 1: (void)rootfs_builder::manifest_to_json(rootfs_builder::manifest_from_json(text)); break;
+      default: (void)rootfs_builder::parse_reference(text); break;
+    }
+  } catch (const Error&) {
+  }
+}
+
+void code_request(std::string_view input) {
+  auto json = nlohmann::json::parse(input, nullptr, false);
+  if (json.is_discarded()) return;
+  try {
+    agent::CodeRequest request = agent::parse_code_request(json);
+    agent::check_code_text(request.code, 1 << 20);
+  } catch (const Error& e) {
+    if (!e.input_error()) throw std::logic_error(std::string("bad request gave a system error: ") + e.what());
+  }
+}
+
+namespace {
+
+std::set<fs::path> entries_of(const std::vector<fs::path>& dirs) {
+  std::set<fs::path> names;
+  for (const fs::path& dir : dirs)
+    for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path());
+  return names;
+}
+
+}  // namespace
+
+void layer_extract(std::string_view input, const fs::path& scratch, const std::vector<fs::path>& watched) {
+  const std::set<fs::path> before = entries_of(watched);
+  const fs::path archive = scratch / "layer.tar", root = scratch / "root";
+  std::ofstream(archive, std::ios::binary).write(input.data(), static_cast<std::streamsize>(input.size()));
+  fs::create_directory(root);
+  try {
+    (void)rootfs_builder::extract_layer(archive, root);
+  } catch (const Error&) {
+  }
+  std::set<fs::path> after = entries_of(watched);
+  after.erase(root);
+  after.erase(archive);
+  fs::remove_all(root);
+  fs::remove(archive);
+  for (const fs::path& name : after)
+    if (!before.contains(name) && name.filename().string().rfind("crash-", 0) != 0)
+      throw std::logic_error("extract_layer wrote outside its root: " + name.string());
+}
+
+}  // namespace sandcell::fuzz
