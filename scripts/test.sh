@@ -13,7 +13,24 @@ stage() { echo "== test.sh: $1 ($(date +%T))"; }
 
 bash scripts/install-deps.sh
 cmake --preset default
+# The skill images (the `skill_images` CTest fixture: debootstrap, then apt-get in image builds)
+# wait mostly on the Debian mirror and on dpkg, so they are made while the rest compiles: the
+# two executables first, then the images in the background. The fixture finds them built.
+stage "sandcell executables"
+cmake --build --preset default --target sandcell sandcell-images
+store=build/default/test-store
+stage "skill images (background, log: $store.log)"
+bash tests/fixtures/make-skill-images.sh build/default/cli/sandcell "$store" >"$store.log" 2>&1 &
+images=$!
+stage "everything else"
 cmake --build --preset default
+stage "waiting for the skill images"
+if ! wait "$images"; then
+  cat "$store.log"
+  echo "test.sh: building the skill images failed" >&2
+  exit 1
+fi
+cat "$store.log"
 # Serial: integration tests assert on host-wide state (cgroups, processes) between runs.
 stage "default preset"
 ctest --preset default --timeout 600 "$@"

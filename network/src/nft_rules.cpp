@@ -121,6 +121,15 @@ std::string id_of(const std::string& element) {
   return element.substr(4, 8);
 }
 
+bool sets_exist() {
+  try {
+    NftContext(true).run(std::string("list set ") + kTable + " " + kProxySet, "list nft set");
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 std::string sandcell_table_script() {
@@ -174,7 +183,9 @@ SandboxFirewall::SandboxFirewall(FirewallSpec spec) : spec_(std::move(spec)) {
   try {
     NftContext().run(add_script_, step);  // the common case: the table is there
   } catch (const Error&) {
-    if (sandcell_table_exists()) throw;
+    // No table, or a table without our sets (made by hand, or an older sandcell's, whose
+    // per-run chains stay untouched): add what is missing, then the elements.
+    if (sets_exist()) throw;
     NftContext().run(sandcell_table_script() + add_script_, step);
   }
   installed_ = true;
