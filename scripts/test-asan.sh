@@ -21,5 +21,7 @@ subset='^unit\.|^integration\.(BadInput|Isolation|Limits|Supervisor|Seccomp|Conf
 [ "${SANDCELL_ASAN_ALL:-}" = 1 ] && subset='.'
 
 cmake --preset asan
+# Only what the subset runs: the executables, the test rootfs and the two test binaries (the
+# `asan` build preset lists them), not the skills and agent test programs.
 cmake --build --preset asan
 ctest --preset asan --timeout 600 -R "$subset" -E "$never" "$@"
