@@ -23,5 +23,5 @@ subset='^unit\.|^integration\.(BadInput|Isolation|Limits|Supervisor|Seccomp|Conf
 cmake --preset asan
 # Only what the subset runs: the executables, the test rootfs and the two test binaries (the
 # `asan` build preset lists them), not the skills and agent test programs.
-cmake --build --preset asan
+if [ "${SANDCELL_ASAN_ALL:-}" = 1 ]; then cmake --build --preset asan --target all; else cmake --build --preset asan; fi
 ctest --preset asan --timeout 600 -R "$subset" -E "$never" "$@"
