@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <openssl/crypto.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,7 +59,20 @@ struct HttpApi::State {
   ListenAddress address;
   AdmissionGate gate;
   httplib::Server server;
+  int listen_fd = -1;  // httplib's listening socket, seen through its socket-options hook
 };
+
+namespace {
+
+// Debian's libcpp-httplib 0.11.4 is compiled with CPPHTTPLIB_LISTEN_BACKLOG 5. Fifty clients
+// connecting at once overflow that accept queue; the kernel then drops handshakes or answers
+// with SYN cookies, and a client can see its connection reset before any reply (the
+// ServeE2E load test did, ~1 run in 5). listen() again on the bound socket raises the backlog.
+void widen_backlog(int fd) {
+  if (fd >= 0 && ::listen(fd, SOMAXCONN) != 0) throw Error(errno, "listen backlog of the HTTP socket");
+}
+
+}  // namespace
 
 HttpApi::HttpApi(Executor& executor, HttpApiOptions options)
     : state_(new State{executor, options, parse_listen(options.listen), AdmissionGate(options.max_running, options.max_queued), {}}) {
@@ -73,6 +87,10 @@ HttpApi::HttpApi(Executor& executor, HttpApiOptions options)
   size_t threads = static_cast<size_t>(s.options.max_running + s.options.max_queued + 4);
   s.server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.server.set_payload_max_length(s.options.max_body_bytes);
+  s.server.set_socket_options([&s](socket_t sock) {
+    httplib::default_socket_options(sock);
+    s.listen_fd = sock;
+  });
   if (!s.address.unix_path.empty()) s.server.set_address_family(AF_UNIX);
   // Runs before httplib reads the body: a client without the token, or with a body over the
   // limit, is answered without us reading what it sends.
@@ -106,15 +124,18 @@ int HttpApi::bind() {
     bool ok = s.server.bind_to_port(s.address.unix_path, 80);
     ::umask(old);
     if (!ok) throw Error(errno ? errno : EADDRINUSE, "listen on unix:" + s.address.unix_path);
+    widen_backlog(s.listen_fd);
     return 0;
   }
   if (s.address.port == 0) {
     int port = s.server.bind_to_any_port(s.address.host);
     if (port < 0) throw Error(errno ? errno : EADDRINUSE, "listen on " + s.address.host);
+    widen_backlog(s.listen_fd);
     return port;
   }
   if (!s.server.bind_to_port(s.address.host, s.address.port))
     throw Error(errno ? errno : EADDRINUSE, "listen on " + s.options.listen);
+  widen_backlog(s.listen_fd);
   return s.address.port;
 }
 
