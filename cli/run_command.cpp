@@ -14,6 +14,7 @@
 #include "sandcell/seccomp/compiled_cache.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
+#include "sandcell/runtime/number.hpp"
 
 namespace sandcell::cli {
 namespace {
@@ -46,7 +47,7 @@ std::vector<std::string> split(const std::string& text, char sep) {
 uint32_t parse_id(const std::string& text, const std::string& what) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 9)
     throw Error::invalid(what + " must be numeric (user names need an image's /etc/passwd): '" + text + "'");
-  return static_cast<uint32_t>(std::stoul(text));
+  return parse_number<uint32_t>(text).value();
 }
 
 void apply_limits(const RunFlags& f, runtime::Limits& limits) {

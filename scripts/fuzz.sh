@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh [SECONDS] [TARGET...]
 # Builds the libFuzzer targets (the `fuzz` preset: clang, ASan + UBSan) and runs each for SECONDS
-# (default 15; CI uses this default). Seeds come from tests/fuzz/corpus/<target>/; inputs that
-# found new coverage are kept in build/fuzz/work/<target>/new/ (copy good ones into the seed
-# corpus by hand). A crash stops the script with the reproducer's path; make it a regression
-# case in tests/unit/fuzz_regressions_test.cpp, fix the bug, then add the input to the seeds.
+# (default 15; CI uses this default). The seed is fixed (FUZZ_SEED, default 1) so CI explores the
+# same inputs on every run; fuzz longer, or with other seeds, by hand to find new bugs. Seeds come
+# from tests/fuzz/corpus/<target>/; inputs that found new coverage are kept in
+# build/fuzz/work/<target>/new/ (copy good ones into the seed corpus by hand). A crash stops the
+# script with the reproducer's path: fix the bug, then commit the input to
+# tests/fuzz/regressions/<target>/ under a name that says what it broke (unit.FuzzReplay.* replays
+# every corpus and regression input in the default and ASan test runs).
 #
 # Examples:
 #   scripts/fuzz.sh                       # every target, 15 s each
@@ -34,7 +37,7 @@ for target in "${targets[@]}"; do
   cp -r "$root/tests/fuzz/corpus/$target" "$work/seeds"
   echo "== fuzz_$target: ${seconds}s"
   if ! (cd "$work" && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
-        "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        "$binary" -seed="${FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix=./ new seeds >"$work/log" 2>&1); then
     tail -n 40 "$work/log" >&2
     echo "fuzz.sh: fuzz_$target found a crash; reproducer: $(ls -t "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-* 2>/dev/null | head -1)" >&2

@@ -2,6 +2,7 @@
 // stderr (python tracebacks, node's error header, bash's "line N:", gcc's file:line:col), then
 // what is left: a signal or a nonzero exit with the last line of stderr.
 #include "sandcell/agent/error_classifier.hpp"
+#include "sandcell/runtime/number.hpp"
 
 #include <csignal>
 #include <cstring>
@@ -12,6 +13,9 @@ namespace sandcell::agent {
 namespace {
 
 using runtime::Status;
+
+// A line number from a compiler or interpreter message; nothing when it does not fit in an int.
+std::optional<int> line_number(const std::string& digits) { return parse_number<int>(digits); }
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -64,7 +68,8 @@ std::optional<ErrorInfo> python_error(const std::string& err) {
   if (!last_frame) return std::nullopt;
   std::regex_match(lines[*last_frame], m, frame);
   std::string file = m[1], func = m[3];
-  int line = std::stoi(m[2]);
+  std::string line_text = m[2];
+  std::optional<int> line = line_number(line_text);
   for (size_t i = *last_frame + 1; i < lines.size(); ++i) {
     if (lines[i].empty() || lines[i][0] == ' ' || !std::regex_match(lines[i], m, exc)) continue;
     std::string name = m[1], message = m[2];
@@ -76,7 +81,7 @@ std::optional<ErrorInfo> python_error(const std::string& err) {
       static const std::regex mod(R"(No module named '([^']+)')");
       if (std::smatch mm; std::regex_search(message, mm, mod)) e.module = mm[1];
     } else {
-      e.frame = file + ":" + std::to_string(line) + (func.empty() ? "" : " in " + func);
+      e.frame = file + ":" + line_text + (func.empty() ? "" : " in " + func);
     }
     return e;
   }
@@ -95,13 +100,13 @@ std::optional<ErrorInfo> node_error(const std::string& err) {
   for (const std::string& l : lines) {
     if (!e.file && std::regex_match(l, m, header)) {
       e.file = m[1];
-      e.line = std::stoi(m[2]);
+      e.line = line_number(m[2].str());
     } else if (!e.exception && std::regex_match(l, m, exc)) {
       e.exception = m[1];
       e.message = m[2];
     } else if (e.exception && !e.frame && std::regex_match(l, m, at)) {
       e.file = m[2];
-      e.line = std::stoi(m[3]);
+      e.line = line_number(m[3].str());
       e.frame = std::string(m[2]) + ":" + std::string(m[3]) + (m[1].matched ? " in " + std::string(m[1]) : "");
     }
   }
@@ -125,7 +130,7 @@ std::optional<ErrorInfo> bash_error(const std::string& err) {
   std::smatch m;
   for (const std::string& l : lines_of(err)) {
     if (!std::regex_match(l, m, line_msg)) continue;
-    ErrorInfo e{.kind = "nonzero_exit", .message = m[3], .file = m[1], .line = std::stoi(m[2])};
+    ErrorInfo e{.kind = "nonzero_exit", .message = m[3], .file = m[1], .line = line_number(m[2].str())};
     std::string msg = m[3];
     if (msg.rfind("syntax error", 0) == 0) {
       e.kind = "syntax_error";
@@ -151,7 +156,7 @@ std::optional<ErrorInfo> gcc_error(const std::string& err) {
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& l = lines[i];
     if (std::regex_match(l, m, diag)) {
-      ErrorInfo e{.kind = "compile_error", .message = m[4], .file = m[1], .line = std::stoi(m[2])};
+      ErrorInfo e{.kind = "compile_error", .message = m[4], .file = m[1], .line = line_number(m[2].str())};
       std::string msg = m[4];
       if (std::regex_match(msg, m, header)) {
         e.kind = "missing_module";

@@ -18,6 +18,7 @@
 #include "netlink.hpp"
 #include "owned_fd.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/number.hpp"
 
 namespace sandcell::network {
 namespace {
@@ -51,7 +52,8 @@ std::set<uint32_t> used_subnets(nl_sock* sock) {
 
 uint32_t pick_subnet(nl_sock* sock, std::string_view id) {
   const auto used = used_subnets(sock);
-  const uint32_t start = static_cast<uint32_t>(std::stoul(std::string(id), nullptr, 16)) % kSubnets;
+  // The run id is hex; its first eight digits spread sandboxes over the range.
+  const uint32_t start = parse_number<uint32_t>(id.substr(0, 8), 16).value_or(0) % kSubnets;
   for (uint32_t i = 0; i < kSubnets; ++i) {
     const uint32_t candidate = (start + i) % kSubnets;
     if (!used.contains(candidate)) return candidate;

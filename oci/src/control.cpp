@@ -7,6 +7,7 @@
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/runtime/container.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/number.hpp"
 
 namespace sandcell::oci {
 namespace {
@@ -24,8 +25,8 @@ ContainerState load_in(const StateStore& store, const std::string& id, std::init
 
 int parse_signal(const std::string& text) {
   if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-    int number = std::stoi(text);
-    if (number > 0 && number < NSIG) return number;
+    auto number = parse_number<int>(text);
+    if (number && *number > 0 && *number < NSIG) return *number;
   }
   std::string name = text;
   for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

@@ -8,6 +8,7 @@
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/runtime/container.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/number.hpp"
 #include "unix_socket.hpp"
 
 namespace sandcell::oci {
@@ -15,14 +16,12 @@ namespace {
 
 void apply_user(const std::string& user, runtime::Spec& spec) {
   size_t colon = user.find(':');
-  try {
-    size_t used = 0;
-    spec.uid = static_cast<uid_t>(std::stoul(user.substr(0, colon), &used));
-    if (used != user.substr(0, colon).size()) throw std::invalid_argument(user);
-    if (colon != std::string::npos) spec.gid = static_cast<gid_t>(std::stoul(user.substr(colon + 1)));
-  } catch (const std::exception&) {
-    throw Error::invalid("--user: expected uid[:gid] as numbers, got '" + user + "'");
-  }
+  auto uid = parse_number<uid_t>(std::string_view(user).substr(0, colon));
+  auto gid = colon == std::string::npos ? std::optional<gid_t>(spec.gid)
+                                        : parse_number<gid_t>(std::string_view(user).substr(colon + 1));
+  if (!uid || !gid) throw Error::invalid("--user: expected uid[:gid] as numbers, got '" + user + "'");
+  spec.uid = *uid;
+  spec.gid = *gid;
 }
 
 runtime::Spec exec_spec(const StateStore& store, const ContainerState& s, const ExecOptions& options) {

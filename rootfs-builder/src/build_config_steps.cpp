@@ -3,6 +3,7 @@
 
 #include "build_steps.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/number.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -42,7 +43,11 @@ void apply_healthcheck(ImageState& state, const Instruction& ins, const std::str
   if (!flag("interval").empty()) check.interval_ns = duration_ns(flag("interval"), where);
   if (!flag("timeout").empty()) check.timeout_ns = duration_ns(flag("timeout"), where);
   if (!flag("start-period").empty()) check.start_period_ns = duration_ns(flag("start-period"), where);
-  if (!flag("retries").empty()) check.retries = std::stoi(flag("retries"));
+  if (std::string retries = flag("retries"); !retries.empty()) {
+    auto n = parse_number<int>(retries);
+    if (!n || *n < 0) throw Error::invalid(where + ": --retries must be a whole number, got '" + retries + "'");
+    check.retries = *n;
+  }
   state.config.config.healthcheck = check;
 }
 

@@ -20,6 +20,7 @@
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "url_fetch.hpp"
+#include "sandcell/runtime/number.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -272,10 +273,9 @@ CopyOwnership ownership_from_flags(const Instruction& ins, const std::vector<std
       owner.gid = user.gid;
   }
   if (std::string chmod = flag(ins, "chmod"); !chmod.empty()) {
-    size_t used = 0;
-    unsigned long mode = std::stoul(chmod, &used, 8);
-    if (used != chmod.size() || mode > 07777) throw Error::invalid(where + ": --chmod must be octal, got '" + chmod + "'");
-    owner.mode = static_cast<mode_t>(mode);
+    auto mode = parse_number<unsigned>(chmod, 8);
+    if (!mode || *mode > 07777) throw Error::invalid(where + ": --chmod must be octal, got '" + chmod + "'");
+    owner.mode = static_cast<mode_t>(*mode);
   }
   return owner;
 }

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/number.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -123,7 +124,9 @@ std::optional<Heredoc> heredoc_marker(const std::string& word) {
   size_t i = 0;
   while (i < word.size() && std::isdigit(static_cast<unsigned char>(word[i]))) ++i;
   if (word.compare(i, 2, "<<") != 0) return std::nullopt;
-  Heredoc h{.word = word, .fd = i > 0 ? std::stoi(word.substr(0, i)) : 0};
+  auto fd = i > 0 ? parse_number<int>(std::string_view(word).substr(0, i)) : std::optional<int>(0);
+  if (!fd) return std::nullopt;  // not a file descriptor number: a plain word
+  Heredoc h{.word = word, .fd = *fd};
   i += 2;
   if (i < word.size() && word[i] == '-') {
     h.chomp = true;

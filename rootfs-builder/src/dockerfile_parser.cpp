@@ -8,6 +8,7 @@
 #include "dockerfile_lexer.hpp"
 #include "sandcell/rootfs_builder/dockerfile.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/number.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -444,10 +445,9 @@ std::optional<int> Dockerfile::find_stage(std::string_view name_or_index) const 
         return std::isdigit(static_cast<unsigned char>(c));
       }))
     return std::nullopt;
-  if (wanted.size() > 6) return std::nullopt;
-  int index = std::stoi(wanted);
-  if (index >= static_cast<int>(stages.size())) return std::nullopt;
-  return index;
+  auto index = parse_number<int>(wanted);
+  if (!index || *index >= static_cast<int>(stages.size())) return std::nullopt;
+  return *index;
 }
 
 int Dockerfile::target_stage(std::string_view target) const {

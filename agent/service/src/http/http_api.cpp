@@ -15,6 +15,7 @@
 #include "http/admission_gate.hpp"
 #include "http/routes.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/number.hpp"
 
 namespace sandcell::agent_service {
 namespace {
@@ -33,16 +34,11 @@ ListenAddress parse_listen(const std::string& listen) {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0)
     throw Error::invalid("--listen '" + listen + "': expected HOST:PORT or unix:PATH");
-  try {
-    size_t used = 0;
-    int port = std::stoi(listen.substr(colon + 1), &used);
-    if (used != listen.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range("port");
-    std::string host = listen.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    return {"", host, port};
-  } catch (const std::logic_error&) {
-    throw Error::invalid("--listen '" + listen + "': the port must be a number from 0 to 65535");
-  }
+  auto port = parse_number<uint16_t>(std::string_view(listen).substr(colon + 1));
+  if (!port) throw Error::invalid("--listen '" + listen + "': the port must be a number from 0 to 65535");
+  std::string host = listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return {"", host, *port};
 }
 
 bool token_matches(const std::string& header, const std::string& token) {

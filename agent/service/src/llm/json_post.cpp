@@ -1,5 +1,7 @@
 #include "llm/json_post.hpp"
 
+#include "sandcell/runtime/number.hpp"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -27,10 +29,10 @@ size_t collect_header(char* data, size_t size, size_t count, void* user) {
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   if (lower.rfind("retry-after:", 0) == 0) {
     // Only the delta-seconds form; an HTTP-date falls back to our own backoff.
-    try {
-      static_cast<Answer*>(user)->retry_after_s = std::stol(line.substr(12));
-    } catch (const std::exception&) {
-    }
+    std::string_view value = std::string_view(line).substr(12);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+    if (auto seconds = parse_number<long>(value)) static_cast<Answer*>(user)->retry_after_s = *seconds;
   }
   return size * count;
 }
