@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Benchmark (not a test) of the network policy (DESIGN.md, "Network policy"):
-#   1. start-to-exit time of /bin/true with --net none, --net allow:bench.test and --net full
-#      (full only when IPv4 forwarding is already on: sandcell never turns it on), in ONE hyperfine
-#      run; the extra cost of allow: and full over none (target <= 5 ms each).
-#   2. proxy throughput: a SIZE_MB download (default 100) by busybox wget inside an allow: sandbox,
+#   1. start-to-exit time of /bin/true with --net none, --net allow:bench.test over both transports
+#      (socket: the default, no link; veth) and --net full over veth (only when IPv4 forwarding is
+#      already on: sandcell never turns it on) and slirp4netns (when installed; /bin/true sends
+#      nothing, so nothing reaches the uplink), in ONE hyperfine run; the extra cost of each over
+#      none (target <= 5 ms) and the ratio to none.
+#   2. proxy throughput over each allow transport: a SIZE_MB download (default 100) by busybox wget inside an allow: sandbox,
 #      through sandcell's proxy, from a busybox httpd in a network namespace this script makes
 #      (198.51.100.0/24, TEST-NET-2, mapped to bench.test with --net-hosts). For reference the same
 #      download from the host without a sandbox or proxy. Nothing is sent to the machine's uplink.
@@ -66,12 +68,19 @@ for _ in $(seq 50); do busybox wget -q -O /dev/null http://198.51.100.10/ 2>/dev
 
 # ---- 1. start-to-exit ------------------------------------------------------------------------------
 RUN="$SANDCELL run --rootfs $ROOTFS"
+ALLOW="$RUN --net allow:bench.test --net-hosts $WORK/hosts"
 commands=(-n none "$RUN --net none -- /bin/true"
-          -n allow "$RUN --net allow:bench.test --net-hosts $WORK/hosts -- /bin/true")
+          -n allow-socket "$ALLOW --net-transport socket -- /bin/true"
+          -n allow-veth "$ALLOW --net-transport veth -- /bin/true")
 if [ "$(cat /proc/sys/net/ipv4/ip_forward)" = 1 ]; then
-  commands+=(-n full "$RUN --net full -- /bin/true")
+  commands+=(-n full-veth "$RUN --net full --net-transport veth -- /bin/true")
 else
-  echo "IPv4 forwarding is off: --net full is not measured (sandcell refuses it rather than turn it on)"
+  echo "IPv4 forwarding is off: --net full over veth is not measured (sandcell refuses it rather than turn it on)"
+fi
+if command -v slirp4netns >/dev/null; then
+  commands+=(-n full-slirp "$RUN --net full --net-transport slirp -- /bin/true")
+else
+  echo "slirp4netns is not installed: --net full over slirp4netns is not measured"
 fi
 for ((i = 2; i < ${#commands[@]}; i += 3)); do ${commands[$i]} >/dev/null || die "smoke test failed: ${commands[$i]}"; done
 hyperfine -N --runs "$RUNS" --warmup "$WARMUP" --export-json "$WORK/start.json" "${commands[@]}"
@@ -79,11 +88,12 @@ python3 - "$WORK/start.json" <<'EOF'
 import json, sys
 results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
 none = results["none"]["mean"] * 1000
-for name in ("allow", "full"):
+for name in ("allow-socket", "allow-veth", "full-veth", "full-slirp"):
     if name in results:
-        extra = results[name]["mean"] * 1000 - none
-        print(f"--net {name}: +{extra:.1f} ms over none ({none:.1f} ms) -> target <= 5 ms: "
-              f"{'met' if extra <= 5 else 'NOT met'}")
+        mean = results[name]["mean"] * 1000
+        extra = mean - none
+        print(f"--net {name}: {mean:.1f} ms, +{extra:.1f} ms over none ({none:.1f} ms), "
+              f"x{mean / none:.2f} -> target <= 5 ms: {'met' if extra <= 5 else 'NOT met'}")
 EOF
 
 # ---- 2. proxy throughput ---------------------------------------------------------------------------
@@ -91,14 +101,17 @@ echo "measuring the download..."
 direct_start=$(date +%s.%N)
 busybox wget -q -O /dev/null http://198.51.100.10/big
 direct_s=$(awk -v start="$direct_start" -v end="$(date +%s.%N)" 'BEGIN { print end - start }')
-record=$($SANDCELL run --json --timeout 120 --rootfs "$ROOTFS" --net allow:bench.test --net-hosts "$WORK/hosts" \
-  -- sh -c 'read a _ </proc/uptime; wget -q -O /dev/null http://bench.test/big || exit 1; read b _ </proc/uptime; echo $a $b')
-python3 - "$record" "$direct_s" "$SIZE_MB" <<'EOF'
+for transport in socket veth; do
+  record=$($SANDCELL run --json --timeout 120 --rootfs "$ROOTFS" --net allow:bench.test --net-hosts "$WORK/hosts" \
+    --net-transport $transport \
+    -- sh -c 'read a _ </proc/uptime; wget -q -O /dev/null http://bench.test/big || exit 1; read b _ </proc/uptime; echo $a $b')
+  python3 - "$record" "$direct_s" "$SIZE_MB" "$transport" <<'EOF'
 import json, sys
-record, direct_s, size_mb = json.loads(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+record, direct_s, size_mb, transport = json.loads(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 assert record["status"] == "ok", record
 start, end = map(float, record["stdout"].split())  # /proc/uptime: 10 ms resolution
 proxied_s = max(end - start, 0.01)
-print(f"{size_mb} MB through the proxy: {proxied_s:.2f} s = {size_mb / proxied_s:.0f} MB/s "
+print(f"{size_mb} MB through the proxy ({transport}): {proxied_s:.2f} s = {size_mb / proxied_s:.0f} MB/s "
       f"(direct from the host, no proxy: {direct_s:.2f} s = {size_mb / direct_s:.0f} MB/s)")
 EOF
+done

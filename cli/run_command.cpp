@@ -27,7 +27,7 @@ struct RunFlags {
   std::vector<std::string> env, mounts, tmpfs, cap_add, command;
   std::optional<std::string> workdir, user, hostname;
   std::string net = "none";
-  std::string net_allow_file, net_hosts;
+  std::string net_allow_file, net_hosts, net_transport = "auto", net_resolv_conf;
   std::vector<std::string> net_allow_cidrs;
   std::string seccomp = "default";
   bool no_denial_report = false;
@@ -103,6 +103,8 @@ void apply_network(const RunFlags& f, Spec& spec) {
   spec.network_policy.allow_file = f.net_allow_file;
   spec.network_policy.hosts_file = f.net_hosts;
   spec.network_policy.allow_cidrs = f.net_allow_cidrs;
+  spec.network_policy.transport = runtime::parse_network_transport(f.net_transport);
+  spec.network_policy.resolv_conf = f.net_resolv_conf;
 }
 
 std::string capability_name(std::string name) {
@@ -246,6 +248,11 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
                       "names from instead of DNS");
   run_cmd->add_option("--net-allow-cidr", f->net_allow_cidrs, "Open a blocked range (private, CGNAT, "
                       "link-local...) to allow: and full, e.g. 10.1.2.0/24 (repeatable)")->allow_extra_args(false);
+  run_cmd->add_option("--net-transport", f->net_transport, "How allow:/full reach the outside: socket "
+                      "(allow: the proxy's socket only, no link), veth (veth + nftables, root), slirp "
+                      "(full: slirp4netns), auto (allow: socket; full: veth as root, slirp rootless) [auto]");
+  run_cmd->add_option("--net-resolv-conf", f->net_resolv_conf, "full: the resolv.conf whose resolvers the "
+                      "sandbox gets and may reach on port 53 [/etc/resolv.conf]");
   run_cmd->add_option("--cap-add", f->cap_add, "Keep this capability, e.g. NET_BIND_SERVICE (all are dropped by default)")->allow_extra_args(false);
   run_cmd->add_option("--seccomp", f->seccomp,
                       "seccomp profile: default (Docker's allowlist, stricter), code (for generated "

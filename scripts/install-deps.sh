@@ -16,6 +16,8 @@ packages=(
   busybox-static libc6-dev
   # tools the tests and benchmarks compare against or drive
   hyperfine bubblewrap runc util-linux iproute2 procps nftables
+  # `--net full` without root (and `--net-transport slirp`): user-mode networking
+  slirp4netns
   # skills tests build a wheel with python3; bench/code.sh reads hyperfine's JSON with jq
   python3 jq
   # setcap: the hostile suite gives a binary file capabilities and checks it gains nothing;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "host_lock.hpp"
+#include "netns_thread.hpp"
 #include "nft_context.hpp"
 #include "sandcell/runtime/error.hpp"
 
@@ -165,6 +166,37 @@ std::string sandcell_table_script() {
          add + "from_sandbox accept\n" +
          // No iifname in postrouting (the kernel has no input device there): match the source.
          add + "postrouting ip saddr @" + kNatSourcesSet + " oifname != \"sc-*\" masquerade\n";
+}
+
+std::string sandbox_filter_script(const std::vector<Cidr>& allowed_cidrs,
+                                  const std::vector<IpAddress>& resolvers) {
+  const std::string t = std::string(kTable) + " ";
+  const std::string add = "add rule " + t + "output ";
+  std::vector<Cidr> open;
+  for (const auto& cidr : allowed_cidrs)
+    if (cidr.network().family == AF_INET) open.push_back(cidr);
+  std::set<std::string> dns;
+  for (const auto& r : resolvers)
+    if (r.family == AF_INET) dns.insert(r.to_string());
+  std::string script = "add table " + t + "\n" +
+                       "add set " + t + "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
+                       join(blocked_ipv4_ranges()) + " }; }\n" +
+                       "add chain " + t + "output { type filter hook output priority filter; policy accept; }\n" +
+                       add + "oifname \"lo\" accept\n" + add + "meta nfproto != ipv4 drop\n";
+  if (!open.empty()) script += add + "ip daddr { " + join(open) + " } accept\n";
+  std::string dns_list;
+  for (const auto& r : dns) dns_list += (dns_list.empty() ? "" : ", ") + r;
+  if (!dns.empty()) script += add + "ip daddr { " + dns_list + " } meta l4proto { tcp, udp } th dport 53 accept\n";
+  return script + add + "ip daddr @blocked drop\n";
+}
+
+void install_sandbox_filter(pid_t sandbox_pid, const std::vector<Cidr>& allowed_cidrs,
+                            const std::vector<IpAddress>& resolvers) {
+  const std::string script = sandbox_filter_script(allowed_cidrs, resolvers);
+  run_in_netns_of(sandbox_pid, [&] {
+    // The context is made here: libnftables talks to the netns its netlink socket was opened in.
+    NftContext().run(script, "install the sandbox's own nft filter");
+  });
 }
 
 SandboxFirewall::SandboxFirewall(FirewallSpec spec) : spec_(std::move(spec)) {

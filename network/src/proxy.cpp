@@ -112,7 +112,16 @@ void Proxy::State::accept_loop(const std::shared_ptr<State>& self) {
 }
 
 Proxy::Proxy(ProxyConfig config) : state_(std::make_shared<State>(std::move(config))) {
-  state_->listener = listen_on(state_->config.listen_address, state_->config.listen_port);
+  start(listen_on(state_->config.listen_address, state_->config.listen_port));
+}
+
+Proxy::Proxy(ProxyConfig config, OwnedFd listener)
+    : state_(std::make_shared<State>(std::move(config))) {
+  start(std::move(listener));
+}
+
+void Proxy::start(OwnedFd listener) {
+  state_->listener = std::move(listener);
   state_->port = bound_port(state_->listener.get());
   state_->stop_event = OwnedFd(
       static_cast<int>(check(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), "eventfd for the proxy")));

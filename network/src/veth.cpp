@@ -1,22 +1,18 @@
 // The veth pair of one sandbox (see veth.hpp).
 #include "sandcell/network/veth.hpp"
 
-#include <fcntl.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link/veth.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <fstream>
 #include <set>
-#include <thread>
 
 #include "host_lock.hpp"
 #include "netlink.hpp"
-#include "owned_fd.hpp"
+#include "netns_thread.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/number.hpp"
 
@@ -107,28 +103,18 @@ VethPair::VethPair(std::string id, pid_t sandbox_pid) : id_(std::move(id)) {
 }
 
 void VethPair::configure_sandbox_end(pid_t sandbox_pid) const {
-  std::exception_ptr failure;
-  std::thread([&] {
-    try {
-      const std::string ns_path = "/proc/" + std::to_string(sandbox_pid) + "/ns/net";
-      const OwnedFd ns(
-          static_cast<int>(check(open(ns_path.c_str(), O_RDONLY | O_CLOEXEC), "open " + ns_path)));
-      check(setns(ns.get(), CLONE_NEWNET), "setns into " + ns_path);
-      auto sock = netlink::connect_route();
-      if (auto lo = netlink::find_link(sock.get(), "lo"))
-        netlink::bring_up(sock.get(), lo.get(), "lo");
-      auto link = netlink::find_link(sock.get(), sandbox_name_);
-      if (!link) throw Error(ENODEV, "find " + sandbox_name_ + " in " + ns_path);
-      const int ifindex = rtnl_link_get_ifindex(link.get());
-      disable_ipv6(sandbox_name_);
-      netlink::add_address(sock.get(), ifindex, sandbox_address_, 30, sandbox_name_);
-      netlink::bring_up(sock.get(), link.get(), sandbox_name_);
-      netlink::add_default_route(sock.get(), ifindex, host_address_, sandbox_name_);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }).join();
-  if (failure) std::rethrow_exception(failure);
+  run_in_netns_of(sandbox_pid, [&] {
+    auto sock = netlink::connect_route();
+    if (auto lo = netlink::find_link(sock.get(), "lo")) netlink::bring_up(sock.get(), lo.get(), "lo");
+    auto link = netlink::find_link(sock.get(), sandbox_name_);
+    if (!link)
+      throw Error(ENODEV, "find " + sandbox_name_ + " in the netns of pid " + std::to_string(sandbox_pid));
+    const int ifindex = rtnl_link_get_ifindex(link.get());
+    disable_ipv6(sandbox_name_);
+    netlink::add_address(sock.get(), ifindex, sandbox_address_, 30, sandbox_name_);
+    netlink::bring_up(sock.get(), link.get(), sandbox_name_);
+    netlink::add_default_route(sock.get(), ifindex, host_address_, sandbox_name_);
+  });
 }
 
 VethPair::VethPair(VethPair&& other) noexcept

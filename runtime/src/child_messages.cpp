@@ -1,5 +1,6 @@
 #include "child_messages.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <cstring>
@@ -35,6 +36,26 @@ std::optional<ReceivedMessage> receive_child_message(int sync_fd) {
   }
   if (n != sizeof received.message) throw Error(EPROTO, "short message from the sandbox child");
   return received;
+}
+
+UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd) {
+  while (true) {
+    pollfd fds[2] = {{.fd = sync_fd, .events = POLLIN, .revents = 0},
+                     {.fd = signal_fd, .events = POLLIN, .revents = 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      throw Error(errno, "wait for the sandbox's proxy listener");
+    }
+    if (fds[1].revents & POLLIN) throw Error(EINTR, "interrupted while the sandbox was starting");
+    // Peek first: anything but the listener (a failure, or EOF) is the supervisor loop's to read.
+    ChildMessage::Kind kind = ChildMessage::SetupFailed;
+    ssize_t n = recv(sync_fd, &kind, sizeof kind, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n != sizeof kind || kind != ChildMessage::ProxyListener) return {};
+    std::optional<ReceivedMessage> received = receive_child_message(sync_fd);
+    if (!received || !received->fd) throw Error(EPROTO, "proxy listener message without a socket");
+    return std::move(received->fd);
+  }
 }
 
 }  // namespace sandcell::runtime

@@ -9,11 +9,16 @@ namespace sandcell::runtime {
 
 struct ReceivedMessage {
   ChildMessage message;
-  UniqueFd fd;  // the seccomp listener, for ChildMessage::SeccompListener
+  UniqueFd fd;  // for ChildMessage::SeccompListener and ChildMessage::ProxyListener
 };
 
 // One message, or nullopt at EOF (the child exec'd the program, or died). Throws Error if the
 // socket fails.
 std::optional<ReceivedMessage> receive_child_message(int sync_fd);
+
+// Socket transport, before "go": waits until the child sends its proxy listener and returns it.
+// Returns an empty fd when the child failed or died first: its message stays in the socket for
+// the supervisor loop to report. Throws Error if sandcell is interrupted (`signal_fd` readable).
+UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd);
 
 }  // namespace sandcell::runtime

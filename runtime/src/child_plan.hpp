@@ -135,6 +135,9 @@ struct ChildPlan {
   std::vector<std::string> args, env;
   std::vector<char*> argv, envp;  // point into args/env (and proxy_env), null-terminated
   std::unique_ptr<ProxyEnvPage> proxy_env;  // allow mode only
+  // Socket transport: the child listens on 127.0.0.1:<port> in its own netns and hands the
+  // listener to the supervisor's proxy (0: no listener).
+  uint16_t proxy_listener_port = 0;
   std::string path_env;           // the PATH the program is searched in
 
   // File descriptors: the child's stdio, and its end of the sync socket. The supervisor's end is
@@ -147,11 +150,11 @@ struct ChildPlan {
 };
 
 // A message from the child on the sync socket. When all goes well the child sends only its
-// seccomp listener (if the filter reports denials) and the socket then closes at execve (it is
-// close-on-exec): EOF means the program runs.
+// proxy listener (socket transport) and its seccomp listener (if the filter reports denials),
+// and the socket then closes at execve (it is close-on-exec): EOF means the program runs.
 struct ChildMessage {
   // Ready: an OCI container finished its setup and waits for `start`.
-  enum Kind : int { SetupFailed = 0, ExecFailed = 1, SeccompListener = 2, Ready = 3 };
+  enum Kind : int { SetupFailed = 0, ExecFailed = 1, SeccompListener = 2, Ready = 3, ProxyListener = 4 };
   int kind = SetupFailed;
   int err = 0;          // errno of the failure
   char step[480] = {};  // the failed step, or the program that could not be executed

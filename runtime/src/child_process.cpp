@@ -5,6 +5,7 @@
 #include <linux/close_range.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -66,6 +67,23 @@ void bring_up_loopback(const ChildPlan& plan) {
   snprintf(request.ifr_name, sizeof request.ifr_name, "lo");
   request.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
   if (ioctl(sock, SIOCSIFFLAGS, &request) < 0) child_fail(plan, "bring up lo");
+  close(sock);
+}
+
+// Socket transport (`--net allow:`): a socket belongs to the netns it was made in, so a listener
+// made here and accepted on by the supervisor's proxy is the sandbox's only way out, with no
+// link and no route. The program cannot take the port over: the socket holds it (no
+// SO_REUSEPORT), and the child's own copy is closed before anything of the program runs.
+void open_proxy_listener(const ChildPlan& plan) {
+  if (plan.proxy_listener_port == 0) return;
+  int sock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) child_fail(plan, "socket for the proxy listener");
+  sockaddr_in address{.sin_family = AF_INET, .sin_port = htons(plan.proxy_listener_port),
+                      .sin_addr = {htonl(INADDR_LOOPBACK)}, .sin_zero = {}};
+  if (bind(sock, reinterpret_cast<sockaddr*>(&address), sizeof address) < 0)
+    child_fail(plan, "bind the proxy listener to 127.0.0.1:%u", plan.proxy_listener_port);
+  if (listen(sock, 128) < 0) child_fail(plan, "listen on 127.0.0.1:%u", plan.proxy_listener_port);
+  send_fd_to_parent(plan, ChildMessage::ProxyListener, sock, "the proxy listener");
   close(sock);
 }
 
@@ -190,12 +208,12 @@ void install_seccomp(const ChildPlan& plan) {
   if (!(plan.seccomp->flags & SECCOMP_FILTER_FLAG_NEW_LISTENER)) return;
   // The supervisor answers the filter's notifications; the program must never hold the
   // listener itself (it could approve its own denied calls), so it is closed right after.
-  send_seccomp_listener(plan, static_cast<int>(listener));
+  send_fd_to_parent(plan, ChildMessage::SeccompListener, static_cast<int>(listener), "the seccomp listener");
   close(static_cast<int>(listener));
 }
 
-void send_seccomp_listener(const ChildPlan& plan, int listener) {
-  ChildMessage message{.kind = ChildMessage::SeccompListener};
+void send_fd_to_parent(const ChildPlan& plan, ChildMessage::Kind kind, int fd, const char* what) {
+  ChildMessage message{.kind = kind};
   iovec data{.iov_base = &message, .iov_len = sizeof message};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr header{};
@@ -207,8 +225,8 @@ void send_seccomp_listener(const ChildPlan& plan, int listener) {
   fd_message->cmsg_level = SOL_SOCKET;
   fd_message->cmsg_type = SCM_RIGHTS;
   fd_message->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(fd_message), &listener, sizeof listener);
-  if (sendmsg(plan.sync_fd, &header, MSG_NOSIGNAL) < 0) child_fail(plan, "send the seccomp listener");
+  memcpy(CMSG_DATA(fd_message), &fd, sizeof fd);
+  if (sendmsg(plan.sync_fd, &header, MSG_NOSIGNAL) < 0) child_fail(plan, "send %s", what);
 }
 
 // execvpe without allocation: try each PATH entry, remembering the most telling errno.

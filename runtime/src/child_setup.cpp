@@ -23,6 +23,7 @@ namespace sandcell::runtime {
   mask_and_protect_paths(plan);   // Docker's masked and read-only lists
   set_hostname(plan);
   bring_up_loopback(plan);
+  open_proxy_listener(plan);      // socket transport: the proxy's listener, made in our netns
   apply_rlimits(plan);
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
   // The steps above are sandcell's own code and run while the parent attaches us to the v1

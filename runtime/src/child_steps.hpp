@@ -33,6 +33,7 @@ void wait_for_go(const ChildPlan& plan);
 void enter_cgroup_namespace(const ChildPlan& plan);
 void set_hostname(const ChildPlan& plan);
 void bring_up_loopback(const ChildPlan& plan);
+void open_proxy_listener(const ChildPlan& plan);
 void apply_rlimits(const ChildPlan& plan);
 void close_inherited_fds_and_verify_cwd(const ChildPlan& plan);
 void drop_bounding_set(const ChildPlan& plan);
@@ -43,7 +44,8 @@ void apply_apparmor(const ChildPlan& plan);
 void set_no_new_privs(const ChildPlan& plan);
 void apply_landlock(const ChildPlan& plan);
 void install_seccomp(const ChildPlan& plan);
-void send_seccomp_listener(const ChildPlan& plan, int listener);
+// Sends `fd` with a message of `kind` over the sync socket (SCM_RIGHTS); the caller closes its copy.
+void send_fd_to_parent(const ChildPlan& plan, ChildMessage::Kind kind, int fd, const char* what);
 [[noreturn]] void exec_program(const ChildPlan& plan);
 
 }  // namespace sandcell::runtime

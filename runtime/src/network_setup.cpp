@@ -1,6 +1,9 @@
 // `--net allow:` and `--net full` in the supervisor (see network_setup.hpp).
 #include "network_setup.hpp"
 
+#include <unistd.h>
+
+#include <cstring>
 #include <fstream>
 
 #include "sandcell/network/host_policy.hpp"
@@ -10,6 +13,7 @@ namespace sandcell::runtime {
 namespace {
 
 constexpr const char* kIpForward = "/proc/sys/net/ipv4/ip_forward";
+constexpr uint16_t kSocketProxyPort = 3128;  // inside the sandbox's own netns: nobody else's port
 
 std::vector<network::Cidr> parse_cidrs(const std::vector<std::string>& texts) {
   std::vector<network::Cidr> cidrs;
@@ -62,6 +66,56 @@ void check_flags_fit_mode(const Spec& spec) {
     throw Error::invalid("--net-hosts needs --net allow:HOSTS (it is the proxy's resolver)");
   if (!allow && !full && !p.allow_cidrs.empty())
     throw Error::invalid("--net-allow-cidr needs --net allow:HOSTS or --net full");
+  if (!full && !p.resolv_conf.empty())
+    throw Error::invalid("--net-resolv-conf needs --net full (allow mode has no DNS inside)");
+  if (!allow && !full && p.transport != NetworkTransport::Auto)
+    throw Error::invalid("--net-transport needs --net allow:HOSTS or --net full");
+}
+
+// Rootless: not root in the initial user namespace (sandcell re-execs into a user namespace of
+// its own), so there is no CAP_NET_ADMIN in the host's netns for veths and nft.
+bool rootless() {
+  if (geteuid() != 0) return true;
+  std::ifstream in("/proc/self/uid_map");
+  uint64_t inside = 1, outside = 1, count = 0;
+  in >> inside >> outside >> count;
+  return !(inside == 0 && outside == 0 && count == 4294967295u);
+}
+
+// A program with CAP_NET_ADMIN could drop the slirp filter, one with CAP_NET_RAW could write
+// frames to the tap past it.
+void check_slirp_capabilities(const Spec& spec) {
+  for (const std::string& cap : spec.capabilities)
+    if (cap == "CAP_NET_ADMIN" || cap == "CAP_NET_RAW")
+      throw Error::invalid("--cap-add " + cap.substr(4) +
+                           " is refused with the slirp transport: it would let the program past "
+                           "the filter that keeps it off private and metadata addresses");
+  if (!network::slirp4netns_installed())
+    throw Error::invalid("--net full over slirp (the transport without root) needs slirp4netns in PATH "
+                         "(apt-get install slirp4netns)");
+}
+
+NetworkTransport resolve_transport(const Spec& spec) {
+  NetworkTransport t = spec.network_policy.transport;
+  const bool allow = spec.network == NetworkMode::Allow;
+  if (t == NetworkTransport::Auto)
+    t = allow ? NetworkTransport::Socket : rootless() ? NetworkTransport::Slirp : NetworkTransport::Veth;
+  if (allow && t == NetworkTransport::Slirp)
+    throw Error::invalid("--net-transport slirp is for --net full; allow: uses socket or veth");
+  if (!allow && t == NetworkTransport::Socket)
+    throw Error::invalid("--net-transport socket carries only the allow: proxy; --net full uses veth or slirp");
+  if (t == NetworkTransport::Veth && rootless())
+    throw Error::invalid("--net-transport veth needs root in the host's network namespace");
+  if (t == NetworkTransport::Slirp) check_slirp_capabilities(spec);
+  return t;
+}
+
+network::ProxyConfig proxy_config(const NetworkPlan& plan, const std::string& listen_address) {
+  return {.listen_address = listen_address,
+          .listen_port = 0,
+          .allowlist = plan.allowlist,
+          .address_policy = plan.address_policy,
+          .resolver = plan.resolver.value_or(network::Resolver::system())};
 }
 
 }  // namespace
@@ -80,15 +134,33 @@ std::string network_name(NetworkMode mode) {
   return "none";
 }
 
+std::string transport_name(NetworkTransport transport) {
+  switch (transport) {
+    case NetworkTransport::Socket:
+      return "socket";
+    case NetworkTransport::Veth:
+      return "veth";
+    case NetworkTransport::Slirp:
+      return "slirp4netns";
+    case NetworkTransport::Auto:
+      break;
+  }
+  return "";
+}
+
 NetworkPlan plan_network(const Spec& spec) {
   check_flags_fit_mode(spec);
   NetworkPlan plan;
   plan.mode = spec.network;
   if (spec.network != NetworkMode::Allow && spec.network != NetworkMode::Full) return plan;
+  plan.transport = resolve_transport(spec);
   plan.address_policy = network::AddressPolicy(parse_cidrs(spec.network_policy.allow_cidrs));
   if (spec.network == NetworkMode::Full) {
-    require_ip_forwarding();
-    plan.dns = network::sandbox_dns();
+    if (plan.transport == NetworkTransport::Veth) require_ip_forwarding();
+    const std::string& resolv = spec.network_policy.resolv_conf;
+    if (!resolv.empty() && access(resolv.c_str(), R_OK) != 0)
+      throw Error::invalid("--net-resolv-conf " + resolv + ": " + strerror(errno));
+    plan.dns = resolv.empty() ? network::sandbox_dns() : network::sandbox_dns(resolv);
     return plan;
   }
   plan.allowlist = parse_allowlist(spec.network_policy);
@@ -109,10 +181,27 @@ void plan_sandbox_dns(const NetworkPlan& network, const std::string& run_dir, Ch
   plan_resolv_conf(plan, path);
 }
 
-SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, const std::string& run_id,
-                               pid_t sandbox_pid, const ProxyEnvPage* proxy_env) {
-  veth_.emplace(network::veth_id_for(run_id), sandbox_pid);
-  if (plan.mode == NetworkMode::Allow) start_proxy(plan, proxy_env);
+void plan_proxy_listener(const NetworkPlan& network, ChildPlan& plan) {
+  if (network.transport != NetworkTransport::Socket) return;
+  if (!plan.proxy_env) throw Error(EINVAL, "allow mode without a proxy environment page");
+  plan.proxy_listener_port = kSocketProxyPort;
+  plan.proxy_env->fill("http://127.0.0.1:" + std::to_string(kSocketProxyPort));
+}
+
+SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox) {
+  if (plan.transport == NetworkTransport::Socket) {
+    proxy_ = std::make_unique<network::Proxy>(proxy_config(plan, ""), std::move(sandbox.proxy_listener));
+    return;
+  }
+  if (plan.transport == NetworkTransport::Slirp) {
+    slirp_.emplace(network::SlirpSpec{.sandbox_pid = sandbox.pid,
+                                      .allowed_cidrs = plan.address_policy.allowed(),
+                                      .resolvers = plan.dns.resolvers,
+                                      .log_path = sandbox.run_dir + "/slirp4netns.log"});
+    return;
+  }
+  veth_.emplace(network::veth_id_for(sandbox.run_id), sandbox.pid);
+  if (plan.mode == NetworkMode::Allow) start_proxy(plan, sandbox.proxy_env);
   install_firewall(plan);
 }
 
@@ -120,13 +209,7 @@ SandboxNetwork::~SandboxNetwork() = default;
 
 void SandboxNetwork::start_proxy(const NetworkPlan& plan, const ProxyEnvPage* proxy_env) {
   const std::string address = veth_->host_address().to_string();
-  proxy_ = std::make_unique<network::Proxy>(network::ProxyConfig{
-      .listen_address = address,
-      .listen_port = 0,
-      .allowlist = plan.allowlist,
-      .address_policy = plan.address_policy,
-      .resolver = plan.resolver.value_or(network::Resolver::system()),
-  });
+  proxy_ = std::make_unique<network::Proxy>(proxy_config(plan, address));
   if (proxy_env == nullptr) throw Error(EINVAL, "allow mode without a proxy environment page");
   proxy_env->fill("http://" + address + ":" + std::to_string(proxy_->port()));
 }

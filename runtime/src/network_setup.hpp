@@ -1,7 +1,11 @@
 #pragma once
-// The supervisor's side of `--net allow:` and `--net full` (DESIGN.md, "Network policy"): a veth
-// into the sandbox's netns, the run's chains in the nftables table `sandcell`, and in allow mode
-// the allowlist proxy on the host end of the veth, running on threads of this process.
+// The supervisor's side of `--net allow:` and `--net full` (DESIGN.md, "Network policy"), by
+// transport (spec.hpp, NetworkTransport):
+//   socket (allow): the allowlist proxy, on threads of this process, serving the listener the
+//                   child made in its own netns; nothing else.
+//   veth (allow, full): a veth into the sandbox's netns, the run's elements in the nftables table
+//                   `sandcell`, and in allow mode the proxy on the host end of the veth.
+//   slirp (full):   slirp4netns and the sandbox netns's own filter (sandcell/network/slirp.hpp).
 #include <sys/types.h>
 
 #include <memory>
@@ -9,9 +13,11 @@
 #include <string>
 
 #include "child_plan.hpp"
+#include "unique_fd.hpp"
 #include "sandcell/network/nft_rules.hpp"
 #include "sandcell/network/proxy.hpp"
 #include "sandcell/network/resolv.hpp"
+#include "sandcell/network/slirp.hpp"
 #include "sandcell/network/veth.hpp"
 #include "sandcell/runtime/result.hpp"
 
@@ -21,6 +27,7 @@ namespace sandcell::runtime {
 // an unusable host fails the run before clone. Throws Error::invalid.
 struct NetworkPlan {
   NetworkMode mode = NetworkMode::None;
+  NetworkTransport transport = NetworkTransport::Auto;  // resolved: Auto only for none and host
   network::Allowlist allowlist;               // allow
   network::AddressPolicy address_policy;      // allow and full (`--net-allow-cidr`)
   std::optional<network::Resolver> resolver;  // allow: `--net-hosts`, else the system's
@@ -30,6 +37,12 @@ NetworkPlan plan_network(const Spec& spec);
 
 // "none" | "host" | "allow" | "full", for isolation.network in the result record.
 std::string network_name(NetworkMode mode);
+// "socket" | "veth" | "slirp4netns", or "" (none, host), for isolation.network_transport.
+std::string transport_name(NetworkTransport transport);
+
+// Socket transport, before clone: the child's listener port and the proxy variables (the
+// address is known in advance: 127.0.0.1 of the sandbox's own netns).
+void plan_proxy_listener(const NetworkPlan& network, ChildPlan& plan);
 
 // Full mode, before clone: writes the sandbox's resolv.conf into the run's state directory and
 // plans its bind mount at /etc/resolv.conf.
@@ -39,10 +52,16 @@ void plan_sandbox_dns(const NetworkPlan& network, const std::string& run_dir, Ch
 // half-made network); the destructor removes it all, also on error paths.
 class SandboxNetwork {
  public:
-  // veth (needs the child's pid), proxy (needs the veth's host address), firewall (needs the
-  // proxy's port), then the proxy variables into the child's environment page. Throws Error.
-  SandboxNetwork(const NetworkPlan& plan, const std::string& run_id, pid_t sandbox_pid,
-                 const ProxyEnvPage* proxy_env);
+  struct Sandbox {
+    std::string run_id, run_dir;
+    pid_t pid = -1;
+    const ProxyEnvPage* proxy_env = nullptr;  // allow mode, veth transport
+    UniqueFd proxy_listener;                  // socket transport: from the child
+  };
+  // socket: the proxy on the child's listener. veth: veth (needs the child's pid), proxy (needs
+  // the veth's host address), firewall (needs the proxy's port), then the proxy variables into
+  // the child's environment page. slirp: filter and slirp4netns. Throws Error.
+  SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox);
   ~SandboxNetwork();
   SandboxNetwork(const SandboxNetwork&) = delete;
   SandboxNetwork& operator=(const SandboxNetwork&) = delete;
@@ -55,6 +74,7 @@ class SandboxNetwork {
   void start_proxy(const NetworkPlan& plan, const ProxyEnvPage* proxy_env);
   void install_firewall(const NetworkPlan& plan);
 
+  std::optional<network::SlirpNetwork> slirp_;
   std::optional<network::VethPair> veth_;
   std::unique_ptr<network::SandboxFirewall> firewall_;
   std::unique_ptr<network::Proxy> proxy_;  // declared last: stopped first

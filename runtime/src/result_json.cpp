@@ -44,7 +44,9 @@ static nlohmann::json limits_json(const Limits& l) {
 static nlohmann::json isolation_json(const Isolation& i) {
   return {{"namespaces", i.namespaces}, {"cgroup", i.cgroup},         {"seccomp", i.seccomp},
           {"lsm", i.lsm},               {"capabilities", i.capabilities}, {"no_new_privs", i.no_new_privs},
-          {"rootless", i.rootless},     {"network", i.network}};
+          {"rootless", i.rootless},     {"network", i.network},
+          {"network_transport", i.network_transport.empty() ? nlohmann::json(nullptr)
+                                                            : nlohmann::json(i.network_transport)}};
 }
 
 static nlohmann::json events_json(const Events& e) {

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "child_messages.hpp"
 #include "child_plan.hpp"
 #include "network_setup.hpp"
 #include "run_state.hpp"
@@ -107,7 +108,7 @@ std::vector<std::string> namespaces_of(const Spec& spec) {
   return {"pid", "mount", "network", "uts", "ipc", "cgroup"};
 }
 
-Isolation isolation_of(const Spec& spec, CgroupHost::Mode mode) {
+Isolation isolation_of(const Spec& spec, const NetworkPlan& network, CgroupHost::Mode mode) {
   return {.namespaces = namespaces_of(spec),
           .cgroup = mode_name(mode),
           .seccomp = spec.seccomp ? spec.seccomp->name : "unconfined",
@@ -115,7 +116,8 @@ Isolation isolation_of(const Spec& spec, CgroupHost::Mode mode) {
           .capabilities = spec.capabilities,
           .no_new_privs = spec.no_new_privileges,
           .rootless = false,
-          .network = network_name(spec.network)};
+          .network = network_name(spec.network),
+          .network_transport = transport_name(network.transport)};
 }
 
 std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& limits) {
@@ -209,8 +211,15 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   try {
     l.state.record(pid, l.cgroup.paths());
     if (l.cgroup.clone_into_fd() < 0) l.cgroup.add_process(pid);
-    if (l.network.mode == NetworkMode::Allow || l.network.mode == NetworkMode::Full)
-      network.emplace(l.network, l.run_id, pid, plan.proxy_env.get());
+    if (l.network.mode == NetworkMode::Allow || l.network.mode == NetworkMode::Full) {
+      SandboxNetwork::Sandbox sandbox{.run_id = l.run_id, .run_dir = l.state.dir(), .pid = pid,
+                                      .proxy_env = plan.proxy_env.get(), .proxy_listener = {}};
+      if (l.network.transport == NetworkTransport::Socket)
+        sandbox.proxy_listener = wait_for_proxy_listener(sync_parent.get(), interrupts.fd());
+      // No listener: the child failed first, and supervise() reports its message.
+      if (l.network.transport != NetworkTransport::Socket || sandbox.proxy_listener)
+        network.emplace(l.network, std::move(sandbox));
+    }
     // A child that failed a setup step has said why on the socket and exited: nobody is left
     // to tell, and supervise() reads its message and status.
     if (send(sync_parent.get(), "g", 1, MSG_NOSIGNAL) < 0 && errno != EPIPE)
@@ -249,10 +258,11 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   Result result;
   result.limits = spec.limits;
   const CgroupHost& host = cgroup_host();
-  result.isolation = isolation_of(spec, host.mode);
+  result.isolation = isolation_of(spec, network, host.mode);
   try {
     RunState state(state_root, run_id);
     plan_sandbox_dns(network, state.dir(), plan);
+    plan_proxy_listener(network, plan);
     std::unique_ptr<Cgroup> cgroup = create_cgroup(host, run_id);
     result.enforced = enforce_limits(*cgroup, spec.limits);
     Launch launch{spec, options, plan, state, *cgroup, network, run_id};

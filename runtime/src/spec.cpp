@@ -95,4 +95,12 @@ void set_network_arg(const std::string& net, bool has_allow_file, Spec& spec) {
   }
 }
 
+NetworkTransport parse_network_transport(const std::string& text) {
+  if (text == "auto") return NetworkTransport::Auto;
+  if (text == "socket") return NetworkTransport::Socket;
+  if (text == "veth") return NetworkTransport::Veth;
+  if (text == "slirp") return NetworkTransport::Slirp;
+  throw Error::invalid("--net-transport expects auto, socket, veth or slirp, got '" + text + "'");
+}
+
 }  // namespace sandcell::runtime

@@ -4,7 +4,11 @@
 // denied.test, a metadata service (169.254.169.254) and an internal host (10.0.0.1). Only those
 // two /32s get host routes, towards the test namespace, and only for the test's lifetime, so the
 // proxy WOULD reach them if it did not refuse them. Names reach the proxy through --net-hosts:
-// nothing resolves through real DNS and nothing is ever sent to the machine's uplink.
+// nothing resolves through real DNS and nothing is ever sent to the machine's uplink. A resolver
+// (tests/fixtures/dns-server.py) at 10.0.0.53 stands for the host's DNS server in full mode.
+// Allow-mode tests run once per transport (socket, veth). The slirp4netns transport connects
+// from the supervisor's own network namespace, so its tests run sandcell itself inside the test
+// internet's namespace (nsenter --net), where no route leads anywhere else.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -39,6 +43,8 @@ constexpr const char* kAllowedIp = "198.51.100.10";
 constexpr const char* kDeniedIp = "198.51.100.20";
 constexpr const char* kMetadataIp = "169.254.169.254";
 constexpr const char* kInternalIp = "10.0.0.1";
+constexpr const char* kResolverIp = "10.0.0.53";
+constexpr const char* kWebName = "web.test";  // what the resolver answers: kAllowedIp
 constexpr const char* kAllowlist = "allow:allowed.test,*.allowed.test";
 
 std::string shell_output(const std::string& command) {
@@ -93,6 +99,7 @@ class TestInternet {
   TestInternet& operator=(const TestInternet&) = delete;
 
   std::string hosts_file() const { return dir_ / "hosts"; }
+  std::string resolv_conf() const { return dir_ / "resolv.conf"; }
   const fs::path& dir() const { return dir_; }
   const std::string& netns() const { return netns_; }
 
@@ -114,7 +121,7 @@ class TestInternet {
        " && " + in_ns + "link set " + ns_link_ + " up");
     for (const char* address : {kAllowedIp, kDeniedIp})
       sh(in_ns + "addr add " + address + "/24 dev " + ns_link_);
-    for (const char* address : {kMetadataIp, kInternalIp}) {
+    for (const char* address : {kMetadataIp, kInternalIp, kResolverIp}) {
       sh(in_ns + "addr add " + address + "/32 dev lo");
       sh("ip route add " + std::string(address) + "/32 via " + kInternetSide + " dev " +
          host_link_);
@@ -124,6 +131,11 @@ class TestInternet {
     serve(kDeniedIp, "denied-ok");
     serve(kMetadataIp, "metadata-ok");
     serve(kInternalIp, "internal-ok");
+    serve(kResolverIp, "resolver-http-ok");
+    start({"ip", "netns", "exec", netns_, "python3",
+           std::string(SANDCELL_TEST_FIXTURES_DIR) + "/dns-server.py", kResolverIp,
+           std::string(kWebName) + "=" + kAllowedIp});
+    std::ofstream(dir_ / "resolv.conf") << "nameserver " << kResolverIp << "\n";
     std::ofstream(dir_ / "hosts")
         << kAllowedIp << " allowed.test www.allowed.test\n"
         << kDeniedIp << " denied.test evil.test allowed.test.evil.test evilallowed.test\n"
@@ -136,24 +148,39 @@ class TestInternet {
     fs::path www = dir_ / address;
     fs::create_directories(www);
     std::ofstream(www / "index.html") << body << "\n";
+    start({"ip", "netns", "exec", netns_, "busybox", "httpd", "-f", "-p",
+           std::string(address) + ":80", "-h", www.string()});
+  }
+
+  // A server process in the test namespace, killed by teardown().
+  void start(std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
     pid_t pid = fork();
     if (pid == 0) {
-      execlp("ip", "ip", "netns", "exec", netns_.c_str(), "busybox", "httpd", "-f", "-p",
-             (std::string(address) + ":80").c_str(), "-h", www.c_str(), nullptr);
+      execvp(argv[0], argv.data());
       _exit(127);
     }
-    if (pid < 0) throw std::runtime_error("fork httpd");
+    if (pid < 0) throw std::runtime_error("fork " + args[4]);
     servers_.push_back(pid);
   }
 
   void wait_until_serving() const {
     for (int i = 0; i < 100; ++i) {
       if (host_reaches(kAllowedIp, 80) && host_reaches(kDeniedIp, 80) &&
-          host_reaches(kMetadataIp, 80) && host_reaches(kInternalIp, 80))
+          host_reaches(kMetadataIp, 80) && host_reaches(kInternalIp, 80) &&
+          host_reaches(kResolverIp, 80) && resolver_answers())
         return;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     throw std::runtime_error("test httpd servers did not come up");
+  }
+
+  // The DNS server is up once it has bound its port (ss lists it in the namespace).
+  bool resolver_answers() const {
+    return contains(shell_output("ip netns exec " + netns_ + " ss -uln"),
+                    std::string(kResolverIp) + ":53");
   }
 
   void teardown() {
@@ -223,16 +250,41 @@ class NetworkPolicy : public ::testing::Test {
   // gc removes it once no run uses it, leaving the host as the suite found it.
   static void TearDownTestSuite() { run_sandcell({"gc"}); }
 
-  CliRun run_allowed(const std::string& script, std::vector<std::string> extra = {}) {
-    std::vector<std::string> flags = {"--net", kAllowlist, "--net-hosts", internet_->hosts_file()};
+  CliRun run_allowed(const std::string& transport, const std::string& script,
+                     std::vector<std::string> extra = {}) {
+    std::vector<std::string> flags = {"--net", kAllowlist, "--net-hosts", internet_->hosts_file(),
+                                      "--net-transport", transport};
     flags.insert(flags.end(), extra.begin(), extra.end());
     return run_in_sandbox(flags, {"sh", "-c", kProxyVars + script});
+  }
+
+  // sandcell run --net full --net-transport slirp inside the test internet's namespace: the
+  // slirp4netns it starts connects from there, where nothing leads to the machine's uplink.
+  CliRun run_slirp_in_test_internet(const std::vector<std::string>& flags, const std::string& script) {
+    std::vector<std::string> argv = {"/usr/bin/nsenter", "--net=/run/netns/" + internet_->netns(),
+                                     sandcell_binary(), "run", "--json", "--rootfs", test_rootfs(),
+                                     "--net", "full", "--net-transport", "slirp"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--", "sh", "-c", script});
+    return run_program(argv);
   }
 
   std::optional<TestInternet> internet_;
 };
 
-TEST_F(NetworkPolicy, AllowedHost_Returns200ThroughTheProxy) {
+// Allow mode, once per transport: "socket" (the proxy's listener made in the sandbox's netns, no
+// link at all) and "veth" (a veth pair and the nft table).
+class AllowMode : public NetworkPolicy, public ::testing::WithParamInterface<std::string> {
+ protected:
+  bool socket() const { return GetParam() == "socket"; }
+  CliRun run_allowed(const std::string& script, std::vector<std::string> extra = {}) {
+    return NetworkPolicy::run_allowed(GetParam(), script, std::move(extra));
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Transport, AllowMode, ::testing::Values("socket", "veth"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(AllowMode, AllowedHost_Returns200ThroughTheProxy) {
   CliRun run = run_allowed("wget -q -O- http://allowed.test/; " +
                            raw_request("CONNECT allowed.test:80 HTTP/1.1"));
   ASSERT_TRUE(run.record.is_object()) << run.err;
@@ -240,21 +292,24 @@ TEST_F(NetworkPolicy, AllowedHost_Returns200ThroughTheProxy) {
   EXPECT_TRUE(contains(stdout_of(run), "allowed-ok"));
   EXPECT_TRUE(contains(stdout_of(run), "HTTP/1.1 200"));
   EXPECT_EQ(run.record["isolation"]["network"], "allow");
+  EXPECT_EQ(run.record["isolation"]["network_transport"], GetParam());
   EXPECT_EQ(run.record["events"]["allowed_connections"], 2);
   EXPECT_TRUE(run.record["events"]["blocked_connections"].empty());
 }
 
-TEST_F(NetworkPolicy, ProxyVariables_SetInUpperAndLowerCase) {
+TEST_P(AllowMode, ProxyVariables_SetInUpperAndLowerCase) {
   CliRun run = run_allowed("env | sort", {"--env", "HTTP_PROXY=http://elsewhere:1"});
   std::string out = stdout_of(run);
-  for (const char* name :
-       {"HTTP_PROXY=http://198.1", "HTTPS_PROXY=http://198.1", "http_proxy=http://198.1",
-        "https_proxy=http://198.1", "NO_PROXY=localhost", "no_proxy=localhost"})
+  // socket: the sandbox's own loopback; veth: the host end of the veth, in 198.18.0.0/15.
+  const std::string url = socket() ? "=http://127.0.0.1:3128\n" : "=http://198.1";
+  for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
+    EXPECT_TRUE(contains(out, name + url)) << name << " missing in\n" << out;
+  for (const char* name : {"NO_PROXY=localhost", "no_proxy=localhost"})
     EXPECT_TRUE(contains(out, name)) << name << " missing in\n" << out;
   EXPECT_FALSE(contains(out, "elsewhere"));
 }
 
-TEST_F(NetworkPolicy, DeniedHost_Gets403AndIsRecorded) {
+TEST_P(AllowMode, DeniedHost_Gets403AndIsRecorded) {
   CliRun run = run_allowed("wget -q -O- http://denied.test/; " +
                            raw_request("CONNECT denied.test:443 HTTP/1.1"));
   EXPECT_FALSE(contains(stdout_of(run), "denied-ok"));
@@ -269,7 +324,7 @@ TEST_F(NetworkPolicy, DeniedHost_Gets403AndIsRecorded) {
   EXPECT_EQ(run.record["events"]["allowed_connections"], 0);
 }
 
-TEST_F(NetworkPolicy, IpLiteralsAndDecimalIp_Blocked) {
+TEST_P(AllowMode, IpLiteralsAndDecimalIp_Blocked) {
   CliRun run = run_allowed(
       "wget -q -O- http://" + std::string(kDeniedIp) + "/; wget -q -O- http://" + kAllowedIp +
       "/; wget -q -O- http://3325256724/; " + raw_request("CONNECT 3325256714:80 HTTP/1.1"));
@@ -280,7 +335,7 @@ TEST_F(NetworkPolicy, IpLiteralsAndDecimalIp_Blocked) {
   EXPECT_EQ(run.record["events"]["allowed_connections"], 0);
 }
 
-TEST_F(NetworkPolicy, LookalikeNames_Blocked) {
+TEST_P(AllowMode, LookalikeNames_Blocked) {
   std::string script;
   for (const char* host : {"evil.test\\000.allowed.test", "allowed.test.evil.test",
                            "evilallowed.test", "allowed.test@evil.test"}) {
@@ -297,7 +352,7 @@ TEST_F(NetworkPolicy, LookalikeNames_Blocked) {
   EXPECT_EQ(run.record["events"]["allowed_connections"], 0);
 }
 
-TEST_F(NetworkPolicy, AllowedNameResolvingToMetadataOrPrivate_Blocked) {
+TEST_P(AllowMode, AllowedNameResolvingToMetadataOrPrivate_Blocked) {
   // The test routes both addresses to its own namespace: the host can reach them, the proxy must
   // not.
   ASSERT_TRUE(host_reaches(kMetadataIp, 80));
@@ -311,7 +366,7 @@ TEST_F(NetworkPolicy, AllowedNameResolvingToMetadataOrPrivate_Blocked) {
   EXPECT_EQ(run.record["events"]["allowed_connections"], 0);
 }
 
-TEST_F(NetworkPolicy, AllowCidr_OpensABlockedRangeToTheProxy) {
+TEST_P(AllowMode, AllowCidr_OpensABlockedRangeToTheProxy) {
   CliRun run = run_allowed(
       "wget -q -O- http://internal.allowed.test/; wget -q -O- http://metadata.allowed.test/",
       {"--net-allow-cidr", "10.0.0.1/32"});
@@ -319,35 +374,54 @@ TEST_F(NetworkPolicy, AllowCidr_OpensABlockedRangeToTheProxy) {
   EXPECT_FALSE(contains(stdout_of(run), "metadata-ok"));
 }
 
-TEST_F(NetworkPolicy, BypassingTheProxy_TcpUdpIcmpAndDns_Dropped) {
+TEST_P(AllowMode, BypassingTheProxy_TcpUdpIcmpAndDns_Dropped) {
   // A TCP and a UDP listener on the host: reachable from the host, not from the sandbox.
   ASSERT_TRUE(host_reaches(kAllowedIp, 80));
+  // With the socket transport $h is the sandbox's own loopback (pinging it proves nothing):
+  // ping the test internet instead.
+  const std::string ping_first = socket() ? kInternetSide : "$h";
   CliRun run = run_allowed("sc-probe connect $h $port; sc-probe connect $h 22; sc-probe connect " +
                                std::string(kAllowedIp) + " 80; sc-probe connect " + kInternetSide +
                                " 80; sc-probe udp-send $h 53; sc-probe udp-send $h 443; "
-                               "sc-probe udp-send " +
-                               kInternetSide + " 53; ping -c 1 -W 1 $h; ping -c 1 -W 1 " +
-                               kAllowedIp + "; nslookup allowed.test $h; echo nslookup=$?",
+                               "sc-probe udp-send " + kInternetSide + " 53; ping -c 1 -W 1 " +
+                               ping_first + "; ping -c 1 -W 1 " + kAllowedIp +
+                               "; nslookup allowed.test $h; nslookup allowed.test " +
+                               kInternetSide + "; echo nslookup=$?",
                            {"--cap-add", "NET_RAW"});
   std::string out = stdout_of(run);
-  EXPECT_TRUE(contains(out, "connect ok\nconnect timeout\nconnect timeout\nconnect timeout\n"))
-      << out;
-  EXPECT_TRUE(contains(out, "udp timeout\nudp timeout\nudp timeout\n")) << out;
+  if (socket()) {
+    // Nothing routable: only the proxy's port answers on the sandbox's own loopback.
+    EXPECT_TRUE(contains(out, "connect ok\nconnect errno=ECONNREFUSED\nconnect errno=ENETUNREACH\n"
+                              "connect errno=ENETUNREACH\n")) << out;
+    EXPECT_TRUE(contains(out, "udp errno=ECONNREFUSED\nudp errno=ECONNREFUSED\n"
+                              "udp errno=ENETUNREACH\n")) << out;
+  } else {
+    EXPECT_TRUE(contains(out, "connect ok\nconnect timeout\nconnect timeout\nconnect timeout\n"))
+        << out;
+    EXPECT_TRUE(contains(out, "udp timeout\nudp timeout\nudp timeout\n")) << out;
+  }
   EXPECT_FALSE(contains(out, " 1 packets received")) << out;
   EXPECT_FALSE(contains(out, "nslookup=0")) << out;
 }
 
-TEST_F(NetworkPolicy, SpoofedSourceAddress_Dropped) {
+TEST_F(NetworkPolicy, SocketTransport_NothingRoutableInside) {
+  // Only lo, no route; and the proxy's port cannot be taken over by a listener of the program.
+  CliRun run = run_allowed("socket", "ls /sys/class/net; ip route; ip -o addr | grep -vc ' lo '; "
+                                     "timeout 2 httpd -f -p 127.0.0.1:3128; echo httpd=$?");
+  EXPECT_EQ(stdout_of(run), "lo\n0\nhttpd=1\n") << run.record.dump(2);
+}
+
+TEST_F(NetworkPolicy, VethTransport_SpoofedSourceAddress_Dropped) {
   // With CAP_NET_ADMIN the sandbox can give its interface another address; packets from it must
   // not reach the proxy, while the real address still does.
   CliRun run = run_allowed(
-      "dev=$(ls /sys/class/net | grep -v '^lo$'); ip addr add 198.18.255.250/32 dev $dev; "
+      "veth", "dev=$(ls /sys/class/net | grep -v '^lo$'); ip addr add 198.18.255.250/32 dev $dev; "
       "/bin/sc-probe connect $h $port; /bin/sc-probe connect-from 198.18.255.250 $h $port",
       {"--cap-add", "NET_ADMIN"});
   EXPECT_EQ(stdout_of(run), "connect ok\nconnect timeout\n") << run.record.dump(2);
 }
 
-TEST_F(NetworkPolicy, RelayInsideTheSandbox_StillDenied) {
+TEST_P(AllowMode, RelayInsideTheSandbox_StillDenied) {
   // A relay the program runs (listening on its loopback) hands requests to the proxy unchanged:
   // the proxy still judges the host.
   CliRun run = run_allowed(
@@ -357,12 +431,13 @@ TEST_F(NetworkPolicy, RelayInsideTheSandbox_StillDenied) {
   EXPECT_TRUE(blocked(run, "denied.test"));
 }
 
-TEST_F(NetworkPolicy, OneSandboxCannotReachAnother) {
+TEST_P(AllowMode, OneSandboxCannotReachAnother) {
   const fs::path shared = internet_->dir() / "first";
   fs::create_directories(shared);
   pid_t first =
-      spawn_sandcell({"run", "--rootfs", test_rootfs(), "--net", kAllowlist, "--timeout", "20",
-                      "--mount", shared.string() + ":/shared", "--", "sh", "-c",
+      spawn_sandcell({"run", "--rootfs", test_rootfs(), "--net", kAllowlist, "--net-transport",
+                      GetParam(), "--timeout", "20", "--mount", shared.string() + ":/shared", "--",
+                      "sh", "-c",
                       "echo ${http_proxy#http://} > /shared/proxy; exec httpd -f -p 8080 -h /etc"});
   SupervisorGuard guard{{first}};
   std::string proxy;
@@ -371,6 +446,15 @@ TEST_F(NetworkPolicy, OneSandboxCannotReachAnother) {
     std::ifstream(shared / "proxy") >> proxy;
   }
   ASSERT_FALSE(proxy.empty());
+  if (socket()) {
+    // The first sandbox has no address anyone could route to; its loopback is not ours.
+    ASSERT_EQ(proxy, "127.0.0.1:3128");
+    CliRun run = run_allowed("sc-probe connect 127.0.0.1 8080; " +
+                             raw_request("CONNECT 127.0.0.1:8080 HTTP/1.1"));
+    guard.kill(first, SIGTERM);
+    EXPECT_TRUE(contains(stdout_of(run), "connect errno=ECONNREFUSED\nHTTP/1.1 403")) << stdout_of(run);
+    return;
+  }
   // The first sandbox's address: its proxy's host address (.1 of its /30) plus one.
   std::string host = proxy.substr(0, proxy.find(':'));
   std::string sandbox = host.substr(0, host.rfind('.') + 1) +
@@ -396,11 +480,43 @@ TEST_F(NetworkPolicy, FullMode_NatsToTestHostsButNotToBlockedRanges) {
            " 80; sc-probe connect " + kInternalIp + " 80; grep -c nameserver /etc/resolv.conf"});
   ASSERT_TRUE(run.record.is_object()) << run.err;
   EXPECT_EQ(run.record["isolation"]["network"], "full");
+  EXPECT_EQ(run.record["isolation"]["network_transport"], "veth");
   EXPECT_EQ(stdout_of(run), "allowed-ok\nconnect timeout\nconnect timeout\n1\n")
       << run.record.dump(2);
 
   CliRun opened = run_in_sandbox({"--net", "full", "--net-allow-cidr", "10.0.0.1/32"},
                                  {"sc-probe", "connect", kInternalIp, "80"});
+  EXPECT_EQ(stdout_of(opened), "connect ok\n") << opened.record.dump(2);
+}
+
+// The resolver of `--net-resolv-conf` (10.0.0.53, private) answers inside the sandbox; another
+// address of 10/8 stays blocked, and so does the resolver on any port but 53.
+constexpr const char* kDnsScript =
+    "grep nameserver /etc/resolv.conf; nslookup web.test | grep -c 198.51.100.10; "
+    "wget -q -O- http://web.test/; sc-probe connect 10.0.0.53 80; sc-probe connect 10.0.0.1 80; "
+    "sc-probe udp-send 10.0.0.1 53";
+constexpr const char* kDnsExpected =
+    "nameserver 10.0.0.53\n1\nallowed-ok\nconnect timeout\nconnect timeout\nudp timeout\n";
+
+TEST_F(NetworkPolicy, FullMode_DnsThroughTheConfiguredPrivateResolver) {
+  if (shell_output("cat /proc/sys/net/ipv4/ip_forward") != "1\n")
+    GTEST_SKIP() << "IPv4 forwarding is off on this host; sandcell does not turn it on";
+  ASSERT_TRUE(host_reaches(kResolverIp, 80));  // the test routes 10.0.0.53 to its namespace
+  CliRun run = run_in_sandbox({"--net", "full", "--net-resolv-conf", internet_->resolv_conf()},
+                              {"sh", "-c", kDnsScript});
+  EXPECT_EQ(stdout_of(run), kDnsExpected) << run.record.dump(2);
+}
+
+TEST_F(NetworkPolicy, SlirpTransport_FullModeWithoutBlockedRangesAndWithDns) {
+  CliRun run = run_slirp_in_test_internet(
+      {"--net-resolv-conf", internet_->resolv_conf()},
+      std::string(kDnsScript) + "; sc-probe connect " + kMetadataIp + " 80; ip -o link | grep -c tap0");
+  ASSERT_TRUE(run.record.is_object()) << run.out << run.err;
+  EXPECT_EQ(run.record["isolation"]["network_transport"], "slirp4netns");
+  EXPECT_EQ(stdout_of(run), std::string(kDnsExpected) + "connect timeout\n1\n") << run.record.dump(2);
+
+  CliRun opened = run_slirp_in_test_internet({"--net-allow-cidr", "10.0.0.1/32"},
+                                             "sc-probe connect 10.0.0.1 80");
   EXPECT_EQ(stdout_of(opened), "connect ok\n") << opened.record.dump(2);
 }
 
@@ -426,6 +542,13 @@ TEST_F(NetworkPolicy, BadNetworkFlags_Exit125WithAMessage) {
            {{"--net", "allow:x.test", "--net-allow-cidr", "10.0.0.1/8"}, "--net-allow-cidr"},
            {{"--net-hosts", internet_->hosts_file()}, "--net-hosts needs"},
            {{"--net", "allow:x.test", "--net-allow-file", "/nonexistent"}, "nonexistent"},
+           {{"--net-transport", "veth"}, "--net-transport needs"},
+           {{"--net", "allow:x.test", "--net-transport", "slirp"}, "slirp is for --net full"},
+           {{"--net", "full", "--net-transport", "socket"}, "socket carries only"},
+           {{"--net", "full", "--net-transport", "bogus"}, "--net-transport expects"},
+           {{"--net", "full", "--net-transport", "slirp", "--cap-add", "NET_ADMIN"}, "refused"},
+           {{"--net", "allow:x.test", "--net-resolv-conf", "/etc/resolv.conf"}, "--net-resolv-conf needs"},
+           {{"--net", "full", "--net-transport", "slirp", "--net-resolv-conf", "/nonexistent"}, "nonexistent"},
        }) {
     CliRun run = run_in_sandbox(c.flags, {"true"});
     EXPECT_EQ(run.exit_code, 125) << c.message;
@@ -441,8 +564,8 @@ TEST_F(NetworkPolicy, Gc_RemovesTheFirewallOfAKilledSupervisorOnly) {
     const auto at = t.find("set nat_sources");
     return at != std::string::npos && t.find("elements = { 198.1", at) < t.find("}", at);
   };
-  pid_t live = spawn_sandcell({"run", "--rootfs", test_rootfs(), "--net", kAllowlist, "--timeout",
-                               "20", "--", "sleep", "20"});
+  pid_t live = spawn_sandcell({"run", "--rootfs", test_rootfs(), "--net", kAllowlist,
+                               "--net-transport", "veth", "--timeout", "20", "--", "sleep", "20"});
   pid_t crashed = spawn_sandcell(
       {"run", "--rootfs", test_rootfs(), "--net", "full", "--timeout", "20", "--", "sleep", "20"});
   SupervisorGuard guard{{live, crashed}};
@@ -465,7 +588,7 @@ TEST_F(NetworkPolicy, Gc_RemovesTheFirewallOfAKilledSupervisorOnly) {
   EXPECT_FALSE(contains(shell_output("nft list tables"), "sandcell"));
 }
 
-TEST_F(NetworkPolicy, AfterRuns_NoVethNetnsElementOrTableRemains) {
+TEST_P(AllowMode, AfterRuns_NoVethNetnsElementOrTableRemains) {
   CliRun run = run_allowed("wget -q -O- http://allowed.test/");
   EXPECT_TRUE(contains(stdout_of(run), "allowed-ok"));
   // The run deleted its elements itself; the table waits for gc (nft_rules.hpp).

@@ -18,6 +18,7 @@
 
 #include "sandcell/network/address_policy.hpp"
 #include "sandcell/network/host_policy.hpp"
+#include "sandcell/network/nft_rules.hpp"
 #include "sandcell/network/proxy.hpp"
 #include "sandcell/network/resolv.hpp"
 #include "sandcell/network/resolver.hpp"
@@ -248,6 +249,22 @@ TEST(ResolvConf, LoopbackStub_IsReplacedByUpstreams) {
   const auto direct =
       dir.write("direct", "nameserver 192.168.1.1 # router\nnameserver 192.168.1.1\n");
   EXPECT_EQ(sandbox_dns(direct, upstream).resolv_conf, "nameserver 192.168.1.1\n");
+}
+
+TEST(SandboxFilter, DropsBlockedRangesButOpensResolversOnPort53AndAllowedCidrs) {
+  const std::string script = sandbox_filter_script(
+      {Cidr::parse("10.1.2.0/24"), Cidr::parse("fc00::/7")},
+      {*IpAddress::parse("10.0.0.53"), *IpAddress::parse("10.0.0.53"), *IpAddress::parse("::1")});
+  EXPECT_NE(script.find("169.254.0.0/16"), std::string::npos) << script;
+  EXPECT_NE(script.find("output oifname \"lo\" accept\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("output meta nfproto != ipv4 drop\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("output ip daddr { 10.1.2.0/24 } accept\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("output ip daddr { 10.0.0.53 } meta l4proto { tcp, udp } th dport 53 accept\n"),
+            std::string::npos) << script;
+  // The drop comes last: the openings above it win.
+  EXPECT_TRUE(script.ends_with("output ip daddr @blocked drop\n")) << script;
+  const std::string bare = sandbox_filter_script({}, {});  // nothing opened: no accept after lo
+  EXPECT_EQ(bare.find("accept\n", bare.find("nfproto")), std::string::npos) << bare;
 }
 
 TEST(Veth, IdForRun_IsEightHexDigitsAndStable) {

@@ -22,6 +22,8 @@
 //
 // The table stays when the last run ends (creating it again would pay the hook registration the
 // sets avoid); it is inert without elements. `sandcell gc` removes it when no run uses it.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,6 +63,15 @@ class SandboxFirewall {
   std::string add_script_, delete_script_;
   bool installed_ = false;
 };
+
+// The filter of a sandbox that has no link to the host's stack (slirp.hpp): a table `inet sandcell`
+// in the sandbox's own netns whose output hook drops IPv6 and everything to
+// blocked_ipv4_ranges() except `allowed_cidrs` and the resolvers on port 53; loopback stays.
+// It dies with the netns. install_sandbox_filter runs the script in the netns of `sandbox_pid`.
+std::string sandbox_filter_script(const std::vector<Cidr>& allowed_cidrs,
+                                  const std::vector<IpAddress>& resolvers);
+void install_sandbox_filter(pid_t sandbox_pid, const std::vector<Cidr>& allowed_cidrs,
+                            const std::vector<IpAddress>& resolvers);
 
 // The nft script that creates `inet sandcell` with its sets and rules.
 std::string sandcell_table_script();

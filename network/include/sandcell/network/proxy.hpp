@@ -24,6 +24,7 @@
 #include "sandcell/network/host_policy.hpp"
 #include "sandcell/network/resolver.hpp"
 #include "sandcell/runtime/result.hpp"
+#include "sandcell/runtime/unique_fd.hpp"
 
 namespace sandcell::network {
 
@@ -51,6 +52,9 @@ class Proxy {
  public:
   // Binds, listens and starts serving before it returns. Throws Error.
   explicit Proxy(ProxyConfig config);
+  // Serves on a socket that already listens (config.listen_address/port are ignored): the
+  // socket transport's listener, made inside the sandbox's netns. Takes ownership. Throws Error.
+  Proxy(ProxyConfig config, runtime::UniqueFd listener);
   ~Proxy();
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
@@ -68,6 +72,7 @@ class Proxy {
   class State;  // shared with the client threads
 
  private:
+  void start(runtime::UniqueFd listener);
   std::shared_ptr<State> state_;
 };
 

@@ -49,8 +49,7 @@ class VethPair {
   void leave_to_kernel() { owned_ = false; }
 
  private:
-  // Runs on a short-lived std::thread that setns(CLONE_NEWNET)s into /proc/<pid>/ns/net (only
-  // that thread changes namespace; the caller's threads stay put): brings up lo, gives
+  // Runs in the sandbox's netns (run_in_netns_of: the caller's threads stay put): brings up lo, gives
   // sc-<id>c .2/30, brings it up and adds the default route via .1. The sandbox process must be
   // alive and not yet have dropped into its own program: the parent does this before "go".
   void configure_sandbox_end(pid_t sandbox_pid) const;

@@ -48,6 +48,7 @@ struct Isolation {
   bool no_new_privs = true;
   bool rootless = false;
   std::string network = "none";
+  std::string network_transport;  // "socket" | "veth" | "slirp4netns"; "" (null) without a network
 };
 
 struct Events {

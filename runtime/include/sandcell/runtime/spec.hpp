@@ -74,6 +74,16 @@ struct SeccompProgram {
 // (DESIGN.md, "Network policy".)
 enum class NetworkMode { None, Host, Allow, Full };
 
+// How an allow or full sandbox is connected (`--net-transport`, DESIGN.md "Network policy"):
+//   Socket: allow mode without any link: the proxy's listening socket is made inside the
+//           sandbox's netns (127.0.0.1:3128) and served by the supervisor; nothing routable
+//           exists inside. Works rootless.
+//   Veth:   a veth pair into the sandbox and the nft table `inet sandcell` (root only).
+//   Slirp:  full mode through slirp4netns (user-mode TCP/IP), with the blocked ranges dropped by
+//           nft rules inside the sandbox's own netns. Works rootless.
+//   Auto:   allow → Socket; full → Veth as root, Slirp rootless.
+enum class NetworkTransport { Auto, Socket, Veth, Slirp };
+
 // What `--net allow:...`, `--net-allow-file`, `--net-hosts` and `--net-allow-cidr` asked for;
 // checked and parsed by the runtime before the sandbox starts.
 struct NetworkPolicy {
@@ -81,6 +91,8 @@ struct NetworkPolicy {
   std::string allow_file;                  // one entry per line (allow mode)
   std::string hosts_file;                  // hosts-file format: the proxy resolves only from it
   std::vector<std::string> allow_cidrs;    // blocked ranges opened anyway ("10.1.2.0/24")
+  NetworkTransport transport = NetworkTransport::Auto;
+  std::string resolv_conf;                 // full mode: the resolvers' source (default /etc/resolv.conf)
 };
 
 // --- The parts of an OCI runtime-spec config.json that `sandcell run` has no flag for. A Spec
@@ -205,5 +217,8 @@ double parse_positive_number(const std::string& text, const std::string& what);
 // allow file, hosts file and CIDRs are set by the caller). Throws Error::invalid; `has_allow_file`
 // lets `allow:` come without hosts when a file lists them.
 void set_network_arg(const std::string& net, bool has_allow_file, Spec& spec);
+
+// `--net-transport auto | socket | veth | slirp`. Throws Error::invalid.
+NetworkTransport parse_network_transport(const std::string& text);
 
 }  // namespace sandcell::runtime

@@ -1,0 +1,31 @@
+#include "netns_thread.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+
+#include <exception>
+#include <string>
+#include <thread>
+
+#include "owned_fd.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::network {
+
+void run_in_netns_of(pid_t pid, const std::function<void()>& step) {
+  std::exception_ptr failure;
+  std::thread([&] {
+    try {
+      const std::string ns_path = "/proc/" + std::to_string(pid) + "/ns/net";
+      const OwnedFd ns(
+          static_cast<int>(check(open(ns_path.c_str(), O_RDONLY | O_CLOEXEC), "open " + ns_path)));
+      check(setns(ns.get(), CLONE_NEWNET), "setns into " + ns_path);
+      step();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }).join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace sandcell::network
