@@ -49,9 +49,12 @@ std::string last_line(const std::string& path) {
 // slirp4netns with the ready pipe at fd 3, the exit pipe at fd 4, stderr to the log.
 pid_t spawn_slirp(const SlirpSpec& spec, int ready_fd, int exit_fd) {
   const std::string pid = std::to_string(spec.sandbox_pid);
+  // Not --enable-sandbox: as real root its mount namespace keeps shared propagation, and the
+  // detach of its old root took host mounts with it (an `ip netns` bind mount under /run/netns
+  // vanished from the host in testing). sandcell never changes host mounts.
   std::vector<std::string> args = {"slirp4netns", "--configure", "--mtu=65520",
                                    "--disable-host-loopback", "--disable-dns", "--ready-fd=3",
-                                   "--exit-fd=4", "--enable-sandbox", "--enable-seccomp", pid, "tap0"};
+                                   "--exit-fd=4", "--enable-seccomp", pid, "tap0"};
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
 
@@ -85,11 +86,14 @@ bool rootless() {
 // A program with CAP_NET_ADMIN could drop the slirp filter, one with CAP_NET_RAW could write
 // frames to the tap past it.
 void check_slirp_capabilities(const Spec& spec) {
-  for (const std::string& cap : spec.capabilities)
-    if (cap == "CAP_NET_ADMIN" || cap == "CAP_NET_RAW")
-      throw Error::invalid("--cap-add " + cap.substr(4) +
+  for (std::string cap : spec.capabilities) {
+    for (char& c : cap) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+    if (cap.starts_with("CAP_")) cap.erase(0, 4);
+    if (cap == "NET_ADMIN" || cap == "NET_RAW")
+      throw Error::invalid("--cap-add " + cap +
                            " is refused with the slirp transport: it would let the program past "
                            "the filter that keeps it off private and metadata addresses");
+  }
   if (!network::slirp4netns_installed())
     throw Error::invalid("--net full over slirp (the transport without root) needs slirp4netns in PATH "
                          "(apt-get install slirp4netns)");

@@ -520,7 +520,7 @@ TEST_F(NetworkPolicy, SlirpTransport_FullModeWithoutBlockedRangesAndWithDns) {
 
   CliRun opened = run_slirp_in_test_internet({"--net-allow-cidr", "10.0.0.1/32"},
                                              "sc-probe connect 10.0.0.1 80");
-  EXPECT_EQ(stdout_of(opened), "connect ok\n") << opened.record.dump(2);
+  EXPECT_EQ(stdout_of(opened), "connect ok\n") << opened.out << opened.err;
 }
 
 TEST_F(NetworkPolicy, FullMode_FailsClearlyWhenForwardingIsOff) {
