@@ -67,7 +67,7 @@ class Loop {
       int n = epoll_wait(epoll_.get(), events, 8, timeout);
       if (n < 0 && errno == EINTR) continue;
       check(n, "epoll_wait");
-      for (int i = 0; i < n; ++i) handle(events[i].data.fd);
+      for (int i = 0; i < n; ++i) handle(events[i].data.fd, events[i].events);
     }
     run_.out.close();
     run_.err.close();
@@ -78,7 +78,7 @@ class Loop {
   }
 
  private:
-  void handle(int fd) {
+  void handle(int fd, uint32_t events) {
     if (fd == run_.out.fd() || fd == run_.err.fd()) {
       OutputPump& pump = fd == run_.out.fd() ? run_.out : run_.err;
       pump.drain();
@@ -97,6 +97,9 @@ class Loop {
       handle_child_message();
     } else if (denials_ && fd == denials_->fd()) {
       if (denials_->answer_pending()) stop([&] { outcome_.seccomp_kill = denials_->kill_reason(); });
+      // Every task of the filter has exited: nothing more can come, and the level-triggered
+      // hang-up would otherwise spin this loop until the reap (~700 wake-ups per run measured).
+      if (events & EPOLLHUP) unwatch(epoll_.get(), fd);
     } else if (fd == run_.signal_fd) {
       signalfd_siginfo info{};
       if (read(fd, &info, sizeof info) == sizeof info)
