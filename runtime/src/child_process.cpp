@@ -1,5 +1,5 @@
-// Child-side process steps: stdio, the go signal, hostname, loopback, rlimits, fds and cwd,
-// user, capabilities, no_new_privs, seccomp, exec. No allocation (see child_plan.hpp).
+// Child-side process steps: stdio, the go signal, hostname, loopback, the proxy listener, rlimits,
+// fds and cwd, user, capabilities, no_new_privs, seccomp, exec. No allocation (see child_plan.hpp).
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/close_range.h>
