@@ -404,6 +404,16 @@ TEST_P(AllowMode, BypassingTheProxy_TcpUdpIcmpAndDns_Dropped) {
   EXPECT_FALSE(contains(out, "nslookup=0")) << out;
 }
 
+TEST_F(NetworkPolicy, DefaultTransport_SocketForAllowVethForFullAsRoot) {
+  CliRun allow = run_in_sandbox({"--net", kAllowlist, "--net-hosts", internet_->hosts_file()}, {"true"});
+  EXPECT_EQ(allow.record["isolation"]["network_transport"], "socket") << allow.out << allow.err;
+  CliRun none = run_in_sandbox({}, {"true"});
+  EXPECT_TRUE(none.record["isolation"]["network_transport"].is_null()) << none.out << none.err;
+  if (shell_output("cat /proc/sys/net/ipv4/ip_forward") != "1\n") return;  // full needs it (veth)
+  CliRun full = run_in_sandbox({"--net", "full"}, {"true"});
+  EXPECT_EQ(full.record["isolation"]["network_transport"], "veth") << full.out << full.err;
+}
+
 TEST_F(NetworkPolicy, SocketTransport_NothingRoutableInside) {
   // Only lo, no route; and the proxy's port cannot be taken over by a listener of the program.
   CliRun run = run_allowed("socket", "ls /sys/class/net; ip route; ip -o addr | grep -vc ' lo '; "
