@@ -31,8 +31,10 @@ if nft list tables 2>/dev/null | grep -q 'inet sandcell'; then
     nft delete table inet sandcell
   fi
 fi
-# Any process running from our build tree or the test rootfs (the probe program) is a leak.
-p=$(pgrep -f -a 'sandcell run|sc-probe' | grep -v -e pgrep -e check-host-clean || true)
+# Any process running from our build tree or the test rootfs (the probe program) is a leak, and
+# so is a slirp4netns that sandcell started (network/src/slirp.cpp: these exact first flags).
+p=$(pgrep -f -a 'sandcell run|sc-probe|slirp4netns --configure --mtu=65520 --disable-host-loopback' |
+    grep -v -e pgrep -e check-host-clean || true)
 [ -z "$p" ] || say "processes left: $p"
 [ $bad -eq 0 ] && echo "host is clean"
 exit $bad
