@@ -26,10 +26,10 @@ TEST(CancelE2E, StoppingARunKillsItsSandboxAndReportsTheInterruption) {
                {"timeout", 900}};
   Json result = executor->run_streaming(request, [&](std::string_view stream, std::string_view data) {
     if (stream == "stdout") out.append(data);
-    if (out.find("started") != std::string::npos) stop.request_stop();
+    if (out.find("started\n") != std::string::npos) stop.request_stop();
   }, stop.get_token());
   EXPECT_TRUE(stop.stop_requested()) << result.dump();
-  EXPECT_EQ(out, "started\n");
+  EXPECT_EQ(out, "started\n");  // and never "not reached"
   EXPECT_NE(result.value("status", ""), "ok") << result.dump();
   EXPECT_NE(result.dump().find("interrupted"), std::string::npos) << result.dump();
   EXPECT_TRUE(children_of(getpid()).empty()) << "a process of the cancelled run outlived it";
