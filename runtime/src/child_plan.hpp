@@ -154,9 +154,13 @@ struct ChildPlan {
 // and the socket then closes at execve (it is close-on-exec): EOF means the program runs.
 struct ChildMessage {
   // Ready: an OCI container finished its setup and waits for `start`.
-  enum Kind : int { SetupFailed = 0, ExecFailed = 1, SeccompListener = 2, Ready = 3, ProxyListener = 4 };
+  // ProgramExited: the sandbox's init reaped the program; wait_status is its status.
+  enum Kind : int {
+    SetupFailed = 0, ExecFailed = 1, SeccompListener = 2, Ready = 3, ProgramExited = 4, ProxyListener = 5
+  };
   int kind = SetupFailed;
   int err = 0;          // errno of the failure
+  int wait_status = 0;  // ProgramExited
   char step[480] = {};  // the failed step, or the program that could not be executed
 };
 

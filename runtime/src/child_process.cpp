@@ -14,12 +14,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "child_steps.hpp"
@@ -227,6 +229,58 @@ void send_fd_to_parent(const ChildPlan& plan, ChildMessage::Kind kind, int fd, c
   fd_message->cmsg_len = CMSG_LEN(sizeof(int));
   memcpy(CMSG_DATA(fd_message), &fd, sizeof fd);
   if (sendmsg(plan.sync_fd, &header, MSG_NOSIGNAL) < 0) child_fail(plan, "send %s", what);
+}
+
+void set_not_dumpable(const ChildPlan& plan) {
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_DUMPABLE, 0)");
+}
+
+// The init is a fork of sandcell, so /proc/1/cmdline would show sandcell's own command line
+// (host paths, --env values) to the program. Overwrite it in place, as setproctitle does:
+// arg_start and arg_end are fields 48 and 49 of /proc/self/stat.
+void hide_command_line() {
+  char stat[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, stat, sizeof stat - 1);
+  close(fd);
+  if (n <= 0) return;
+  stat[n] = '\0';
+  const char* field = strrchr(stat, ')');  // the command name may hold spaces; it ends at ')'
+  unsigned long long values[2] = {};
+  for (int index = 2; field != nullptr && index <= 49; ++index) {  // ')' ends field 2
+    field = strchr(field + 1, ' ');
+    if (field != nullptr && index >= 47) values[index - 47] = strtoull(field + 1, nullptr, 10);
+  }
+  if (field == nullptr || values[0] == 0 || values[1] <= values[0]) return;
+  char* start = reinterpret_cast<char*>(values[0]);
+  size_t size = values[1] - values[0];
+  memset(start, 0, size);
+  snprintf(start, size, "sandcell-init");
+}
+
+// A program that is pid 1 gets init's signal rules: the kernel drops every signal from inside
+// the namespace that it has no handler for, so abort() ends in SIGSEGV and `kill 1` does
+// nothing, and orphans it never waits for stay zombies. So pid 1 is this loop instead, as
+// confined as the program (it runs after seccomp): it reaps everything, and when the program
+// exits it reports the program's wait status and exits, and the kernel kills what is left.
+void fork_program_under_init(const ChildPlan& plan) {
+  pid_t program = fork();
+  if (program < 0) child_fail(plan, "fork the program under the sandbox's init");
+  if (program == 0) return;
+  hide_command_line();
+  for (int fd : {0, 1, 2, plan.stdin_fd, plan.stdout_fd, plan.stderr_fd})
+    if (fd >= 0) close(fd);  // the program's streams end when the program ends
+  while (true) {
+    int status = 0;
+    pid_t reaped = waitpid(-1, &status, 0);
+    if (reaped < 0 && errno == EINTR) continue;
+    if (reaped < 0) _exit(125);  // no children: cannot happen before the program is reaped
+    if (reaped != program) continue;
+    ChildMessage message{.kind = ChildMessage::ProgramExited, .wait_status = status};
+    send_message(plan, message);
+    _exit(0);
+  }
 }
 
 // execvpe without allocation: try each PATH entry, remembering the most telling errno.

@@ -38,11 +38,13 @@ namespace sandcell::runtime {
   apply_apparmor(plan);           // AppArmor hosts: profile for execve; refused after no_new_privs
   set_no_new_privs(plan);
   apply_landlock(plan);           // hosts without AppArmor; needs no_new_privs
+  set_not_dumpable(plan);         // for the init; the program's execve makes it dumpable again
   install_seccomp(plan);          // last
+  fork_program_under_init(plan);  // the program is pid 2; pid 1 only reaps and reports
   exec_program(plan);             // reports the errno to the parent if execve fails
 }
 
-static void send_message(const ChildPlan& plan, const ChildMessage& message) {
+void send_message(const ChildPlan& plan, const ChildMessage& message) {
   // Best effort: if the parent is gone there is nobody to tell.
   ssize_t ignored = write(plan.sync_fd, &message, sizeof message);
   (void)ignored;

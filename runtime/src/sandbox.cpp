@@ -121,7 +121,9 @@ Isolation isolation_of(const Spec& spec, const NetworkPlan& network, CgroupHost:
 }
 
 std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& limits) {
-  auto enforced = cgroup.apply(limits);
+  Limits kernel = limits;
+  if (kernel.pids) *kernel.pids += 1;  // sandcell's init is not the program's: --pids N is N for it
+  auto enforced = cgroup.apply(kernel);
   if (limits.wall_s) enforced["wall_s"] = Enforcement::Supervisor;
   if (limits.output_bytes) enforced["output_bytes"] = Enforcement::Supervisor;
   if (limits.cpu_s)

@@ -73,6 +73,7 @@ class Loop {
     run_.err.close();
     // A failure written just before the child exited may still sit unread in the socket.
     while (!sync_closed_ && !outcome_.child_failure) handle_child_message_or_stop();
+    if (program_wait_status_) outcome_.wait_status = *program_wait_status_;
     if (denials_) outcome_.denied_syscalls = denials_->denied();
     return outcome_;
   }
@@ -113,13 +114,16 @@ class Loop {
       sync_closed_ = true;
       return;
     }
-    if (received->message.kind != ChildMessage::SeccompListener) outcome_.child_failure = received->message;
+    if (received->message.kind == ChildMessage::ProgramExited)
+      program_wait_status_ = received->message.wait_status;
+    else if (received->message.kind != ChildMessage::SeccompListener)
+      outcome_.child_failure = received->message;
   }
 
   void handle_child_message() {
     std::optional<ReceivedMessage> received = receive_child_message(run_.sync_fd);
     if (received && received->message.kind < 0) return;  // spurious wake-up
-    if (!received) {  // EOF: execve succeeded (or the child died); nothing more will come
+    if (!received) {  // EOF: the init exited (the program's copy closed at execve)
       unwatch(epoll_.get(), run_.sync_fd);
       sync_closed_ = true;
       return;
@@ -127,6 +131,8 @@ class Loop {
     if (received->message.kind == ChildMessage::SeccompListener && received->fd && run_.notify) {
       denials_.emplace(std::move(received->fd), *run_.notify);
       watch(epoll_.get(), denials_->fd());
+    } else if (received->message.kind == ChildMessage::ProgramExited) {
+      program_wait_status_ = received->message.wait_status;
     } else if (received->message.kind == ChildMessage::SetupFailed ||
                received->message.kind == ChildMessage::ExecFailed) {
       outcome_.child_failure = received->message;
@@ -162,6 +168,7 @@ class Loop {
   UniqueFd epoll_, wall_, cpu_tick_;
   SupervisionOutcome outcome_;
   std::optional<DeniedSyscallLog> denials_;
+  std::optional<int> program_wait_status_;
   bool reaped_ = false, killed_ = false, sync_closed_ = false;
   std::chrono::steady_clock::time_point drain_deadline_;
 };

@@ -28,6 +28,8 @@ struct Supervised {
 };
 
 struct SupervisionOutcome {
+  // The program's, as the sandbox's init reported it; the init's own when it could not report
+  // (the sandbox was killed). usage covers the init and everything it reaped.
   int wait_status = 0;
   rusage usage{};
   bool wall_timeout = false;

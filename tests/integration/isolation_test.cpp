@@ -2,10 +2,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "sandcell_cli.hpp"
 
@@ -24,13 +26,35 @@ std::string stdout_of(const CliRun& r) {
   return r.record.is_object() ? r.record.value("stdout", "") : "";
 }
 
-TEST(Isolation, ProgramIsPid1AndSeesNoHostPids) {
-  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "echo $$; ls -d /proc/[0-9]* | wc -l"});
+// pid 1 is sandcell's init (named sandcell-init, sandcell's own command line overwritten); the
+// program is pid 2 and sees only the sandbox's processes.
+TEST(Isolation, ProgramIsPid2UnderInitAndSeesNoHostPids) {
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "echo $$; tr '\\0' ' ' < /proc/1/cmdline; echo; ls -d /proc/[0-9]* | wc -l"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  std::string out = stdout_of(r);
-  EXPECT_EQ(out.substr(0, 2), "1\n");
-  int visible = std::stoi(out.substr(2));
-  EXPECT_LE(visible, 4) << "host processes are visible: " << out;
+  std::istringstream out(stdout_of(r));
+  std::string pid, init_cmdline, visible;
+  std::getline(out, pid);
+  std::getline(out, init_cmdline);
+  std::getline(out, visible);
+  EXPECT_EQ(pid, "2");
+  EXPECT_EQ(init_cmdline.substr(0, init_cmdline.find(' ')), "sandcell-init") << init_cmdline;
+  EXPECT_LE(std::stoi(visible), 5) << "host processes are visible: " << stdout_of(r);
+}
+
+// As pid 1 the program would get init's signal rules: abort() would end in SIGSEGV, and a
+// SIGTERM it sends itself would be dropped.
+TEST(Isolation, SignalsTheProgramSendsItselfAreReportedAsThemselves) {
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "kill -ABRT $$; echo not reached"});
+  EXPECT_EQ(r.record.value("status", ""), "signaled") << r.out << r.err;
+  EXPECT_EQ(r.record.value("signal", 0), SIGABRT);
+  EXPECT_EQ(stdout_of(r), "");
+}
+
+// Orphans are reaped by the init: none stays a zombie while the program runs.
+TEST(Isolation, OrphansAreReaped) {
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "(sleep 0.05 &) ; sleep 0.5; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l"});
+  EXPECT_EQ(r.record.value("status", ""), "ok") << r.out << r.err;
+  EXPECT_EQ(trim(stdout_of(r)), "0");
 }
 
 TEST(Isolation, HostnameIsSandcellByDefaultAndSettable) {

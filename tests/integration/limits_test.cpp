@@ -121,7 +121,7 @@ TEST(Supervisor, TwentyParallelRunsStayIndependent) {
   for (auto& t : threads) t.join();
   for (int i = 0; i < 20; ++i) {
     EXPECT_EQ(status_of(runs[i]), "ok") << runs[i].err;
-    EXPECT_EQ(runs[i].record.value("stdout", ""), "h" + std::to_string(i) + " " + std::to_string(i) + " 1\n");
+    EXPECT_EQ(runs[i].record.value("stdout", ""), "h" + std::to_string(i) + " " + std::to_string(i) + " 2\n");
   }
 }
 

@@ -14,15 +14,18 @@ class FakeExecutor : public agent_service::Executor {
   std::function<Json(const Json&)> answer = [](const Json&) { return Json{{"status", "ok"}, {"exit_code", 0}}; };
   Json skills = Json::array({{{"name", "python"}}});
 
-  Json run(const Json& request) override {
+  // When set, answers instead of `answer` and sees the run's stop token (cancellation tests).
+  std::function<Json(const Json&, std::stop_token)> answer_stoppable;
+
+  Json run(const Json& request, std::stop_token stop = {}) override {
     {
       std::lock_guard lock(mutex_);
       requests.push_back(request);
     }
-    return answer(request);
+    return answer_stoppable ? answer_stoppable(request, stop) : answer(request);
   }
-  Json run_streaming(const Json& request, const agent_service::OutputSink& sink) override {
-    Json result = run(request);
+  Json run_streaming(const Json& request, const agent_service::OutputSink& sink, std::stop_token stop = {}) override {
+    Json result = run(request, stop);
     if (result.contains("stdout")) sink("stdout", result["stdout"].get<std::string>());
     if (result.contains("stderr")) sink("stderr", result["stderr"].get<std::string>());
     return result;

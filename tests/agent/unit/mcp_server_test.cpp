@@ -175,5 +175,40 @@ TEST_F(McpFixture, ToolCallsRunConcurrentlyWhilePingsAreAnswered) {
   EXPECT_EQ(sent.back()["id"], 1);
 }
 
+// notifications/cancelled stops the running call (its sandbox is killed) and its answer is
+// never sent; the server goes on answering.
+TEST_F(McpFixture, CancelledCallIsStoppedAndNotAnswered) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  bool started = false, saw_stop = false;
+  executor.answer_stoppable = [&](const Json&, std::stop_token stop) {
+    std::unique_lock lock(m);
+    started = true;
+    cv.notify_all();
+    // Bounded, so a broken cancel fails the test instead of hanging it.
+    cv.wait_for(lock, stop, std::chrono::seconds(60), [] { return false; });
+    saw_stop = stop.stop_requested();
+    return code_result("runtime_error", "");
+  };
+  server.handle_line(request(7, "tools/call", {{"name", "run_code"}, {"arguments", {{"language", "python"}, {"code", "x"}}}}).dump());
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return started; });
+  }
+  server.handle_line(Json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 7}}}}.dump());
+  server.drain();
+  EXPECT_TRUE(saw_stop);
+  EXPECT_EQ(ask(request(8, "ping"))["id"], 8);
+  std::lock_guard lock(mutex);
+  for (const Json& message : sent) EXPECT_NE(message["id"], 7) << message;
+}
+
+// Cancelling an id that is not running (finished, unknown) changes nothing.
+TEST_F(McpFixture, CancellingAnUnknownIdIsIgnored) {
+  server.handle_line(Json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 99}}}}.dump());
+  Json answer = ask(request(99, "tools/call", {{"name", "run_code"}, {"arguments", {{"language", "python"}, {"code", "x"}}}}));
+  EXPECT_EQ(answer["id"], 99);
+}
+
 }  // namespace
 }  // namespace sandcell::agent_service

@@ -4,10 +4,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/unique_fd.hpp"
@@ -18,6 +24,8 @@ namespace sandcell::agent_service {
 namespace {
 
 using runtime::UniqueFd;
+
+constexpr int kStopGraceSeconds = 10;
 
 struct Pipe {
   UniqueFd read, write;
@@ -116,21 +124,36 @@ void pump(UniqueFd in, UniqueFd out, UniqueFd err, std::string_view input,
 }  // namespace
 
 ChildOutcome run_child(const std::vector<std::string>& argv, std::string_view input,
-                       const std::function<void(std::string_view)>& on_stdout) {
+                       const std::function<void(std::string_view)>& on_stdout, std::stop_token stop) {
   Pipe in = make_pipe(), out = make_pipe(), err = make_pipe();
   pid_t pid = spawn(argv, in, out, err);
+  // Signals go through a pidfd: the stop may come from another thread at any moment, and a
+  // pidfd can never reach a process that reused the pid after ours was reaped.
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   in.read.reset();
   out.write.reset();
   err.write.reset();
   ChildOutcome outcome;
   try {
+    std::optional<std::jthread> escalation;
+    std::stop_callback on_stop(stop, [&] {
+      syscall(SYS_pidfd_send_signal, pidfd.get(), SIGTERM, nullptr, 0);
+      escalation.emplace([&pidfd](std::stop_token done) {
+        std::mutex m;
+        std::condition_variable_any cv;
+        std::unique_lock lock(m);
+        cv.wait_for(lock, done, std::chrono::seconds(kStopGraceSeconds), [] { return false; });
+        if (!done.stop_requested())  // the grace time is over, not the run
+          syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+      });
+    });
     pump(std::move(in.write), std::move(out.read), std::move(err.read), input, on_stdout, outcome.stderr_text);
+    outcome.exit_code = wait_for(pid);  // before the escalation thread (joined here) lets go of the pidfd
   } catch (...) {
     kill(pid, SIGKILL);
     wait_for(pid);
     throw;
   }
-  outcome.exit_code = wait_for(pid);
   return outcome;
 }
 

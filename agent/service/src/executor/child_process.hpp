@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,8 +19,10 @@ struct ChildOutcome {
 // Runs argv (argv[0] is a path), writes `input` to its stdin then closes it, passes each chunk
 // of its stdout to `on_stdout` and returns when it has exited. The child gets its own process
 // group and default signal dispositions, so a Ctrl-C meant for a server does not abort the
-// work that server is still finishing.
+// work that server is still finishing. When `stop` is requested the child gets SIGTERM (sandcell
+// then kills its sandbox and reports the interruption), and SIGKILL if it is still there after
+// kStopGraceSeconds; run_child still returns its outcome.
 ChildOutcome run_child(const std::vector<std::string>& argv, std::string_view input,
-                       const std::function<void(std::string_view)>& on_stdout);
+                       const std::function<void(std::string_view)>& on_stdout, std::stop_token stop = {});
 
 }  // namespace sandcell::agent_service

@@ -35,14 +35,14 @@ class SubprocessExecutor final : public Executor {
  public:
   explicit SubprocessExecutor(SubprocessExecutorOptions options) : options_(std::move(options)) {}
 
-  Json run(const Json& request) override {
+  Json run(const Json& request, std::stop_token stop) override {
     std::string out;
     ChildOutcome outcome = run_child(argv({"code", "--request-json", "-"}), request.dump(),
-                                     [&](std::string_view chunk) { out.append(chunk); });
+                                     [&](std::string_view chunk) { out.append(chunk); }, stop);
     return parse_json_answer(out, outcome, "sandcell code");
   }
 
-  Json run_streaming(const Json& request, const OutputSink& sink) override {
+  Json run_streaming(const Json& request, const OutputSink& sink, std::stop_token stop) override {
     std::string pending;
     Json end;
     auto on_line = [&](const std::string& line) {
@@ -60,7 +60,7 @@ class SubprocessExecutor final : public Executor {
                                          on_line(pending.substr(0, nl));
                                          pending.erase(0, nl + 1);
                                        }
-                                     });
+                                     }, stop);
     if (!pending.empty()) {
       // A runner that refused the request prints a single JSON object, not events.
       on_line(pending);

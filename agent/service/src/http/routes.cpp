@@ -1,5 +1,7 @@
 #include "http/routes.hpp"
 
+#include <stop_token>
+
 #include "executor/workspace_files.hpp"
 
 namespace sandcell::agent_service {
@@ -30,16 +32,17 @@ void run_streaming(httplib::Response& res, Executor& executor, Json request, std
   res.set_chunked_content_provider(
       "application/x-ndjson",
       [&executor, request = std::move(request), ticket](size_t, httplib::DataSink& sink) {
-        // A client that went away makes writes fail; the run still finishes (and is cleaned
-        // up) within its own limits, so a disconnect never leaves a sandbox behind.
-        auto write = [&sink](const std::string& line) {
-          if (sink.is_writable()) sink.write(line.data(), line.size());
+        // A client that went away stops the run at its next output: the sandbox and everything
+        // in it is killed rather than left running for nobody.
+        std::stop_source stop;
+        auto write = [&sink, &stop](const std::string& line) {
+          if (!sink.is_writable() || !sink.write(line.data(), line.size())) stop.request_stop();
         };
         Json result;
         try {
           result = executor.run_streaming(request, [&](std::string_view stream, std::string_view data) {
             write(ndjson({{"type", stream}, {"data", data}}));
-          });
+          }, stop.get_token());
         } catch (const std::exception& e) {
           result = {{"error", {{"class", "sandcell"}, {"message", e.what()}}}};
         }

@@ -100,8 +100,14 @@ std::optional<Json> McpServer::dispatch(const Json& message, bool allow_async) {
   const Json params = message.contains("params") && message["params"].is_object() ? message["params"] : Json::object();
   if (!message.contains("id")) {
     if (method == "notifications/cancelled" && params.contains("requestId")) {
+      // The call's answer is dropped and its run stopped: the sandbox and everything in it is
+      // killed rather than left to run to its timeout for nobody.
       std::lock_guard lock(mutex_);
-      if (pending_ > 0) cancelled_.insert(id_key(params["requestId"]));
+      auto running = running_.find(id_key(params["requestId"]));
+      if (running != running_.end()) {
+        cancelled_.insert(running->first);
+        running->second.request_stop();
+      }
     }
     return std::nullopt;  // notifications are never answered
   }
@@ -124,7 +130,7 @@ std::optional<Json> McpServer::dispatch(const Json& message, bool allow_async) {
   }
 }
 
-Json McpServer::handle_request(const std::string& method, const Json& params, bool stateless) {
+Json McpServer::handle_request(const std::string& method, const Json& params, bool stateless, std::stop_token stop) {
   if (method == "server/discover") return discover_result(options_);
   if (method == "initialize" && !stateless) {
     std::string requested = params.value("protocolVersion", Json("")).is_string() ? params.value("protocolVersion", "") : "";
@@ -139,7 +145,7 @@ Json McpServer::handle_request(const std::string& method, const Json& params, bo
     if (!params.contains("name") || !params["name"].is_string())
       throw RpcError{mcp::kInvalidParams, "tools/call needs params.name", nullptr};
     try {
-      return mcp::call_tool(executor_, options_.default_skill, params["name"], params.value("arguments", Json::object()));
+      return mcp::call_tool(executor_, options_.default_skill, params["name"], params.value("arguments", Json::object()), stop);
     } catch (const std::out_of_range& e) {
       throw RpcError{mcp::kInvalidParams, e.what(), nullptr};
     }
@@ -150,9 +156,11 @@ Json McpServer::handle_request(const std::string& method, const Json& params, bo
 void McpServer::start_call(const Json& id, Json params, bool stateless) {
   std::lock_guard lock(mutex_);
   ++pending_;
-  jobs_.push_back([this, id, params = std::move(params), stateless] {
+  std::stop_token stop = running_[id_key(id)].get_token();
+  jobs_.push_back([this, id, params = std::move(params), stateless, stop] {
     try {
-      Json result = handle_request("tools/call", params, stateless);
+      if (stop.stop_requested()) throw RpcError{mcp::kInternalError, "cancelled before it started", nullptr};
+      Json result = handle_request("tools/call", params, stateless, stop);
       send_response(id, stateless ? stateless_result(result, "tools/call", options_) : result, false);
     } catch (const RpcError& e) {
       send_response(id, e.to_json(), true);
@@ -161,6 +169,7 @@ void McpServer::start_call(const Json& id, Json params, bool stateless) {
     }
     std::lock_guard lock(mutex_);
     cancelled_.erase(id_key(id));
+    running_.erase(id_key(id));
   });
   changed_.notify_all();
 }

@@ -44,7 +44,7 @@ Json run_code_result(const Json& result) {
   return tool_result(content, result.value("status", Json("")) != "ok");
 }
 
-Json run_code(Executor& executor, const std::string& default_skill, const Json& args) {
+Json run_code(Executor& executor, const std::string& default_skill, const Json& args, std::stop_token stop) {
   Json request{{"code", string_arg(args, "code")}};
   std::string language = string_arg(args, "language", false);
   request["language"] = language.empty() ? default_skill : language;
@@ -56,7 +56,7 @@ Json run_code(Executor& executor, const std::string& default_skill, const Json& 
   for (const char* key : {"session", "net", "stdin"})
     if (args.contains(key)) request[key] = string_arg(args, key);
   if (args.contains("packages")) request["packages"] = args["packages"];
-  Json result = executor.run(request);
+  Json result = executor.run(request, stop);
   if (is_request_error(result)) return error_result(result["error"].value("message", "the request was refused"));
   return run_code_result(result);
 }
@@ -128,10 +128,11 @@ Json tool_list() {
   });
 }
 
-Json call_tool(Executor& executor, const std::string& default_skill, const std::string& name, const Json& arguments) {
+Json call_tool(Executor& executor, const std::string& default_skill, const std::string& name, const Json& arguments,
+               std::stop_token stop) {
   const Json args = arguments.is_object() ? arguments : Json::object();
   try {
-    if (name == "run_code") return run_code(executor, default_skill, args);
+    if (name == "run_code") return run_code(executor, default_skill, args, stop);
     if (name == "list_skills") return tool_result(Json::array({text_content(executor.list_skills().dump(2))}), false);
     if (name == "list_sessions") return tool_result(Json::array({text_content(executor.list_sessions().dump(2))}), false);
     if (name == "remove_session") {

@@ -10,7 +10,9 @@ namespace sandcell::agent_service::mcp {
 Json tool_list();
 
 // A CallToolResult ({"content": [...], "isError": bool}). Throws std::out_of_range for an
-// unknown tool (a protocol error); bad arguments come back as isError results.
-Json call_tool(Executor& executor, const std::string& default_skill, const std::string& name, const Json& arguments);
+// unknown tool (a protocol error); bad arguments come back as isError results. `stop` cancels a
+// running run_code (notifications/cancelled).
+Json call_tool(Executor& executor, const std::string& default_skill, const std::string& name, const Json& arguments,
+               std::stop_token stop = {});
 
 }  // namespace sandcell::agent_service::mcp

@@ -4,6 +4,7 @@
 // spawns that command per call, tests substitute their own.
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -24,9 +25,11 @@ class Executor {
   // "error", "files"}). A request the runner refused comes back as
   // {"error": {"class": "sandcell", "message": ...}}; throws only when the runner itself could
   // not be started or answered garbage.
-  virtual Json run(const Json& request) = 0;
+  // `stop` cancels the run: the runner is interrupted, which kills the sandbox and everything in
+  // it, and the result says it was interrupted.
+  virtual Json run(const Json& request, std::stop_token stop = {}) = 0;
   // The same, passing output to `sink` as it is produced.
-  virtual Json run_streaming(const Json& request, const OutputSink& sink) = 0;
+  virtual Json run_streaming(const Json& request, const OutputSink& sink, std::stop_token stop = {}) = 0;
   virtual Json list_skills() = 0;
   virtual Json list_sessions() = 0;
   virtual void remove_session(const std::string& id) = 0;

@@ -9,8 +9,10 @@
 #include <thread>
 #include <vector>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
+#include <stop_token>
 #include <string>
 
 #include "sandcell/agent_service/executor.hpp"
@@ -36,7 +38,7 @@ class McpServer {
 
  private:
   std::optional<Json> dispatch(const Json& message, bool allow_async);
-  Json handle_request(const std::string& method, const Json& params, bool modern);
+  Json handle_request(const std::string& method, const Json& params, bool modern, std::stop_token stop = {});
   void start_call(const Json& id, Json params, bool modern);
   void send_response(const Json& id, const Json& result_or_error, bool is_error);
   void work();
@@ -50,6 +52,7 @@ class McpServer {
   bool stopping_ = false;
   std::deque<std::function<void()>> jobs_;
   std::set<std::string> cancelled_;  // ids (dumped) of calls whose answer must not be sent
+  std::map<std::string, std::stop_source> running_;  // ids (dumped) of calls queued or running
   std::vector<std::thread> workers_;
 };
 
