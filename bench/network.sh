@@ -97,25 +97,6 @@ for name in ("allow-socket", "allow-veth", "full-veth", "full-slirp"):
               f" -> target <= 5 ms: {'met' if extra <= 5 else 'NOT met'}")
 EOF
 
-# The same commands interleaved (none, allow-socket, ..., none, ...), so a load change on a shared
-# machine hits every variant alike; hyperfine runs all of one command before the next.
-python3 - "$RUNS" "${commands[@]}" <<'EOF'
-import shlex, statistics, subprocess, sys, time
-runs, args = int(sys.argv[1]), sys.argv[2:]
-commands = {args[i + 1]: shlex.split(args[i + 2]) for i in range(0, len(args), 3)}
-times = {name: [] for name in commands}
-for _ in range(runs):
-    for name, argv in commands.items():
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
-        times[name].append((time.perf_counter() - start) * 1000)
-none = statistics.median(times["none"])
-for name, samples in times.items():
-    median = statistics.median(samples)
-    print(f"interleaved {name}: median {median:.1f} ms, min {min(samples):.1f} ms"
-          + ("" if name == "none" else f", {median - none:+.1f} ms over none, x{median / none:.2f}"))
-EOF
-
 # ---- 2. proxy throughput ---------------------------------------------------------------------------
 echo "measuring the download..."
 direct_start=$(date +%s.%N)
