@@ -30,6 +30,7 @@ struct RunFlags {
   std::string net_allow_file, net_hosts;
   std::vector<std::string> net_allow_cidrs;
   std::string seccomp = "default";
+  std::string userns = "host";
   bool no_denial_report = false;
   std::string report;
   bool json = false;
@@ -94,6 +95,7 @@ void apply_process(const RunFlags& f, Spec& spec) {
   }
   if (f.hostname) spec.hostname = *f.hostname;
   spec.capabilities = f.cap_add;
+  if (f.userns == "auto") spec.user_namespace = runtime::UserNamespace::Auto;
 }
 
 // --net none | allow:HOST[,HOST...] | full, and the flags that refine it. The runtime checks
@@ -246,6 +248,9 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
                       "names from instead of DNS");
   run_cmd->add_option("--net-allow-cidr", f->net_allow_cidrs, "Open a blocked range (private, CGNAT, "
                       "link-local...) to allow: and full, e.g. 10.1.2.0/24 (repeatable)")->allow_extra_args(false);
+  run_cmd->add_option("--userns", f->userns, "host, or auto: a user namespace of its own whose ids "
+                      "0-65535 are a range of unprivileged host ids no other sandbox holds [host]")
+      ->check(CLI::IsMember({"host", "auto"}));
   run_cmd->add_option("--cap-add", f->cap_add, "Keep this capability, e.g. NET_BIND_SERVICE (all are dropped by default)")->allow_extra_args(false);
   run_cmd->add_option("--seccomp", f->seccomp,
                       "seccomp profile: default (Docker's allowlist, stricter), code (for generated "

@@ -74,6 +74,12 @@ struct SeccompProgram {
 // (DESIGN.md, "Network policy".)
 enum class NetworkMode { None, Host, Allow, Full };
 
+// Host: the sandbox's uid 0 is the host's uid 0 (without capabilities). Auto (`--userns=auto`,
+// root only): the sandbox gets its own user namespace whose ids 0..65535 map to a range of
+// unprivileged host ids no other live sandbox holds (userns_pool.hpp); the image layers are
+// idmapped so their files keep their owners inside.
+enum class UserNamespace { Host, Auto };
+
 // What `--net allow:...`, `--net-allow-file`, `--net-hosts` and `--net-allow-cidr` asked for;
 // checked and parsed by the runtime before the sandbox starts.
 struct NetworkPolicy {
@@ -186,6 +192,7 @@ struct Spec {
   NetworkMode network = NetworkMode::None;
   NetworkPolicy network_policy;
   Limits limits;
+  UserNamespace user_namespace = UserNamespace::Host;
 
   std::optional<Container> container;  // set by sandcell-oci only
 };
