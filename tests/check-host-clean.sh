@@ -12,13 +12,6 @@ for d in /sys/fs/cgroup/*/sandcell /sys/fs/cgroup/sandcell; do
   n=$(find "$d" -mindepth 1 -type d | wc -l)
   [ "$n" -eq 0 ] || say "$n cgroups under $d"
 done
-# --userns=auto claims host id ranges as links in /run/sandcell/userns (runtime/src/userns_pool.hpp);
-# a claim left is a leak, the empty directory is not: it is removed here, as a fresh host has none.
-if [ -d /run/sandcell/userns ]; then
-  n=$(find /run/sandcell/userns -mindepth 1 | wc -l)
-  [ "$n" -eq 0 ] || say "$n user namespace range claims under /run/sandcell/userns"
-  [ "$n" -eq 0 ] && rmdir /run/sandcell/userns
-fi
 if [ -d /run/sandcell ]; then
   n=$(find /run/sandcell -mindepth 1 -maxdepth 1 | wc -l)
   [ "$n" -eq 0 ] || say "$n run state entries under /run/sandcell"

@@ -11,7 +11,8 @@
 // EEXIST when the slot is taken, so two runs can never claim the same one; claims and `sandcell
 // gc`'s removal of stale ones happen under an flock on that directory, so gc cannot remove a
 // claim made after it judged the old one dead. The run removes its claim when it ends; a
-// supervisor killed with SIGKILL leaves it to `sandcell gc`.
+// supervisor killed with SIGKILL leaves it to `sandcell gc`. The last claim out removes the
+// directory.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,7 +26,6 @@ constexpr const char* kUsernsPoolDir = "userns";  // under the state root
 
 struct UsernsPool {
   uint32_t uid_start = 0, gid_start = 0, slots = 0;
-  std::string source;  // "/etc/subuid" or "2^31"
 };
 
 // Reads /etc/subuid and /etc/subgid (`sandcell` entries), else the range above 2^31. Throws
@@ -43,7 +43,7 @@ class UsernsClaim {
   const UsernsMapping& mapping() const { return mapping_; }
 
  private:
-  std::string path_;
+  std::string state_root_, path_;
   UsernsMapping mapping_;
 };
 
