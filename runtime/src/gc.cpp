@@ -1,8 +1,9 @@
 // collect_garbage(): what `sandcell gc` runs. A supervisor killed with SIGKILL takes its sandbox
 // with it (PDEATHSIG kills pid 1, the kernel the rest of the pid namespace) and its mounts lived
-// only in the sandbox's mount namespace; what can remain are cgroup directories, run state and,
-// for `--net allow:`/`full`, the run's chains in the nftables table `sandcell` (its veth dies
-// with the sandbox's netns, unless something kept that alive).
+// only in the sandbox's mount namespace; what can remain are cgroup directories, run state, the
+// claim of a `--userns=auto` run on its id range (userns_pool.hpp) and, for `--net
+// allow:`/`full`, the run's chains in the nftables table `sandcell` (its veth dies with the
+// sandbox's netns, unless something kept that alive).
 #include <filesystem>
 #include <fstream>
 #include <set>
