@@ -28,7 +28,9 @@ command -v hyperfine >/dev/null || die "hyperfine missing (scripts/install-deps.
 # A private copy: a concurrent rebuild would otherwise replace the binary under hyperfine.
 TMP=$(mktemp -d /tmp/sandcell-bench-userns.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
+# sandcell hands image runs to the sandcell-images next to it.
 cp "$BUILD/cli/sandcell" "$TMP/sandcell"
+[ -z "${IMAGE:-}" ] || cp "$BUILD/cli/sandcell-images" "$TMP/sandcell-images"
 SANDCELL=$TMP/sandcell
 root_opt=()
 [ -n "${STORE:-}" ] && root_opt=(--root "$STORE")
@@ -43,12 +45,14 @@ fi
 "$SANDCELL" run --userns auto --rootfs "$ROOTFS" -- /bin/true || die "sandcell run --userns auto failed"
 
 hyperfine --shell=none --warmup "$WARMUP" --runs "$RUNS" --export-json "$TMP/userns.json" "${commands[@]}" </dev/null
+# Mean, median and minimum: on a shared machine the median and the minimum say more than the mean.
 python3 - "$TMP/userns.json" <<'PY'
 import json, sys
-results = {r["command"]: r["mean"] for r in json.load(open(sys.argv[1]))["results"]}
+results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
 for base in ("host", "image-host"):
     if base in results:
         auto = base.replace("host", "userns-auto")
-        print(f"{auto}: {results[auto] * 1e3:.2f} ms vs {results[base] * 1e3:.2f} ms "
-              f"(+{(results[auto] - results[base]) * 1e3:.2f} ms, {results[auto] / results[base]:.2f}x)")
+        for stat in ("mean", "median", "min"):
+            a, b = results[auto][stat], results[base][stat]
+            print(f"{auto} {stat:>6}: {a * 1e3:6.2f} ms vs {b * 1e3:6.2f} ms ({(a - b) * 1e3:+.2f} ms, {a / b:.2f}x)")
 PY
