@@ -37,7 +37,8 @@ IdmappedLayers wait_for_id_maps(const ChildPlan& plan) {
   }
   if ((header.msg_flags & MSG_CTRUNC) || layers.count != plan.lower_layers.size()) {
     errno = EPROTO;
-    child_fail(plan, "receive %zu idmapped image layers (got %zu)", plan.lower_layers.size(), layers.count);
+    child_fail(plan, "receive %zu idmapped image layers (got %zu)", plan.lower_layers.size(),
+               layers.count);
   }
   return layers;
 }

@@ -27,7 +27,8 @@ void write_id_map(pid_t child, const char* file, uint32_t base, uint32_t size) {
 }
 
 UniqueFd idmapped_layer(const std::string& layer, int userns_fd) {
-  UniqueFd tree(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, layer.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
+  UniqueFd tree(static_cast<int>(
+      syscall(SYS_open_tree, AT_FDCWD, layer.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
   if (!tree) throw Error(errno, "open_tree " + layer);
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -65,20 +66,23 @@ void open_bind_trees(ChildPlan& plan) {
     if (m.kind != PlannedMount::Kind::Bind) continue;
     UniqueFd tree(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, m.source.c_str(),
                                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)));
-    if (!tree) throw Error(errno, "open_tree " + m.source + " for the bind mount at " + m.destination);
+    if (!tree)
+      throw Error(errno, "open_tree " + m.source + " for the bind mount at " + m.destination);
     m.tree_fd = tree.get();
     plan.bind_trees.push_back(std::move(tree));
   }
 }
 
-void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan, int sync_fd) {
+void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
+                        int sync_fd) {
   write_id_map(child, "uid_map", mapping.uid_base, mapping.size);
   write_id_map(child, "gid_map", mapping.gid_base, mapping.size);
   std::string ns_path = "/proc/" + std::to_string(child) + "/ns/user";
   UniqueFd userns(open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!userns) throw Error(errno, "open " + ns_path);
   std::vector<UniqueFd> layers;
-  for (const std::string& layer : plan.lower_layers) layers.push_back(idmapped_layer(layer, userns.get()));
+  for (const std::string& layer : plan.lower_layers)
+    layers.push_back(idmapped_layer(layer, userns.get()));
   send_layers(sync_fd, layers);
 }
 

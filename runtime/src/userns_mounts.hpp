@@ -17,6 +17,7 @@ void open_bind_trees(ChildPlan& plan);
 // sandbox's files would be written back as host 0 if the layer were writable), and sends them
 // to the child, which waits for this message before anything else. Idmapping a mount needs
 // CAP_SYS_ADMIN over the layer's filesystem, i.e. in the host's namespace: the child cannot.
-void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan, int sync_fd);
+void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
+                        int sync_fd);
 
 }  // namespace sandcell::runtime

@@ -21,7 +21,8 @@ namespace sandcell::runtime {
 namespace {
 
 constexpr uint64_t kHighStart = 1ull << 31;
-constexpr uint32_t kHighSlots = static_cast<uint32_t>(((1ull << 32) - kHighStart) / kUsernsSize) - 1;
+constexpr uint32_t kHighSlots =
+    static_cast<uint32_t>(((1ull << 32) - kHighStart) / kUsernsSize) - 1;
 
 struct SubidEntry {
   uint32_t start = 0;
@@ -37,9 +38,11 @@ std::optional<SubidEntry> sandcell_subid_entry(const std::string& file) {
     std::string_view rest = std::string_view(line).substr(9);
     size_t colon = rest.find(':');
     auto start = parse_number<uint32_t>(rest.substr(0, colon));
-    auto count = colon == std::string_view::npos ? std::nullopt : parse_number<uint64_t>(rest.substr(colon + 1));
+    auto count = colon == std::string_view::npos ? std::nullopt
+                                                 : parse_number<uint64_t>(rest.substr(colon + 1));
     if (!start || !count || *start + *count > UINT32_MAX)
-      throw Error::invalid(file + ": the entry for sandcell is not START:COUNT within 32 bits: '" + line + "'");
+      throw Error::invalid(file + ": the entry for sandcell is not START:COUNT within 32 bits: '" +
+                           line + "'");
     return SubidEntry{*start, *count};
   }
   return std::nullopt;
@@ -73,7 +76,8 @@ uint32_t random_slot(uint32_t slots) {
 }
 
 // The first free slot from `first` on, claimed for run_id; nullopt if the directory is gone.
-std::optional<uint32_t> claim_free_slot(int dir, uint32_t slots, uint32_t first, const std::string& run_id) {
+std::optional<uint32_t> claim_free_slot(int dir, uint32_t slots, uint32_t first,
+                                        const std::string& run_id) {
   for (uint32_t i = 0; i < slots; ++i) {
     uint32_t slot = (first + i) % slots;
     if (symlinkat(run_id.c_str(), dir, std::to_string(slot).c_str()) == 0) return slot;
@@ -86,16 +90,23 @@ std::optional<uint32_t> claim_free_slot(int dir, uint32_t slots, uint32_t first,
 }  // namespace
 
 UsernsPool userns_pool(const std::string& subuid, const std::string& subgid) {
-  std::optional<SubidEntry> uids = sandcell_subid_entry(subuid), gids = sandcell_subid_entry(subgid);
-  if (!uids && !gids) return {.uid_start = static_cast<uint32_t>(kHighStart),
-                              .gid_start = static_cast<uint32_t>(kHighStart), .slots = kHighSlots};
-  if (!uids || !gids) throw Error::invalid("user sandcell has an entry in only one of " + subuid + " and " + subgid);
+  std::optional<SubidEntry> uids = sandcell_subid_entry(subuid),
+                            gids = sandcell_subid_entry(subgid);
+  if (!uids && !gids)
+    return {.uid_start = static_cast<uint32_t>(kHighStart),
+            .gid_start = static_cast<uint32_t>(kHighStart),
+            .slots = kHighSlots};
+  if (!uids || !gids)
+    throw Error::invalid("user sandcell has an entry in only one of " + subuid + " and " + subgid);
   uint64_t slots = std::min(uids->count, gids->count) / kUsernsSize;
-  if (slots == 0) throw Error::invalid("the subordinate id ranges of user sandcell hold fewer than 65536 ids");
-  return {.uid_start = uids->start, .gid_start = gids->start, .slots = static_cast<uint32_t>(slots)};
+  if (slots == 0)
+    throw Error::invalid("the subordinate id ranges of user sandcell hold fewer than 65536 ids");
+  return {
+      .uid_start = uids->start, .gid_start = gids->start, .slots = static_cast<uint32_t>(slots)};
 }
 
-UsernsClaim::UsernsClaim(const UsernsPool& pool, const std::string& state_root, const std::string& run_id)
+UsernsClaim::UsernsClaim(const UsernsPool& pool, const std::string& state_root,
+                         const std::string& run_id)
     : state_root_(state_root) {
   // A random first slot: a range a recent run used (and left files owned by, in a bind mount)
   // is unlikely to be handed out again soon.
@@ -106,7 +117,8 @@ UsernsClaim::UsernsClaim(const UsernsPool& pool, const std::string& state_root, 
     std::optional<uint32_t> slot = claim_free_slot(dir.get(), pool.slots, first, run_id);
     if (!slot) continue;  // the directory was removed under us
     path_ = state_root + "/" + kUsernsPoolDir + "/" + std::to_string(*slot);
-    mapping_ = {.uid_base = pool.uid_start + *slot * kUsernsSize, .gid_base = pool.gid_start + *slot * kUsernsSize,
+    mapping_ = {.uid_base = pool.uid_start + *slot * kUsernsSize,
+                .gid_base = pool.gid_start + *slot * kUsernsSize,
                 .size = kUsernsSize};
     return;
   }
@@ -114,7 +126,8 @@ UsernsClaim::UsernsClaim(const UsernsPool& pool, const std::string& state_root, 
 }
 
 UsernsClaim::~UsernsClaim() {
-  UniqueFd dir(open((state_root_ + "/" + kUsernsPoolDir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd dir(
+      open((state_root_ + "/" + kUsernsPoolDir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir) flock(dir.get(), LOCK_EX);
   unlink(path_.c_str());
   if (dir) remove_pool_dir_if_empty(state_root_);
@@ -128,7 +141,8 @@ std::vector<std::string> collect_userns_claims(const std::string& state_root,
   UniqueFd dir = lock_pool_dir(state_root);
   if (!dir) return removed;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(state_root + "/" + kUsernsPoolDir, ec)) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(state_root + "/" + kUsernsPoolDir, ec)) {
     std::string run_id = std::filesystem::read_symlink(entry.path(), ec);
     if (ec || is_live(run_id)) continue;
     if (unlinkat(dir.get(), entry.path().filename().c_str(), 0) == 0)

@@ -30,7 +30,8 @@ struct UsernsPool {
 
 // Reads /etc/subuid and /etc/subgid (`sandcell` entries), else the range above 2^31. Throws
 // Error::invalid when a `sandcell` entry exists but is unusable.
-UsernsPool userns_pool(const std::string& subuid = "/etc/subuid", const std::string& subgid = "/etc/subgid");
+UsernsPool userns_pool(const std::string& subuid = "/etc/subuid",
+                       const std::string& subgid = "/etc/subgid");
 
 class UsernsClaim {
  public:

@@ -23,13 +23,17 @@ namespace fs = std::filesystem;
 
 const std::string kPool = "/run/sandcell/userns";
 
-std::string out_of(const CliRun& r) { return r.record.is_object() ? r.record.value("stdout", "") : ""; }
+std::string out_of(const CliRun& r) {
+  return r.record.is_object() ? r.record.value("stdout", "") : "";
+}
 
 std::string details(const CliRun& r) {
   return r.record.is_object() ? r.record.dump() : r.out + r.err;
 }
 
-uint32_t uid_base_of(const CliRun& r) { return r.record["isolation"]["userns"]["uid_base"].get<uint32_t>(); }
+uint32_t uid_base_of(const CliRun& r) {
+  return r.record["isolation"]["userns"]["uid_base"].get<uint32_t>();
+}
 
 // The slot a mapping's uid base belongs to, as named under /run/sandcell/userns.
 std::string slot_of(uint32_t uid_base) {
@@ -43,7 +47,8 @@ std::string claim_of(pid_t supervisor) {
   for (int i = 0; i < 100; ++i) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(kPool, ec))
-      if (fs::read_symlink(entry.path(), ec).string().rfind(prefix, 0) == 0) return entry.path().filename();
+      if (fs::read_symlink(entry.path(), ec).string().rfind(prefix, 0) == 0)
+        return entry.path().filename();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return "";
@@ -78,13 +83,15 @@ class TempDir {
 };
 
 TEST(Userns, InsideTheProgramIsRootAndImageFilesKeepTheirOwners) {
-  auto r = run_in_sandbox({"--userns", "auto"},
-                          {"/bin/sh", "-c", "id -u; id -g; stat -c %u:%g /bin/busybox /etc/passwd /root"});
+  auto r = run_in_sandbox(
+      {"--userns", "auto"},
+      {"/bin/sh", "-c", "id -u; id -g; stat -c %u:%g /bin/busybox /etc/passwd /root"});
   ASSERT_EQ(r.exit_code, 0) << details(r);
   EXPECT_EQ(out_of(r), "0\n0\n0:0\n0:0\n0:0\n");
   const auto& isolation = r.record["isolation"];
   EXPECT_NE(std::find(isolation["namespaces"].begin(), isolation["namespaces"].end(), "user"),
-            isolation["namespaces"].end()) << isolation.dump();
+            isolation["namespaces"].end())
+      << isolation.dump();
   runtime::UsernsPool pool = runtime::userns_pool();
   uint32_t uid_base = uid_base_of(r), gid_base = isolation["userns"]["gid_base"].get<uint32_t>();
   EXPECT_EQ(isolation["userns"]["size"], 65536);
@@ -102,19 +109,20 @@ TEST(Userns, WithoutTheOptionThereIsNoUserNamespace) {
 TEST(Userns, TheOverlayWorksOverIdmappedLayers) {
   // Copy-up keeps the owner, a deleted file becomes a whiteout and a directory made over a
   // deleted one is opaque (an xattr, user.overlay.* inside a user namespace).
-  auto r = run_in_sandbox({"--userns", "auto", "--workdir", "/usr"},
-                          {"/bin/sh", "-c",
-                           "touch /usr/new && stat -c %u:%g /usr/new; "
-                           "rm -rf /usr/sbin && mkdir /usr/sbin && touch /usr/sbin/x && ls /usr/sbin; "
-                           "rm /usr/new && ls /usr"});
+  auto r =
+      run_in_sandbox({"--userns", "auto", "--workdir", "/usr"},
+                     {"/bin/sh", "-c",
+                      "touch /usr/new && stat -c %u:%g /usr/new; "
+                      "rm -rf /usr/sbin && mkdir /usr/sbin && touch /usr/sbin/x && ls /usr/sbin; "
+                      "rm /usr/new && ls /usr"});
   ASSERT_EQ(r.exit_code, 0) << details(r);
   EXPECT_EQ(out_of(r), "0:0\nx\nbin\nsbin\n");
 }
 
 TEST(Userns, OutsideTheSandboxRunsAsTheMappedHostIds) {
   std::string report = "/tmp/sandcell-userns-report-" + std::to_string(getpid()) + ".json";
-  pid_t supervisor = spawn_sandcell({"run", "--userns", "auto", "--report", report, "--rootfs", test_rootfs(),
-                                     "--", "/bin/sc-probe", "sleep", "3011"});
+  pid_t supervisor = spawn_sandcell({"run", "--userns", "auto", "--report", report, "--rootfs",
+                                     test_rootfs(), "--", "/bin/sc-probe", "sleep", "3011"});
   ASSERT_TRUE(wait_for_process("/bin/sc-probe sleep 3011", true));
   pid_t sandboxed = processes_matching("/bin/sc-probe sleep 3011").at(0);
   std::string uid_line = status_line(sandboxed, "Uid:"), gid_line = status_line(sandboxed, "Gid:");
@@ -139,7 +147,8 @@ TEST(Userns, FilesWrittenToABindMountAreOwnedByTheMappedIds) {
   ASSERT_TRUE(r.record.is_object()) << r.out << r.err;
   // The host's root is nobody inside, and its files are not the sandbox root's to write.
   EXPECT_EQ(out_of(r), "65534\nrefused\n") << details(r);
-  struct stat file {}, subdir {};
+  struct stat file {
+  }, subdir{};
   ASSERT_EQ(stat((dir.path() + "/new").c_str(), &file), 0);
   ASSERT_EQ(stat((dir.path() + "/dir").c_str(), &subdir), 0);
   EXPECT_EQ(file.st_uid, uid_base_of(r));
@@ -156,8 +165,8 @@ TEST(Userns, ReadOnlyBindMountsStayReadOnly) {
 }
 
 TEST(Userns, ConcurrentSandboxesGetDifferentRanges) {
-  pid_t first = spawn_sandcell({"run", "--userns", "auto", "--rootfs", test_rootfs(), "--", "/bin/sc-probe",
-                                "sleep", "3012"});
+  pid_t first = spawn_sandcell({"run", "--userns", "auto", "--rootfs", test_rootfs(), "--",
+                                "/bin/sc-probe", "sleep", "3012"});
   std::string first_slot = claim_of(first);
   ASSERT_FALSE(first_slot.empty()) << "no claim under " << kPool << " for the first run";
   auto second = run_in_sandbox({"--userns", "auto"}, {"/bin/true"});
@@ -174,7 +183,9 @@ TEST(Userns, ManyParallelRunsNeverShareARange) {
   std::vector<CliRun> runs(kRuns);
   std::vector<std::thread> threads;
   for (int i = 0; i < kRuns; ++i)
-    threads.emplace_back([&, i] { runs[i] = run_in_sandbox({"--userns", "auto"}, {"/bin/sc-probe", "sleep", "1"}); });
+    threads.emplace_back([&, i] {
+      runs[i] = run_in_sandbox({"--userns", "auto"}, {"/bin/sc-probe", "sleep", "1"});
+    });
   for (auto& t : threads) t.join();
   std::set<uint32_t> bases;
   for (const CliRun& r : runs) {
@@ -192,15 +203,17 @@ TEST(Userns, RangeIsFreedAfterTheRun) {
 
 TEST(Userns, RangeOfASigkilledSupervisorIsFreedByGc) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // reap the orphaned sandbox pid 1 here
-  pid_t supervisor = spawn_sandcell({"run", "--userns", "auto", "--rootfs", test_rootfs(), "--", "/bin/sc-probe",
-                                     "sleep", "3013"});
+  pid_t supervisor = spawn_sandcell({"run", "--userns", "auto", "--rootfs", test_rootfs(), "--",
+                                     "/bin/sc-probe", "sleep", "3013"});
   ASSERT_TRUE(wait_for_process("/bin/sc-probe sleep 3013", true));
   std::string slot = claim_of(supervisor);
   ASSERT_FALSE(slot.empty());
   kill(supervisor, SIGKILL);
   waitpid(supervisor, nullptr, 0);
-  EXPECT_TRUE(wait_for_process("/bin/sc-probe sleep 3013", false)) << "the sandbox outlived its supervisor";
-  EXPECT_TRUE(fs::is_symlink(kPool + "/" + slot)) << "expected the killed run's claim to remain until gc";
+  EXPECT_TRUE(wait_for_process("/bin/sc-probe sleep 3013", false))
+      << "the sandbox outlived its supervisor";
+  EXPECT_TRUE(fs::is_symlink(kPool + "/" + slot))
+      << "expected the killed run's claim to remain until gc";
   auto gc = run_sandcell({"gc"});
   EXPECT_EQ(gc.exit_code, 0) << gc.err;
   EXPECT_NE(gc.out.find("userns range " + slot + " "), std::string::npos) << gc.out;
@@ -212,13 +225,15 @@ TEST(Userns, RangeOfASigkilledSupervisorIsFreedByGc) {
 
 TEST(Userns, IsolationStillHolds) {
   auto r = run_in_sandbox({"--userns", "auto"},
-                          {"/bin/sh", "-c", "sc-probe caps; cat /proc/kcore | wc -c; hostname; "
-                                            "echo x > /proc/sys/kernel/hostname 2>/dev/null || echo proc-sys-ro"});
+                          {"/bin/sh", "-c",
+                           "sc-probe caps; cat /proc/kcore | wc -c; hostname; "
+                           "echo x > /proc/sys/kernel/hostname 2>/dev/null || echo proc-sys-ro"});
   ASSERT_EQ(r.exit_code, 0) << details(r);
   std::string out = out_of(r);
-  for (const char* line : {"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
-                           "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1",
-                           "Seccomp:\t2", "\n0\nsandcell\nproc-sys-ro\n"})
+  for (const char* line :
+       {"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
+        "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2",
+        "\n0\nsandcell\nproc-sys-ro\n"})
     EXPECT_NE(out.find(line), std::string::npos) << line << " missing in:\n" << out;
 }
 
@@ -228,7 +243,8 @@ TEST(Userns, CgroupLimitsStillHold) {
 }
 
 TEST(Userns, IdsOutsideTheMappedRangeAreRefused) {
-  auto r = run_sandcell({"run", "--userns", "auto", "--user", "70000", "--rootfs", test_rootfs(), "--", "/bin/true"});
+  auto r = run_sandcell(
+      {"run", "--userns", "auto", "--user", "70000", "--rootfs", test_rootfs(), "--", "/bin/true"});
   EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("maps ids 0-65535"), std::string::npos) << r.err;
 }
@@ -243,8 +259,9 @@ TEST(Userns, NonRootUserInsideMapsIntoTheRange) {
 // only reach namespaces the sandbox owns. Both layers are checked: the seccomp filter (the
 // default profile) and, with seccomp off, the capabilities alone.
 TEST(UsernsHostile, MountAndNamespaceCallsFailUnderTheDefaultProfile) {
-  for (const char* call : {"mount", "umount2", "unshare", "clone-newuser", "setns", "open_tree", "fsopen",
-                           "mount_setattr", "move_mount", "pivot_root", "sethostname", "capset-raise"}) {
+  for (const char* call :
+       {"mount", "umount2", "unshare", "clone-newuser", "setns", "open_tree", "fsopen",
+        "mount_setattr", "move_mount", "pivot_root", "sethostname", "capset-raise"}) {
     auto r = run_in_sandbox({"--userns", "auto"}, {"/bin/sc-probe", "syscall", call});
     EXPECT_EQ(out_of(r), std::string(call) + " errno=EPERM\n") << details(r);
   }
@@ -260,7 +277,8 @@ TEST(UsernsHostile, WithoutSeccompCapabilitiesAloneStopMountTricks) {
                            "sc-probe syscall sethostname; sc-probe syscall capset-raise"});
   EXPECT_EQ(out_of(r),
             "mount-refused\nunshare-refused\nremount-refused\numount-refused\n"
-            "sethostname errno=EPERM\ncapset-raise errno=EPERM\n") << details(r);
+            "sethostname errno=EPERM\ncapset-raise errno=EPERM\n")
+      << details(r);
 }
 
 }  // namespace

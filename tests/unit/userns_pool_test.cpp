@@ -51,14 +51,20 @@ TEST_F(UsernsPoolTest, SandcellSubidEntriesAreCutIntoSlots) {
 
 TEST_F(UsernsPoolTest, UnusableSandcellEntriesAreRefused) {
   EXPECT_THROW(userns_pool(write("subuid", "sandcell:200000:65536\n"), write("subgid", "")), Error);
-  EXPECT_THROW(userns_pool(write("subuid", "sandcell:200000:1000\n"), write("subgid", "sandcell:1:1000\n")), Error);
-  EXPECT_THROW(userns_pool(write("subuid", "sandcell:x:65536\n"), write("subgid", "sandcell:1:65536\n")), Error);
-  EXPECT_THROW(userns_pool(write("subuid", "sandcell:4294967000:65536\n"), write("subgid", "sandcell:1:65536\n")),
+  EXPECT_THROW(
+      userns_pool(write("subuid", "sandcell:200000:1000\n"), write("subgid", "sandcell:1:1000\n")),
+      Error);
+  EXPECT_THROW(
+      userns_pool(write("subuid", "sandcell:x:65536\n"), write("subgid", "sandcell:1:65536\n")),
+      Error);
+  EXPECT_THROW(userns_pool(write("subuid", "sandcell:4294967000:65536\n"),
+                           write("subgid", "sandcell:1:65536\n")),
                Error);
 }
 
 TEST_F(UsernsPoolTest, ClaimsNeverShareASlotAndAreReleasedWithTheirOwner) {
-  UsernsPool pool = userns_pool(write("subuid", "sandcell:100000:196608\n"), write("subgid", "sandcell:500000:196608\n"));
+  UsernsPool pool = userns_pool(write("subuid", "sandcell:100000:196608\n"),
+                                write("subgid", "sandcell:500000:196608\n"));
   std::set<uint32_t> bases;
   {
     UsernsClaim a(pool, state_root(), "1-00000001"), b(pool, state_root(), "1-00000002"),
@@ -71,12 +77,14 @@ TEST_F(UsernsPoolTest, ClaimsNeverShareASlotAndAreReleasedWithTheirOwner) {
     EXPECT_EQ(bases, (std::set<uint32_t>{100000, 165536, 231072}));
     EXPECT_THROW(UsernsClaim(pool, state_root(), "1-00000004"), Error);  // all three slots taken
   }
-  EXPECT_FALSE(fs::exists(state_root() + "/" + kUsernsPoolDir)) << "the last claim out removes the directory";
+  EXPECT_FALSE(fs::exists(state_root() + "/" + kUsernsPoolDir))
+      << "the last claim out removes the directory";
   UsernsClaim again(pool, state_root(), "1-00000005");  // free again
 }
 
 TEST_F(UsernsPoolTest, GcRemovesOnlyClaimsOfRunsThatAreGone) {
-  UsernsPool pool = userns_pool(write("subuid", "sandcell:100000:131072\n"), write("subgid", "sandcell:100000:131072\n"));
+  UsernsPool pool = userns_pool(write("subuid", "sandcell:100000:131072\n"),
+                                write("subgid", "sandcell:100000:131072\n"));
   UsernsClaim live(pool, state_root(), "11-0000000a");
   std::string dead_slot;
   {
@@ -87,11 +95,13 @@ TEST_F(UsernsPoolTest, GcRemovesOnlyClaimsOfRunsThatAreGone) {
     fs::rename(state_root() + "/userns/" + dead_slot, state_root() + "/kept");
   }
   fs::rename(state_root() + "/kept", state_root() + "/userns/" + dead_slot);
-  auto removed = collect_userns_claims(state_root(), [](const std::string& id) { return id.rfind("11-", 0) == 0; });
+  auto removed = collect_userns_claims(
+      state_root(), [](const std::string& id) { return id.rfind("11-", 0) == 0; });
   ASSERT_EQ(removed.size(), 1u);
   EXPECT_EQ(removed[0], "userns range " + dead_slot + " of run 22-0000000b");
   EXPECT_FALSE(fs::is_symlink(state_root() + "/userns/" + dead_slot));
-  EXPECT_EQ(std::distance(fs::directory_iterator(state_root() + "/userns"), fs::directory_iterator()), 1);
+  EXPECT_EQ(
+      std::distance(fs::directory_iterator(state_root() + "/userns"), fs::directory_iterator()), 1);
 }
 
 }  // namespace

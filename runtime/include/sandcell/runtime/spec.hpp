@@ -76,7 +76,7 @@ enum class NetworkMode { None, Host, Allow, Full };
 
 // Host: the sandbox's uid 0 is the host's uid 0 (without capabilities). Auto (`--userns=auto`,
 // root only): the sandbox gets its own user namespace whose ids 0..65535 map to a range of
-// unprivileged host ids no other live sandbox holds (userns_pool.hpp); the image layers are
+// unprivileged host ids no other live sandbox holds (runtime/src/userns_pool.hpp); the image layers are
 // idmapped so their files keep their owners inside.
 enum class UserNamespace { Host, Auto };
 
