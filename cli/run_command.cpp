@@ -30,6 +30,7 @@ struct RunFlags {
   std::string net_allow_file, net_hosts, net_transport = "auto", net_resolv_conf;
   std::vector<std::string> net_allow_cidrs;
   std::string seccomp = "default";
+  std::string userns = "host";
   bool no_denial_report = false;
   std::string report;
   bool json = false;
@@ -94,6 +95,7 @@ void apply_process(const RunFlags& f, Spec& spec) {
   }
   if (f.hostname) spec.hostname = *f.hostname;
   spec.capabilities = f.cap_add;
+  if (f.userns == "auto") spec.user_namespace = runtime::UserNamespace::Auto;
 }
 
 // --net none | allow:HOST[,HOST...] | full, and the flags that refine it. The runtime checks
@@ -253,6 +255,9 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
                       "(full: slirp4netns), auto (allow: socket; full: veth as root, slirp rootless) [auto]");
   run_cmd->add_option("--net-resolv-conf", f->net_resolv_conf, "full: the resolv.conf whose resolvers the "
                       "sandbox gets and may reach on port 53 [/etc/resolv.conf]");
+  run_cmd->add_option("--userns", f->userns, "host, or auto: a user namespace of its own whose ids "
+                      "0-65535 are a range of unprivileged host ids no other sandbox holds [host]")
+      ->check(CLI::IsMember({"host", "auto"}));
   run_cmd->add_option("--cap-add", f->cap_add, "Keep this capability, e.g. NET_BIND_SERVICE (all are dropped by default)")->allow_extra_args(false);
   run_cmd->add_option("--seccomp", f->seccomp,
                       "seccomp profile: default (Docker's allowlist, stricter), code (for generated "

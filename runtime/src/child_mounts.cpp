@@ -1,6 +1,7 @@
 // Child-side mount steps: private propagation, the overlay rootfs, declared mounts, /proc /dev
 // /sys, pivot_root, and Docker's masked and read-only paths. No allocation (see child_plan.hpp).
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -135,11 +136,16 @@ void make_mounts_private(const ChildPlan& plan) {
     child_fail(plan, "make / private (MS_REC|MS_PRIVATE)");
 }
 
-void mount_rootfs(const ChildPlan& plan) {
+void mount_scratch(const ChildPlan& plan) {
   // The upper layer lives in a tmpfs only this mount namespace sees: the run's writes vanish
-  // with it, and the lower directories are never modified.
+  // with it, and the lower directories are never modified. With --userns=auto the paths below
+  // are relative to it (child_plan.cpp, plan_userns_rootfs).
   if (mount("tmpfs", plan.scratch_dir.c_str(), "tmpfs", kNoSuidDev, plan.scratch_options.c_str()) < 0)
     child_fail(plan, "mount tmpfs on %s", plan.scratch_dir.c_str());
+  if (chdir(plan.scratch_dir.c_str()) < 0) child_fail(plan, "chdir %s", plan.scratch_dir.c_str());
+}
+
+void mount_rootfs(const ChildPlan& plan) {
   for (const std::string* dir : {&plan.upper_dir, &plan.work_dir, &plan.root_dir}) {
     if (plan.persistent_upper && dir != &plan.root_dir) continue;
     if (mkdir(dir->c_str(), 0755) < 0) child_fail(plan, "mkdir %s", dir->c_str());
@@ -149,6 +155,18 @@ void mount_rootfs(const ChildPlan& plan) {
     child_fail(plan, "mount overlay on %s", plan.root_dir.c_str());
 }
 
+namespace {
+
+// --userns=auto: the supervisor cloned the bind source (open_tree) while it could still reach
+// it; as the namespace's root the child may not be able to walk the path itself.
+void attach_tree(const ChildPlan& plan, int tree_fd, int target_fd, const char* what) {
+  if (syscall(SYS_move_mount, tree_fd, "", target_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    child_fail(plan, "attach the bind mount at %s", what);
+  close(tree_fd);
+}
+
+}  // namespace
+
 void apply_declared_mounts(const ChildPlan& plan) {
   int rootfd = open_root(plan);
   for (const PlannedMount& m : plan.mounts) {
@@ -156,7 +174,10 @@ void apply_declared_mounts(const ChildPlan& plan) {
     bool bind = m.kind == PlannedMount::Kind::Bind;
     int target = open_mount_target(plan, rootfd, dst, bind && !m.source_is_dir);
     if (bind) {
-      mount_at_fd(plan, m.source.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr, dst);
+      if (m.tree_fd >= 0)
+        attach_tree(plan, m.tree_fd, target, dst);
+      else
+        mount_at_fd(plan, m.source.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr, dst);
       if (m.read_only) {
         // A bind mount ignores flags on creation; they apply through a remount of the new
         // mount, which a fresh lookup reaches (the old fd still names what lies beneath).

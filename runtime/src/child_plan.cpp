@@ -28,8 +28,9 @@ namespace {
 
 constexpr const char* kAppArmorProfile = "sandcell-default";
 
-std::string overlay_options(const Spec& spec, const std::string& upper, const std::string& work) {
-  std::string lower;
+// The lower directories, top first, each once.
+std::vector<std::string> stacked_layers(const Spec& spec) {
+  std::vector<std::string> layers;
   std::set<std::string> stacked;
   for (const std::string& layer : spec.rootfs_layers) {
     // overlayfs splits its options on ',' and lowerdir on ':'.
@@ -38,10 +39,35 @@ std::string overlay_options(const Spec& spec, const std::string& upper, const st
     // An image may hold the same layer twice (two identical COPY steps); overlayfs refuses a
     // directory stacked twice (ELOOP). Every path the lower copy holds is shadowed by the upper
     // copy, so keeping only the top-most occurrence shows the same tree.
-    if (!stacked.insert(layer).second) continue;
-    lower += (lower.empty() ? "" : ":") + layer;
+    if (stacked.insert(layer).second) layers.push_back(layer);
   }
+  return layers;
+}
+
+std::string overlay_options(const std::vector<std::string>& lowers, const std::string& upper,
+                            const std::string& work) {
+  std::string lower;
+  for (const std::string& layer : lowers) lower += (lower.empty() ? "" : ":") + layer;
   return "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;
+}
+
+// `--userns=auto`: the child works relative to its scratch tmpfs (its cwd), because once it is
+// the namespace's root it can no longer walk the host's 0700 state directories. The lowers are
+// idmapped clones the supervisor sends (userns_mounts.cpp), attached at lower0, lower1, ...; the
+// overlay keeps its own xattrs in the user.* namespace, the only one writable inside a user
+// namespace.
+void plan_userns_rootfs(const Spec& spec, ChildPlan& plan) {
+  if (spec.user_namespace != UserNamespace::Auto) return;
+  if (spec.rootfs_layers.size() > kMaxIdmappedLayers)
+    throw Error::invalid("--userns=auto takes at most " + std::to_string(kMaxIdmappedLayers) + " image layers");
+  plan.user_namespace = true;
+  plan.lower_layers = stacked_layers(spec);
+  plan.scratch_options += ",uid=0,gid=0";
+  plan.upper_dir = "upper";
+  plan.work_dir = "work";
+  plan.root_dir = "root";
+  for (size_t i = 0; i < plan.lower_layers.size(); ++i) plan.lower_mount_points.push_back("lower" + std::to_string(i));
+  plan.overlay_options = overlay_options(plan.lower_mount_points, plan.upper_dir, plan.work_dir) + ",userxattr";
 }
 
 constexpr const char* kProxyVariables[ProxyEnvPage::kSlots] = {"HTTP_PROXY", "HTTPS_PROXY",
@@ -165,7 +191,8 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir) {
   plan.upper_dir = plan.persistent_upper ? spec.rootfs_upper_dir : scratch_dir + "/upper";
   plan.work_dir = plan.persistent_upper ? spec.rootfs_work_dir : scratch_dir + "/work";
   plan.root_dir = scratch_dir + "/root";
-  plan.overlay_options = overlay_options(spec, plan.upper_dir, plan.work_dir);
+  plan.overlay_options = overlay_options(stacked_layers(spec), plan.upper_dir, plan.work_dir);
+  plan_userns_rootfs(spec, plan);
   plan.mounts = plan_mounts(spec);
   plan.masked_paths = spec.masked_paths;
   plan.readonly_paths = spec.readonly_paths;

@@ -11,6 +11,7 @@
 
 #include "sandcell/apparmor/landlock.hpp"
 #include "sandcell/runtime/spec.hpp"
+#include "unique_fd.hpp"
 
 namespace sandcell::runtime {
 
@@ -22,7 +23,12 @@ struct PlannedMount {
   std::string data;         // mount(2) data (tmpfs options)
   bool read_only = false;
   bool source_is_dir = true;
+  int tree_fd = -1;         // --userns=auto: a detached clone of the source (open_bind_trees)
 };
+
+// The most layers an idmapped rootfs may have: they travel to the child in one SCM_RIGHTS
+// message (the kernel's limit is 253 fds), and Docker's own limit is 127.
+constexpr size_t kMaxIdmappedLayers = 128;
 
 struct CapFree {
   void operator()(void* state) const { cap_free(state); }
@@ -116,6 +122,11 @@ struct ChildPlan {
   std::string upper_dir, work_dir, root_dir;
   bool persistent_upper = false;  // upper_dir/work_dir are host directories the caller keeps
   std::string overlay_options;
+  // --userns=auto: the layers the supervisor idmaps and sends, and where the child attaches them
+  // (relative to the scratch dir, as upper_dir, work_dir and root_dir are then).
+  bool user_namespace = false;
+  std::vector<std::string> lower_layers, lower_mount_points;
+  std::vector<UniqueFd> bind_trees;  // owns the tree_fd of each bind mount
   std::vector<PlannedMount> mounts;
   std::vector<std::string> masked_paths, readonly_paths;
   std::string hostname;

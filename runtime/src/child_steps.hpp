@@ -9,8 +9,18 @@ namespace sandcell::runtime {
     __attribute__((format(printf, 2, 3)));
 [[noreturn]] void child_exec_failed(const ChildPlan& plan, int err, const char* program);
 
+// child_userns.cpp (--userns=auto; each step does nothing without it)
+struct IdmappedLayers {
+  int fds[kMaxIdmappedLayers];
+  size_t count = 0;
+};
+IdmappedLayers wait_for_id_maps(const ChildPlan& plan);  // and receive the idmapped layers
+void switch_to_namespace_root(const ChildPlan& plan);
+void attach_idmapped_layers(const ChildPlan& plan, const IdmappedLayers& layers);
+
 // child_mounts.cpp
 void make_mounts_private(const ChildPlan& plan);
+void mount_scratch(const ChildPlan& plan);
 void mount_rootfs(const ChildPlan& plan);
 void apply_declared_mounts(const ChildPlan& plan);
 void mount_proc_dev_sys(const ChildPlan& plan);

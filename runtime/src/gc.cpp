@@ -1,8 +1,9 @@
 // collect_garbage(): what `sandcell gc` runs. A supervisor killed with SIGKILL takes its sandbox
 // with it (PDEATHSIG kills pid 1, the kernel the rest of the pid namespace) and its mounts lived
-// only in the sandbox's mount namespace; what can remain are cgroup directories, run state and,
-// for `--net allow:`/`full`, the run's chains in the nftables table `sandcell` (its veth dies
-// with the sandbox's netns, unless something kept that alive).
+// only in the sandbox's mount namespace; what can remain are cgroup directories, run state, the
+// claim of a `--userns=auto` run on its id range (userns_pool.hpp) and, for `--net
+// allow:`/`full`, the run's chains in the nftables table `sandcell` (its veth dies with the
+// sandbox's netns, unless something kept that alive).
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,6 +14,7 @@
 #include "sandcell/network/veth.hpp"
 #include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/runtime/sandbox.hpp"
+#include "userns_pool.hpp"
 
 namespace sandcell::runtime {
 namespace {
@@ -35,7 +37,7 @@ void collect_run_states(const std::string& state_root, std::vector<std::string>&
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(state_root, ec)) {
     std::string id = entry.path().filename();
-    if (run_is_live(id)) continue;
+    if (id == kUsernsPoolDir || run_is_live(id)) continue;
     for (const std::string& cgroup : cgroups_in_state(entry.path()))
       if (fs::exists(cgroup) && remove_cgroup_dir(cgroup)) removed.push_back("cgroup " + cgroup);
     remove_state_dir(entry.path());
@@ -85,6 +87,7 @@ std::vector<std::string> collect_garbage(const std::string& state_root) {
   const std::string root = state_root.empty() ? default_state_root() : state_root;
   const std::set<std::string> live_networks = live_network_ids(root);
   collect_run_states(root, removed);
+  for (std::string& line : collect_userns_claims(root, run_is_live)) removed.push_back(std::move(line));
   collect_cgroups(removed);
   collect_networks(live_networks, removed);
   return removed;

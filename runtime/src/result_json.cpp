@@ -41,12 +41,18 @@ static nlohmann::json limits_json(const Limits& l) {
           {"cpu_s", optional_json(l.cpu_s)},               {"output_bytes", optional_json(l.output_bytes)}};
 }
 
+static nlohmann::json userns_json(const std::optional<UsernsMapping>& m) {
+  if (!m) return nullptr;
+  return {{"uid_base", m->uid_base}, {"gid_base", m->gid_base}, {"size", m->size}};
+}
+
 static nlohmann::json isolation_json(const Isolation& i) {
   return {{"namespaces", i.namespaces}, {"cgroup", i.cgroup},         {"seccomp", i.seccomp},
           {"lsm", i.lsm},               {"capabilities", i.capabilities}, {"no_new_privs", i.no_new_privs},
           {"rootless", i.rootless},     {"network", i.network},
           {"network_transport", i.network_transport.empty() ? nlohmann::json(nullptr)
-                                                            : nlohmann::json(i.network_transport)}};
+                                                            : nlohmann::json(i.network_transport)},
+          {"userns", userns_json(i.userns)}};
 }
 
 static nlohmann::json events_json(const Events& e) {

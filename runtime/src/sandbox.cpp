@@ -24,6 +24,8 @@
 #include "sandcell/runtime/error.hpp"
 #include "spec_checks.hpp"
 #include "supervisor.hpp"
+#include "userns_mounts.hpp"
+#include "userns_pool.hpp"
 
 namespace sandcell::runtime {
 namespace {
@@ -83,6 +85,9 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup& cgroup, UniqueFd& pidfd) 
   clone_args args{};
   args.flags = kNamespaces | CLONE_PIDFD;
   if (plan.host_network) args.flags &= ~static_cast<uint64_t>(CLONE_NEWNET);
+  // --userns=auto: one clone makes the user namespace and the others, so it owns them and the
+  // child, its root, may mount, set the hostname and bring up lo in them.
+  if (plan.user_namespace) args.flags |= CLONE_NEWUSER;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd_raw);
   args.exit_signal = SIGCHLD;
   if (cgroup.clone_into_fd() >= 0) {
@@ -104,8 +109,10 @@ std::string lsm_name(const Spec& spec) {
 }
 
 std::vector<std::string> namespaces_of(const Spec& spec) {
-  if (spec.network == NetworkMode::Host) return {"pid", "mount", "uts", "ipc", "cgroup"};
-  return {"pid", "mount", "network", "uts", "ipc", "cgroup"};
+  std::vector<std::string> names{"pid", "mount", "network", "uts", "ipc", "cgroup"};
+  if (spec.network == NetworkMode::Host) std::erase(names, "network");
+  if (spec.user_namespace == UserNamespace::Auto) names.push_back("user");
+  return names;
 }
 
 Isolation isolation_of(const Spec& spec, const NetworkPlan& network, CgroupHost::Mode mode) {
@@ -117,7 +124,8 @@ Isolation isolation_of(const Spec& spec, const NetworkPlan& network, CgroupHost:
           .no_new_privs = spec.no_new_privileges,
           .rootless = false,
           .network = network_name(spec.network),
-          .network_transport = transport_name(network.transport)};
+          .network_transport = transport_name(network.transport),
+          .userns = std::nullopt};  // set once a range is claimed
 }
 
 std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& limits) {
@@ -184,6 +192,7 @@ struct Launch {
   Cgroup& cgroup;
   const NetworkPlan& network;
   const std::string& run_id;
+  const UsernsMapping* userns;  // --userns=auto
 };
 
 void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock::time_point start) {
@@ -202,6 +211,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   UniqueFd pidfd;
   pid_t pid = clone_child(plan, l.cgroup, pidfd);
   sync_child.reset();
+  plan.bind_trees.clear();  // the child has its copies
   out.write_end.reset();
   err.write_end.reset();
   OutputPump out_pump(std::move(out.read_end), Stream::Stdout, l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
@@ -211,6 +221,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                  sync_parent.get(), notify};
   std::optional<SandboxNetwork> network;  // after the pumps: removed before they close
   try {
+    if (l.userns) map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
     l.state.record(pid, l.cgroup.paths());
     if (l.cgroup.clone_into_fd() < 0) l.cgroup.add_process(pid);
     if (l.network.mode == NetworkMode::Allow || l.network.mode == NetworkMode::Full) {
@@ -265,9 +276,16 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     RunState state(state_root, run_id);
     plan_sandbox_dns(network, state.dir(), plan);
     plan_proxy_listener(network, plan);
+    std::optional<UsernsClaim> userns;
+    if (plan.user_namespace) {
+      userns.emplace(userns_pool(), state_root, run_id);
+      result.isolation.userns = userns->mapping();
+      open_bind_trees(plan);
+    }
     std::unique_ptr<Cgroup> cgroup = create_cgroup(host, run_id);
     result.enforced = enforce_limits(*cgroup, spec.limits);
-    Launch launch{spec, options, plan, state, *cgroup, network, run_id};
+    Launch launch{spec, options, plan, state, *cgroup, network, run_id,
+                  userns ? &userns->mapping() : nullptr};
     supervise_child(launch, result, start);
     cgroup->remove();
   } catch (const Error& e) {

@@ -59,6 +59,19 @@ RUN ["/bin/busybox", "--install", "-s", "/bin"]
 RUN mkdir -p /tmp /etc && chmod 1777 /tmp && echo 'app:x:1000:1000::/home/app:/bin/sh' > /etc/passwd && echo 'app:x:1000:' > /etc/group
 )";
 
+// --userns=auto over an image: every layer is idmapped, so what each step owned (root, a
+// --chown, a chown in RUN) is owned the same inside the user namespace.
+TEST_F(Images, UsernsAutoKeepsTheOwnersOfEveryLayer) {
+  dockerfile(std::string(kBusyboxImage) + R"(COPY --chown=1000:2000 busybox /opt/owned
+RUN mkdir /data && chown 7:8 /data
+USER app
+)");
+  auto b = build();
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(run_image({"--userns", "auto", "t:1", "sh", "-c", "stat -c %u:%g /opt/owned /data /bin/busybox; id -u"}),
+            "1000:2000\n7:8\n0:0\n1000\n");
+}
+
 TEST_F(Images, BuildThenRunHonoursEnvWorkdirUserAndCmd) {
   dockerfile(std::string(kBusyboxImage) + R"(ENV GREETING=hello
 WORKDIR /app

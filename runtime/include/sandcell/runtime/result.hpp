@@ -39,6 +39,11 @@ struct BlockedConnection {
   std::string reason;
 };
 
+// `--userns=auto`: the host ids the sandbox's ids 0..size-1 map to.
+struct UsernsMapping {
+  uint32_t uid_base = 0, gid_base = 0, size = 0;
+};
+
 struct Isolation {
   std::vector<std::string> namespaces;
   std::string cgroup;  // "v2", "v1", "none"
@@ -49,6 +54,7 @@ struct Isolation {
   bool rootless = false;
   std::string network = "none";
   std::string network_transport;  // "socket" | "veth" | "slirp4netns"; "" (null) without a network
+  std::optional<UsernsMapping> userns;  // unset: no user namespace of its own
 };
 
 struct Events {

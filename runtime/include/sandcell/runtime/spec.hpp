@@ -83,6 +83,11 @@ enum class NetworkMode { None, Host, Allow, Full };
 //           nft rules inside the sandbox's own netns. Works rootless.
 //   Auto:   allow → Socket; full → Veth as root, Slirp rootless.
 enum class NetworkTransport { Auto, Socket, Veth, Slirp };
+// Host: the sandbox's uid 0 is the host's uid 0 (without capabilities). Auto (`--userns=auto`,
+// root only): the sandbox gets its own user namespace whose ids 0..65535 map to a range of
+// unprivileged host ids no other live sandbox holds (runtime/src/userns_pool.hpp); the image layers are
+// idmapped so their files keep their owners inside.
+enum class UserNamespace { Host, Auto };
 
 // What `--net allow:...`, `--net-allow-file`, `--net-hosts` and `--net-allow-cidr` asked for;
 // checked and parsed by the runtime before the sandbox starts.
@@ -198,6 +203,7 @@ struct Spec {
   NetworkMode network = NetworkMode::None;
   NetworkPolicy network_policy;
   Limits limits;
+  UserNamespace user_namespace = UserNamespace::Host;
 
   std::optional<Container> container;  // set by sandcell-oci only
 };

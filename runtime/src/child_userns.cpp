@@ -1,0 +1,69 @@
+// Child-side steps of `--userns=auto`. clone3 made the child in a user namespace of its own,
+// where it holds every capability but, until the supervisor writes uid_map and gid_map, no id:
+// it cannot create a file anywhere the namespace owns. No allocation (see child_plan.hpp).
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "child_steps.hpp"
+
+namespace sandcell::runtime {
+
+IdmappedLayers wait_for_id_maps(const ChildPlan& plan) {
+  IdmappedLayers layers;
+  if (!plan.user_namespace) return layers;
+  char tag = 0;
+  iovec data{.iov_base = &tag, .iov_len = 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxIdmappedLayers)];
+  msghdr header{};
+  header.msg_iov = &data;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  ssize_t n = recvmsg(plan.sync_fd, &header, MSG_CMSG_CLOEXEC);
+  if (n == 0) _exit(125);  // the supervisor is gone: run nothing
+  if (n < 0) child_fail(plan, "wait for the user namespace's id maps");
+  cmsghdr* fds = CMSG_FIRSTHDR(&header);
+  if (fds != nullptr && fds->cmsg_level == SOL_SOCKET && fds->cmsg_type == SCM_RIGHTS) {
+    layers.count = (fds->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    memcpy(layers.fds, CMSG_DATA(fds), layers.count * sizeof(int));
+  }
+  if ((header.msg_flags & MSG_CTRUNC) || layers.count != plan.lower_layers.size()) {
+    errno = EPROTO;
+    child_fail(plan, "receive %zu idmapped image layers (got %zu)", plan.lower_layers.size(),
+               layers.count);
+  }
+  return layers;
+}
+
+void switch_to_namespace_root(const ChildPlan& plan) {
+  if (!plan.user_namespace) return;
+  // Until now the child ran with the supervisor's credentials, host uid 0, which the namespace
+  // does not map. Switching to the namespace's uid 0 makes it the mapped host id; the host's
+  // supplementary groups go too (unmapped, they would still open group-0 files on a bind
+  // mount). Capabilities in the namespace stay (capabilities(7): the new euid is the
+  // namespace's root). setgroups is allowed: the supervisor, privileged in the parent
+  // namespace, wrote gid_map, so the kernel never required /proc/PID/setgroups to be "deny".
+  if (setgroups(0, nullptr) < 0) child_fail(plan, "setgroups in the user namespace");
+  if (setresgid(0, 0, 0) < 0) child_fail(plan, "setresgid 0 in the user namespace");
+  if (setresuid(0, 0, 0) < 0) child_fail(plan, "setresuid 0 in the user namespace");
+}
+
+void attach_idmapped_layers(const ChildPlan& plan, const IdmappedLayers& layers) {
+  for (size_t i = 0; i < layers.count; ++i) {
+    const char* point = plan.lower_mount_points[i].c_str();
+    if (mkdir(point, 0755) < 0) child_fail(plan, "mkdir %s", point);
+    if (syscall(SYS_move_mount, layers.fds[i], "", AT_FDCWD, point, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+      child_fail(plan, "attach the idmapped layer %s at %s", plan.lower_layers[i].c_str(), point);
+    close(layers.fds[i]);
+  }
+}
+
+}  // namespace sandcell::runtime

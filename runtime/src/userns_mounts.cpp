@@ -1,0 +1,89 @@
+// The supervisor's side of `--userns=auto` (see userns_mounts.hpp).
+#include "userns_mounts.hpp"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::runtime {
+namespace {
+
+void write_id_map(pid_t child, const char* file, uint32_t base, uint32_t size) {
+  std::string path = "/proc/" + std::to_string(child) + "/" + file;
+  std::string map = "0 " + std::to_string(base) + " " + std::to_string(size) + "\n";
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) throw Error(errno, "open " + path);
+  // The kernel takes a map in one write only.
+  if (write(fd.get(), map.data(), map.size()) != static_cast<ssize_t>(map.size()))
+    throw Error(errno, "write " + path + " (" + map.substr(0, map.size() - 1) + ")");
+}
+
+UniqueFd idmapped_layer(const std::string& layer, int userns_fd) {
+  UniqueFd tree(static_cast<int>(
+      syscall(SYS_open_tree, AT_FDCWD, layer.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
+  if (!tree) throw Error(errno, "open_tree " + layer);
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  attr.userns_fd = static_cast<uint64_t>(userns_fd);
+  if (syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+    throw Error(errno, "idmap the image layer " + layer + " (mount_setattr MOUNT_ATTR_IDMAP)");
+  return tree;
+}
+
+void send_layers(int sync_fd, const std::vector<UniqueFd>& layers) {
+  std::vector<int> fds;
+  for (const UniqueFd& layer : layers) fds.push_back(layer.get());
+  char tag = 'u';
+  iovec data{.iov_base = &tag, .iov_len = 1};
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
+  msghdr header{};
+  header.msg_iov = &data;
+  header.msg_iovlen = 1;
+  if (!fds.empty()) {
+    header.msg_control = control.data();
+    header.msg_controllen = control.size();
+    cmsghdr* message = CMSG_FIRSTHDR(&header);
+    message->cmsg_level = SOL_SOCKET;
+    message->cmsg_type = SCM_RIGHTS;
+    message->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    memcpy(CMSG_DATA(message), fds.data(), sizeof(int) * fds.size());
+  }
+  check(sendmsg(sync_fd, &header, MSG_NOSIGNAL), "send the idmapped image layers to the child");
+}
+
+}  // namespace
+
+void open_bind_trees(ChildPlan& plan) {
+  for (PlannedMount& m : plan.mounts) {
+    if (m.kind != PlannedMount::Kind::Bind) continue;
+    UniqueFd tree(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, m.source.c_str(),
+                                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)));
+    if (!tree)
+      throw Error(errno, "open_tree " + m.source + " for the bind mount at " + m.destination);
+    m.tree_fd = tree.get();
+    plan.bind_trees.push_back(std::move(tree));
+  }
+}
+
+void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
+                        int sync_fd) {
+  write_id_map(child, "uid_map", mapping.uid_base, mapping.size);
+  write_id_map(child, "gid_map", mapping.gid_base, mapping.size);
+  std::string ns_path = "/proc/" + std::to_string(child) + "/ns/user";
+  UniqueFd userns(open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!userns) throw Error(errno, "open " + ns_path);
+  std::vector<UniqueFd> layers;
+  for (const std::string& layer : plan.lower_layers)
+    layers.push_back(idmapped_layer(layer, userns.get()));
+  send_layers(sync_fd, layers);
+}
+
+}  // namespace sandcell::runtime

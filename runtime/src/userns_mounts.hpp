@@ -1,0 +1,23 @@
+#pragma once
+// The supervisor's side of `--userns=auto`: what only the host's root can do for the child.
+#include <sys/types.h>
+
+#include "child_plan.hpp"
+#include "sandcell/runtime/result.hpp"
+
+namespace sandcell::runtime {
+
+// Before clone: a detached clone (open_tree) of every bind mount's source, which clone hands to
+// the child. The child attaches it with move_mount, so it never walks the host path itself.
+// The binds are not idmapped: what the sandbox writes there is owned by the mapped host ids.
+void open_bind_trees(ChildPlan& plan);
+
+// After clone: writes the child's uid_map and gid_map, clones each image layer as a read-only
+// mount idmapped with the child's user namespace (host 0 shows as the sandbox's 0, and the
+// sandbox's files would be written back as host 0 if the layer were writable), and sends them
+// to the child, which waits for this message before anything else. Idmapping a mount needs
+// CAP_SYS_ADMIN over the layer's filesystem, i.e. in the host's namespace: the child cannot.
+void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
+                        int sync_fd);
+
+}  // namespace sandcell::runtime

@@ -1,0 +1,285 @@
+// `--userns=auto` (root mode hardening, issue 11): inside, the program is root and the image's
+// files keep their owners; outside, it is an unprivileged host id of a range no other live run
+// holds, and that is who owns what it writes to a bind mount.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "sandcell_cli.hpp"
+#include "userns_pool.hpp"
+
+namespace sandcell::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kPool = "/run/sandcell/userns";
+
+std::string out_of(const CliRun& r) {
+  return r.record.is_object() ? r.record.value("stdout", "") : "";
+}
+
+std::string details(const CliRun& r) {
+  return r.record.is_object() ? r.record.dump() : r.out + r.err;
+}
+
+uint32_t uid_base_of(const CliRun& r) {
+  return r.record["isolation"]["userns"]["uid_base"].get<uint32_t>();
+}
+
+// The slot a mapping's uid base belongs to, as named under /run/sandcell/userns.
+std::string slot_of(uint32_t uid_base) {
+  runtime::UsernsPool pool = runtime::userns_pool();
+  return std::to_string((uid_base - pool.uid_start) / runtime::kUsernsSize);
+}
+
+// The slot claimed by a run whose supervisor is `pid`, or "" (waits up to 2 s for it to appear).
+std::string claim_of(pid_t supervisor) {
+  std::string prefix = std::to_string(supervisor) + "-";
+  for (int i = 0; i < 100; ++i) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(kPool, ec))
+      if (fs::read_symlink(entry.path(), ec).string().rfind(prefix, 0) == 0)
+        return entry.path().filename();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return "";
+}
+
+bool wait_for_process(const std::string& prefix, bool present) {
+  for (int i = 0; i < 150 && processes_matching(prefix).empty() == present; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return processes_matching(prefix).empty() != present;
+}
+
+// The "Uid:" or "Gid:" line of /proc/PID/status: real, effective, saved, fs.
+std::string status_line(pid_t pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key, 0) == 0) return line;
+  return "";
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/sandcell-userns-XXXXXX";
+    path_ = mkdtemp(tmpl);
+    chmod(path_.c_str(), 0777);  // the sandbox's root is an unprivileged host id
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(Userns, InsideTheProgramIsRootAndImageFilesKeepTheirOwners) {
+  auto r = run_in_sandbox(
+      {"--userns", "auto"},
+      {"/bin/sh", "-c", "id -u; id -g; stat -c %u:%g /bin/busybox /etc/passwd /root"});
+  ASSERT_EQ(r.exit_code, 0) << details(r);
+  EXPECT_EQ(out_of(r), "0\n0\n0:0\n0:0\n0:0\n");
+  const auto& isolation = r.record["isolation"];
+  EXPECT_NE(std::find(isolation["namespaces"].begin(), isolation["namespaces"].end(), "user"),
+            isolation["namespaces"].end())
+      << isolation.dump();
+  runtime::UsernsPool pool = runtime::userns_pool();
+  uint32_t uid_base = uid_base_of(r), gid_base = isolation["userns"]["gid_base"].get<uint32_t>();
+  EXPECT_EQ(isolation["userns"]["size"], 65536);
+  EXPECT_EQ((uid_base - pool.uid_start) % runtime::kUsernsSize, 0u);
+  EXPECT_LT((uid_base - pool.uid_start) / runtime::kUsernsSize, pool.slots);
+  EXPECT_EQ(gid_base - pool.gid_start, uid_base - pool.uid_start);
+}
+
+TEST(Userns, WithoutTheOptionThereIsNoUserNamespace) {
+  auto r = run_in_sandbox({}, {"/bin/true"});
+  ASSERT_EQ(r.exit_code, 0) << details(r);
+  EXPECT_TRUE(r.record["isolation"]["userns"].is_null());
+}
+
+TEST(Userns, TheOverlayWorksOverIdmappedLayers) {
+  // Copy-up keeps the owner, a deleted file becomes a whiteout and a directory made over a
+  // deleted one is opaque (an xattr, user.overlay.* inside a user namespace).
+  auto r =
+      run_in_sandbox({"--userns", "auto", "--workdir", "/usr"},
+                     {"/bin/sh", "-c",
+                      "touch /usr/new && stat -c %u:%g /usr/new; "
+                      "rm -rf /usr/sbin && mkdir /usr/sbin && touch /usr/sbin/x && ls /usr/sbin; "
+                      "rm /usr/new && ls /usr"});
+  ASSERT_EQ(r.exit_code, 0) << details(r);
+  EXPECT_EQ(out_of(r), "0:0\nx\nbin\nsbin\n");
+}
+
+TEST(Userns, OutsideTheSandboxRunsAsTheMappedHostIds) {
+  std::string report = "/tmp/sandcell-userns-report-" + std::to_string(getpid()) + ".json";
+  pid_t supervisor = spawn_sandcell({"run", "--userns", "auto", "--report", report, "--rootfs",
+                                     test_rootfs(), "--", "/bin/sc-probe", "sleep", "3011"});
+  ASSERT_TRUE(wait_for_process("/bin/sc-probe sleep 3011", true));
+  pid_t sandboxed = processes_matching("/bin/sc-probe sleep 3011").at(0);
+  std::string uid_line = status_line(sandboxed, "Uid:"), gid_line = status_line(sandboxed, "Gid:");
+  kill(supervisor, SIGTERM);  // the supervisor kills its sandbox and writes the report
+  waitpid(supervisor, nullptr, 0);
+  auto record = nlohmann::json::parse(std::ifstream(report), nullptr, false);
+  fs::remove(report);
+  ASSERT_TRUE(record.is_object());
+  std::string uid = std::to_string(record["isolation"]["userns"]["uid_base"].get<uint32_t>());
+  std::string gid = std::to_string(record["isolation"]["userns"]["gid_base"].get<uint32_t>());
+  EXPECT_EQ(uid_line, "Uid:\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid);
+  EXPECT_EQ(gid_line, "Gid:\t" + gid + "\t" + gid + "\t" + gid + "\t" + gid);
+}
+
+TEST(Userns, FilesWrittenToABindMountAreOwnedByTheMappedIds) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/host-file") << "host\n";  // owned by the host's root, mode 0644
+  auto r = run_in_sandbox({"--userns", "auto", "--mount", dir.path() + ":/data"},
+                          {"/bin/sh", "-c",
+                           "echo hi > /data/new && mkdir /data/dir && stat -c %u /data/host-file; "
+                           "echo x >> /data/host-file || echo refused"});
+  ASSERT_TRUE(r.record.is_object()) << r.out << r.err;
+  // The host's root is nobody inside, and its files are not the sandbox root's to write.
+  EXPECT_EQ(out_of(r), "65534\nrefused\n") << details(r);
+  struct stat file {
+  }, subdir{};
+  ASSERT_EQ(stat((dir.path() + "/new").c_str(), &file), 0);
+  ASSERT_EQ(stat((dir.path() + "/dir").c_str(), &subdir), 0);
+  EXPECT_EQ(file.st_uid, uid_base_of(r));
+  EXPECT_EQ(file.st_gid, r.record["isolation"]["userns"]["gid_base"].get<uint32_t>());
+  EXPECT_EQ(subdir.st_uid, uid_base_of(r));
+}
+
+TEST(Userns, ReadOnlyBindMountsStayReadOnly) {
+  TempDir dir;
+  auto r = run_in_sandbox({"--userns", "auto", "--mount", dir.path() + ":/data:ro"},
+                          {"/bin/sh", "-c", "touch /data/x 2>/dev/null || echo read-only"});
+  EXPECT_EQ(out_of(r), "read-only\n") << details(r);
+  EXPECT_FALSE(fs::exists(dir.path() + "/x"));
+}
+
+TEST(Userns, ConcurrentSandboxesGetDifferentRanges) {
+  pid_t first = spawn_sandcell({"run", "--userns", "auto", "--rootfs", test_rootfs(), "--",
+                                "/bin/sc-probe", "sleep", "3012"});
+  std::string first_slot = claim_of(first);
+  ASSERT_FALSE(first_slot.empty()) << "no claim under " << kPool << " for the first run";
+  auto second = run_in_sandbox({"--userns", "auto"}, {"/bin/true"});
+  ASSERT_EQ(second.exit_code, 0) << details(second);
+  EXPECT_NE(slot_of(uid_base_of(second)), first_slot);
+  EXPECT_TRUE(fs::is_symlink(kPool + "/" + first_slot)) << "the first run still holds its range";
+  kill(first, SIGTERM);
+  waitpid(first, nullptr, 0);
+  EXPECT_FALSE(fs::is_symlink(kPool + "/" + first_slot)) << "freed when the run ended";
+}
+
+TEST(Userns, ManyParallelRunsNeverShareARange) {
+  constexpr int kRuns = 6;
+  std::vector<CliRun> runs(kRuns);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRuns; ++i)
+    threads.emplace_back([&, i] {
+      runs[i] = run_in_sandbox({"--userns", "auto"}, {"/bin/sc-probe", "sleep", "1"});
+    });
+  for (auto& t : threads) t.join();
+  std::set<uint32_t> bases;
+  for (const CliRun& r : runs) {
+    ASSERT_EQ(r.exit_code, 0) << details(r);
+    bases.insert(uid_base_of(r));
+  }
+  EXPECT_EQ(bases.size(), static_cast<size_t>(kRuns));
+}
+
+TEST(Userns, RangeIsFreedAfterTheRun) {
+  auto r = run_in_sandbox({"--userns", "auto"}, {"/bin/true"});
+  ASSERT_EQ(r.exit_code, 0) << details(r);
+  EXPECT_FALSE(fs::is_symlink(kPool + "/" + slot_of(uid_base_of(r))));
+}
+
+TEST(Userns, RangeOfASigkilledSupervisorIsFreedByGc) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);  // reap the orphaned sandbox pid 1 here
+  pid_t supervisor = spawn_sandcell({"run", "--userns", "auto", "--rootfs", test_rootfs(), "--",
+                                     "/bin/sc-probe", "sleep", "3013"});
+  ASSERT_TRUE(wait_for_process("/bin/sc-probe sleep 3013", true));
+  std::string slot = claim_of(supervisor);
+  ASSERT_FALSE(slot.empty());
+  kill(supervisor, SIGKILL);
+  waitpid(supervisor, nullptr, 0);
+  EXPECT_TRUE(wait_for_process("/bin/sc-probe sleep 3013", false))
+      << "the sandbox outlived its supervisor";
+  EXPECT_TRUE(fs::is_symlink(kPool + "/" + slot))
+      << "expected the killed run's claim to remain until gc";
+  auto gc = run_sandcell({"gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_NE(gc.out.find("userns range " + slot + " "), std::string::npos) << gc.out;
+  EXPECT_FALSE(fs::is_symlink(kPool + "/" + slot));
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+TEST(Userns, IsolationStillHolds) {
+  auto r = run_in_sandbox({"--userns", "auto"},
+                          {"/bin/sh", "-c",
+                           "sc-probe caps; cat /proc/kcore | wc -c; hostname; "
+                           "echo x > /proc/sys/kernel/hostname 2>/dev/null || echo proc-sys-ro"});
+  ASSERT_EQ(r.exit_code, 0) << details(r);
+  std::string out = out_of(r);
+  for (const char* line :
+       {"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
+        "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2",
+        "\n0\nsandcell\nproc-sys-ro\n"})
+    EXPECT_NE(out.find(line), std::string::npos) << line << " missing in:\n" << out;
+}
+
+TEST(Userns, CgroupLimitsStillHold) {
+  auto r = run_in_sandbox({"--userns", "auto", "--memory", "32m"}, {"/bin/sc-probe", "mem", "128"});
+  EXPECT_EQ(r.record.value("status", ""), "oom") << details(r);
+}
+
+TEST(Userns, IdsOutsideTheMappedRangeAreRefused) {
+  auto r = run_sandcell(
+      {"run", "--userns", "auto", "--user", "70000", "--rootfs", test_rootfs(), "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_NE(r.err.find("maps ids 0-65535"), std::string::npos) << r.err;
+}
+
+TEST(Userns, NonRootUserInsideMapsIntoTheRange) {
+  auto r = run_in_sandbox({"--userns", "auto", "--user", "1000:1000"}, {"/bin/sc-probe", "ids"});
+  ASSERT_EQ(r.exit_code, 0) << details(r);
+  EXPECT_EQ(out_of(r), "uid 1000 1000 1000 gid 1000 1000 1000\n");
+}
+
+// Hostile: the sandbox's root holds no capability, and even a namespaced CAP_SYS_ADMIN would
+// only reach namespaces the sandbox owns. Both layers are checked: the seccomp filter (the
+// default profile) and, with seccomp off, the capabilities alone.
+TEST(UsernsHostile, MountAndNamespaceCallsFailUnderTheDefaultProfile) {
+  for (const char* call :
+       {"mount", "umount2", "unshare", "clone-newuser", "setns", "open_tree", "fsopen",
+        "mount_setattr", "move_mount", "pivot_root", "sethostname", "capset-raise"}) {
+    auto r = run_in_sandbox({"--userns", "auto"}, {"/bin/sc-probe", "syscall", call});
+    EXPECT_EQ(out_of(r), std::string(call) + " errno=EPERM\n") << details(r);
+  }
+}
+
+TEST(UsernsHostile, WithoutSeccompCapabilitiesAloneStopMountTricks) {
+  auto r = run_in_sandbox({"--userns", "auto", "--seccomp", "unconfined"},
+                          {"/bin/sh", "-c",
+                           "mount -t tmpfs none /tmp 2>/dev/null || echo mount-refused; "
+                           "unshare -m true 2>/dev/null || echo unshare-refused; "
+                           "mount -o remount,rw /proc/sys 2>/dev/null || echo remount-refused; "
+                           "umount /proc/kcore 2>/dev/null || echo umount-refused; "
+                           "sc-probe syscall sethostname; sc-probe syscall capset-raise"});
+  EXPECT_EQ(out_of(r),
+            "mount-refused\nunshare-refused\nremount-refused\numount-refused\n"
+            "sethostname errno=EPERM\ncapset-raise errno=EPERM\n")
+      << details(r);
+}
+
+}  // namespace
+}  // namespace sandcell::test
