@@ -20,7 +20,8 @@ root=$PWD
 seconds=${1:-15}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(dockerfile seccomp_profile layer_extract proxy_request host_name image_json code_request)
+[ ${#targets[@]} -gt 0 ] || targets=(dockerfile seccomp_profile layer_extract proxy_request host_name image_json code_request oci_config mcp_request
+  http_request)
 case "$seconds" in '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a number, got '$seconds'" >&2; exit 2 ;; esac
 
 cmake --preset fuzz >/dev/null
