@@ -114,6 +114,16 @@ TEST_F(HostilePython, SethostnameIsDeniedAndReported) {
   expect_only_denial(python("sethostname.py"), "sethostname", "sethostname EPERM\n");
 }
 
+TEST_F(HostilePython, HugeExceptionLineIsClassifiedNotACrashOfTheRunner) {
+  auto r = python("huge_exception.py");
+  ASSERT_TRUE(r.record.is_object()) << "sandcell code exited " << r.exit_code << ": " << r.err;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.record["status"], "exit_nonzero");
+  EXPECT_EQ(error_class_of(r), "runtime_exception");
+  EXPECT_EQ(r.record["error"]["exception"], "ValueError");
+  EXPECT_GT(r.record["stderr"].get<std::string>().size(), 900000u);
+}
+
 TEST_F(HostilePython, ForkBombHitsThePidsLimit) {
   auto r = python("fork_bomb.py", {"--pids", "32"});
   EXPECT_EQ(r.record["stdout"], "fork failed: EAGAIN\n") << r.record["stderr"];
