@@ -28,7 +28,8 @@ Json runner_answer(const Json& request) {
     Json result = test::code_result("ok", "out\n");
     result["files"] = Json::array();
     for (const std::string& path : parsed.get)
-      result["files"].push_back({{"path", path}, {"size", 4}, {"base64", agent::base64_encode(path.substr(0, 4))}});
+      result["files"].push_back(
+          {{"path", path}, {"size", 4}, {"base64", agent::base64_encode(path.substr(0, 4))}});
     return result;
   } catch (const Error& e) {
     return agent::error_json(e.what());
@@ -56,8 +57,12 @@ class StringStream final : public httplib::Stream {
     written.append(ptr, size);
     return static_cast<ssize_t>(size);
   }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { ip = "127.0.0.1", port = 40000; }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { ip = "127.0.0.1", port = 8080; }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1", port = 40000;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1", port = 8080;
+  }
   socket_t socket() const override { return INVALID_SOCKET; }
   bool done() const { return input_.empty(); }
   std::string written;
@@ -101,7 +106,9 @@ void mcp_request(std::string_view input) {
   for (const Json& answer : sent) {
     bool ok = is_rpc_answer(answer);
     if (answer.is_array()) ok = std::all_of(answer.begin(), answer.end(), is_rpc_answer);
-    if (!ok) throw std::logic_error("not a JSON-RPC answer: " + answer.dump(-1, ' ', false, Json::error_handler_t::replace));
+    if (!ok)
+      throw std::logic_error("not a JSON-RPC answer: " +
+                             answer.dump(-1, ' ', false, Json::error_handler_t::replace));
   }
 }
 
@@ -110,14 +117,17 @@ void mcp_request(std::string_view input) {
 void http_request(std::string_view input) {
   test::FakeExecutor executor;
   executor.answer = runner_answer;
-  const agent_service::HttpApiOptions options{.token = "secret", .max_running = 1, .max_queued = 0, .max_body_bytes = 1 << 16};
+  const agent_service::HttpApiOptions options{
+      .token = "secret", .max_running = 1, .max_queued = 0, .max_body_bytes = 1 << 16};
   agent_service::AdmissionGate gate(options.max_running, options.max_queued);
   ConnectionServer server;
   server.set_payload_max_length(options.max_body_bytes);
   agent_service::add_request_guards(server, options, true);
   agent_service::add_routes(server, executor, gate, options);
   int failures = 0;
-  server.set_logger([&failures](const httplib::Request&, const httplib::Response& res) { failures += res.status == 500; });
+  server.set_logger([&failures](const httplib::Request&, const httplib::Response& res) {
+    failures += res.status == 500;
+  });
   StringStream stream(input);
   server.serve(stream);
   if (!executor.requests.empty() && input.find("Bearer secret") == std::string_view::npos)

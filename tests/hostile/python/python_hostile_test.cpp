@@ -18,12 +18,15 @@ std::string program(const std::string& name) {
 
 class HostilePython : public Skills {
  protected:
-  CliRun python(const std::string& file, std::vector<std::string> flags = {}, const std::string& preamble = "") {
+  CliRun python(const std::string& file, std::vector<std::string> flags = {},
+                const std::string& preamble = "") {
     return code("python", preamble + program(file), std::move(flags));
   }
 };
 
-const nlohmann::json& events(const CliRun& r) { return r.record["report"]["events"]; }
+const nlohmann::json& events(const CliRun& r) {
+  return r.record["report"]["events"];
+}
 
 uint64_t denied(const CliRun& r, const std::string& name) {
   for (const auto& entry : events(r)["denied_syscalls"])
@@ -36,7 +39,8 @@ std::string error_class_of(const CliRun& r) {
 }
 
 // A denied call must be answered EPERM, be the run's only denial, and leave the run `ok`.
-void expect_only_denial(const CliRun& r, const std::string& syscall, const std::string& expected_stdout) {
+void expect_only_denial(const CliRun& r, const std::string& syscall,
+                        const std::string& expected_stdout) {
   ASSERT_TRUE(r.record.is_object()) << r.out << r.err;
   EXPECT_EQ(r.record["stdout"], expected_stdout) << r.record["stderr"];
   EXPECT_EQ(r.record["status"], "ok");
@@ -54,9 +58,10 @@ TEST_P(PythonSyscall, ThroughCtypesIsDeniedWithEpermAndReported) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Hostile, PythonSyscall,
-                         ::testing::Values("unshare", "clone", "setns", "mount", "fsopen", "pivot_root", "chroot",
-                                           "keyctl", "add_key", "bpf", "perf_event_open", "userfaultfd",
-                                           "io_uring_setup", "ptrace", "process_vm_readv", "open_by_handle_at",
+                         ::testing::Values("unshare", "clone", "setns", "mount", "fsopen",
+                                           "pivot_root", "chroot", "keyctl", "add_key", "bpf",
+                                           "perf_event_open", "userfaultfd", "io_uring_setup",
+                                           "ptrace", "process_vm_readv", "open_by_handle_at",
                                            "kexec_load", "init_module"));
 
 class PythonSocket : public HostilePython, public ::testing::WithParamInterface<const char*> {};
@@ -67,7 +72,8 @@ TEST_P(PythonSocket, FamilyIsDeniedWithEpermAndReported) {
   expect_only_denial(r, "socket", kind + " errno=EPERM\n");
 }
 
-INSTANTIATE_TEST_SUITE_P(Hostile, PythonSocket, ::testing::Values("packet", "raw", "netlink_audit", "vsock", "alg"));
+INSTANTIATE_TEST_SUITE_P(Hostile, PythonSocket,
+                         ::testing::Values("packet", "raw", "netlink_audit", "vsock", "alg"));
 
 TEST_F(HostilePython, KernelKnobsAreReadOnly) {
   auto r = python("kernel_knobs.py");
@@ -91,7 +97,8 @@ TEST_F(HostilePython, MaskedFilesAreMissingOrEmpty) {
 
 TEST_F(HostilePython, ProcSelfExeAndTheInterpreterCannotBeOverwritten) {
   auto r = python("overwrite_exe.py");
-  EXPECT_EQ(r.record["stdout"], "/proc/self/exe ETXTBSY\n/proc/1/exe ETXTBSY\n/usr/bin/python3.11 ETXTBSY\n")
+  EXPECT_EQ(r.record["stdout"],
+            "/proc/self/exe ETXTBSY\n/proc/1/exe ETXTBSY\n/usr/bin/python3.11 ETXTBSY\n")
       << r.record["stderr"];
   EXPECT_EQ(r.record["status"], "ok");
   EXPECT_TRUE(events(r)["denied_syscalls"].empty()) << events(r).dump();
