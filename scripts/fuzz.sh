@@ -20,7 +20,8 @@ root=$PWD
 seconds=${1:-15}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(dockerfile seccomp_profile layer_extract proxy_request host_name image_json code_request)
+[ ${#targets[@]} -gt 0 ] || targets=(dockerfile seccomp_profile layer_extract proxy_request host_name image_json code_request oci_config mcp_request
+  http_request)
 case "$seconds" in '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a number, got '$seconds'" >&2; exit 2 ;; esac
 
 cmake --preset fuzz >/dev/null
@@ -37,6 +38,7 @@ for target in "${targets[@]}"; do
   cp -r "$root/tests/fuzz/corpus/$target" "$work/seeds"
   echo "== fuzz_$target: ${seconds}s"
   if ! (cd "$work" && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+        LSAN_OPTIONS=suppressions=$root/tests/fuzz/lsan-suppressions.txt \
         "$binary" -seed="${FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix=./ new seeds >"$work/log" 2>&1); then
     tail -n 40 "$work/log" >&2

@@ -23,6 +23,7 @@ using runtime::UniqueFd;
 constexpr size_t kMaxCodeBytes = 1 << 20;
 constexpr uint64_t kMaxInputBytes = 64ull << 20;  // all "files" / --put together
 constexpr uint64_t kMaxGetBytes = 16ull << 20;    // each "get" file returned inline
+constexpr size_t kMaxPackageName = 256;            // with a version spec; npm allows 214 for the name
 
 void check_request(const Skill& skill, const CodeRequest& r) {
   check_code_text(r.code, kMaxCodeBytes);
@@ -31,8 +32,14 @@ void check_request(const Skill& skill, const CodeRequest& r) {
     throw Error::invalid("skill '" + skill.name + "' has no package installer (skill.json \"install\")");
   // Names only: "--index-url=..." or a path must not reach the installer as an option.
   static const std::regex package(R"(^[A-Za-z0-9@_][A-Za-z0-9._@/+=<>!~,:^-]*$)");
-  for (const std::string& p : r.packages)
+  for (const std::string& p : r.packages) {
+    // Length first: libstdc++'s regex matcher recurses once per character, and a 1 MB name in a
+    // request overflowed the stack of `sandcell code` (SIGSEGV instead of the contract's answer).
+    if (p.size() > kMaxPackageName)
+      throw Error::invalid("a package name of " + std::to_string(p.size()) + " bytes is too long (at most " +
+                           std::to_string(kMaxPackageName) + ")");
     if (!std::regex_match(p, package)) throw Error::invalid("package name '" + p + "' is not a plain package spec");
+  }
   uint64_t total = 0;
   for (const InputFile& f : r.files) {
     Workspace::relative(f.path);

@@ -17,11 +17,18 @@ using runtime::Status;
 // A line number from a compiler or interpreter message; nothing when it does not fit in an int.
 std::optional<int> line_number(const std::string& digits) { return parse_number<int>(digits); }
 
+// Lines of the sandbox's stderr, each cut to kMaxLine bytes: libstdc++'s std::regex matcher
+// recurses once per character, and a program printing one 900 KB exception line overflowed the
+// stack of `sandcell code` (SIGSEGV, no result record). A real error header is far shorter; the
+// whole stderr is in the result anyway.
+constexpr size_t kMaxLine = 2048;
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.size() > kMaxLine) line.resize(kMaxLine);
     lines.push_back(line);
   }
   return lines;

@@ -27,6 +27,8 @@ int64_t duration_ns(const std::string& text, const std::string& where) {
   std::string unit = text.substr(used);
   double scale = unit == "ms" ? 1e6 : unit == "s" ? 1e9 : unit == "m" ? 60e9 : unit == "h" ? 3600e9 : 0;
   if (scale == 0) throw Error::invalid(where + ": bad duration '" + text + "' (use ms, s, m or h)");
+  // Converting a double outside int64's range (or NaN, which stod accepts) is undefined.
+  if (!(value >= 0 && value * scale < 9e18)) throw Error::invalid(where + ": duration '" + text + "' out of range");
   return static_cast<int64_t>(value * scale);
 }
 

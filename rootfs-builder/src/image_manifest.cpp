@@ -21,6 +21,8 @@ Descriptor descriptor_from_json(const json& j) {
   Descriptor d;
   d.media_type = j.value("mediaType", "");
   d.digest = j.at("digest").get<std::string>();
+  // get<int64_t> of a float converts it, and 1e300 is undefined behaviour: integers only.
+  if (!j.at("size").is_number_integer()) throw Error::invalid("manifest: a size is not an integer");
   d.size = j.at("size").get<std::int64_t>();
   if (auto it = j.find("annotations"); it != j.end() && it->is_object()) it->get_to(d.annotations);
   if (!is_valid_digest(d.digest)) throw Error::invalid("manifest: unsupported digest " + d.digest);
@@ -44,7 +46,8 @@ Manifest manifest_from_json(std::string_view text) {
   try {
     json j = json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) throw Error::invalid("manifest: not a JSON object");
-    if (j.value("schemaVersion", 0) != 2) throw Error::invalid("manifest: schemaVersion is not 2");
+    // Compared as JSON: value("schemaVersion", 0) converted 2e34 to int (undefined behaviour).
+    if (j.value("schemaVersion", json()) != 2) throw Error::invalid("manifest: schemaVersion is not 2");
     Manifest m;
     // mediaType is optional in OCI manifests; Docker's is mandatory.
     m.media_type = j.value("mediaType", std::string(media_type::kOciManifest));

@@ -8,6 +8,7 @@
 #include "proxy_request.hpp"
 #include "sandcell/agent/code_request.hpp"
 #include "sandcell/network/host_policy.hpp"
+#include "sandcell/oci/config.hpp"
 #include "sandcell/rootfs_builder/dockerfile.hpp"
 #include "sandcell/rootfs_builder/image.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
@@ -99,6 +100,18 @@ void code_request(std::string_view input) {
     agent::check_code_text(request.code, 1 << 20);
   } catch (const Error& e) {
     if (!e.input_error()) throw std::logic_error(std::string("bad request gave a system error: ") + e.what());
+  }
+}
+
+// sandcell-oci create: a bundle's config.json, up to the compiled seccomp filter.
+void oci_config(std::string_view input) {
+  auto json = nlohmann::json::parse(input, nullptr, false);
+  if (json.is_discarded()) return;
+  try {
+    oci::Config config = oci::parse_config(json, "/bundle");
+    if (config.spec.args.empty() || config.spec.cwd.empty() || config.spec.cwd[0] != '/')
+      throw std::logic_error("parse_config accepted a process without args or an absolute cwd");
+  } catch (const Error&) {
   }
 }
 

@@ -16,6 +16,9 @@ void proxy_request(std::string_view input);  // the first byte picks where the i
 void host_name(std::string_view input);
 void image_json(std::string_view input);     // the first byte picks the reader
 void code_request(std::string_view input);   // `sandcell code --request-json`, an agent's request
+void oci_config(std::string_view input);     // a bundle's config.json → runtime::Spec
+void mcp_request(std::string_view input);    // lines of `sandcell mcp`'s stdin (service_targets.cpp)
+void http_request(std::string_view input);   // one connection to `sandcell serve` (service_targets.cpp)
 // Extracts the input as a layer into scratch/root; throws std::logic_error if anything appeared
 // in `watched` (directories around the root) other than scratch/root and scratch/layer.tar.
 void layer_extract(std::string_view input, const std::filesystem::path& scratch,

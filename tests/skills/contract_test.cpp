@@ -92,6 +92,8 @@ TEST_F(Contract, BadRequestsAnswerWithOneErrorAndLeaveNothing) {
   check({{"skill", "python"}, {"code", "print(1)"}, {"files", json::array({{{"path", "../x"}, {"content_base64", ""}}})}}, "..");
   check({{"skill", "bash"}, {"code", "true"}, {"packages", json::array({"x"})}}, "no package installer");
   check({{"skill", "python"}, {"code", "print(1)"}, {"packages", json::array({"--index-url=http://evil"})}}, "package name");
+  // Used to overflow the stack of sandcell code in std::regex (SIGSEGV, no answer).
+  check({{"skill", "python"}, {"code", "print(1)"}, {"packages", json::array({std::string(1 << 20, 'a')})}}, "too long");
   auto garbage = run_sandcell({"--root", test_store(), "code", "--request-json", "-"}, "\x89PNG\x01\x02not json");
   EXPECT_EQ(garbage.exit_code, 125);
   EXPECT_EQ(garbage.record["error"]["class"], "sandcell");

@@ -104,6 +104,22 @@ TEST(ErrorClasses, GccDiagnosticsAndLinkErrors) {
   EXPECT_EQ(link->message, "undefined reference to helper");
 }
 
+// A hostile program's stderr: one 1 MB line used to overflow the stack of `sandcell code` in
+// std::regex (SIGSEGV, no result). Each classifier must still answer.
+TEST(ErrorClasses, MegabyteLinesAreClassifiedWithoutCrashing) {
+  const std::string huge(1 << 20, 'a');
+  auto py = classify_failure("python", failed("run", "Traceback (most recent call last):\n"
+                                                     "  File \"/workspace/main.py\", line 1, in <module>\n"
+                                                     "ValueError: " + huge + "\n"));
+  ASSERT_TRUE(py);
+  EXPECT_EQ(py->exception, "ValueError");
+  EXPECT_LE(py->message.size(), 4096u);
+  for (const char* classifier : {"node", "gcc", "bash", "python"})
+    for (const std::string& err : {huge + "\n", "/workspace/main.js:1\n" + huge + "\nError: " + huge + "\n",
+                                   "/workspace/main.c:1:1: error: " + huge + "\n", "terminate called after " + huge + "\n"})
+      EXPECT_TRUE(classify_failure(classifier, failed("run", err))) << classifier;
+}
+
 TEST(ErrorClasses, LimitsWinOverWhatStderrSays) {
   auto t = classify_failure("python", failed("run", "Traceback...\n", runtime::Status::TimeoutWall));
   EXPECT_EQ(t->kind, "timeout");

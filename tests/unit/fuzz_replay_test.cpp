@@ -38,6 +38,9 @@ TEST(FuzzReplay, ProxyRequest) { replay("proxy_request", fuzz::proxy_request); }
 TEST(FuzzReplay, HostName) { replay("host_name", fuzz::host_name); }
 TEST(FuzzReplay, ImageJson) { replay("image_json", fuzz::image_json); }
 TEST(FuzzReplay, CodeRequest) { replay("code_request", fuzz::code_request); }
+TEST(FuzzReplay, OciConfig) { replay("oci_config", fuzz::oci_config); }
+TEST(FuzzReplay, McpRequest) { replay("mcp_request", fuzz::mcp_request); }
+TEST(FuzzReplay, HttpRequest) { replay("http_request", fuzz::http_request); }
 
 TEST(FuzzReplay, LayerExtractWritesNothingOutsideItsRoot) {
   TempTree outer("sc-fuzz-replay");

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "registry/auth_challenge.hpp"
+#include "registry/manifest_fetch.hpp"
 #include "sandcell/rootfs_builder/registry_reference.hpp"
 #include "sandcell/runtime/error.hpp"
 
@@ -45,6 +46,24 @@ TEST(RegistryReference, InvalidReferencesAreRejected) {
   for (const char* bad : {"UPPER", "https://ghcr.io/x", "a:b:c", "x@sha256:short", ""})
     EXPECT_THROW(parse_registry_reference(bad), Error) << bad;
   EXPECT_EQ(normalize_registry("https://index.docker.io/v1/"), "docker.io");
+}
+
+// A registry's index is outside input: members of the wrong type are skipped or refused as input
+// errors, never a json type_error (which `sandcell pull` did not catch) or an undefined
+// float-to-int conversion of the size.
+TEST(RegistryIndex, MembersOfTheWrongTypeAreInputErrors) {
+  const Platform amd64{.os = "linux", .architecture = "amd64", .variant = ""};
+  FetchedManifest index{.bytes = R"({"manifests":[{"platform":{"os":1,"architecture":["amd64"]},"digest":2},
+      {"platform":{"os":"linux","architecture":"amd64","variant":7},"digest":"sha256:ab","size":1}]})",
+                        .media_type = "", .digest = "sha256:index"};
+  EXPECT_EQ(select_platform(index, amd64).size, 1);
+  index.bytes = R"({"manifests":[{"platform":{"os":"linux","architecture":"amd64"},"size":1e300}]})";
+  try {
+    select_platform(index, amd64);
+    ADD_FAILURE() << "a size of 1e300 was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.input_error()) << e.what();
+  }
 }
 
 TEST(AuthChallenge, BearerParamsAreParsedWithQuotesAndEscapes) {

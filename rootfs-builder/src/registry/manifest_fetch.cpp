@@ -26,11 +26,18 @@ std::string media_type_of(const json& body, const HttpResponse& response) {
   return std::string(body.contains("manifests") ? media_type::kOciIndex : media_type::kOciManifest);
 }
 
+// A string member, or "" when missing or of another type: json::value("key", "") would throw
+// type_error on a registry's {"os": 1}, which nothing above here catches.
+std::string text_of(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 bool matches(const json& platform, const Platform& wanted) {
   if (!platform.is_object()) return false;
-  if (platform.value("os", "") != wanted.os || platform.value("architecture", "") != wanted.architecture)
+  if (text_of(platform, "os") != wanted.os || text_of(platform, "architecture") != wanted.architecture)
     return false;
-  return wanted.variant.empty() || platform.value("variant", "") == wanted.variant;
+  return wanted.variant.empty() || text_of(platform, "variant") == wanted.variant;
 }
 
 }  // namespace
@@ -81,14 +88,17 @@ Descriptor select_platform(const FetchedManifest& index, const Platform& platfor
   std::string available;
   for (const auto& entry : body["manifests"]) {
     if (!entry.is_object()) continue;
-    if (matches(entry.value("platform", json()), platform))
-      return {.media_type = entry.value("mediaType", ""),
-              .digest = entry.value("digest", ""),
-              .size = entry.value("size", std::int64_t{0}),
-              .annotations = {}};
-    if (entry.contains("platform") && entry["platform"].is_object())
-      available += " " + entry["platform"].value("os", "?") + "/" + entry["platform"].value("architecture", "?") +
-                   (entry["platform"].contains("variant") ? "/" + entry["platform"].value("variant", "") : "");
+    const json p = entry.value("platform", json());
+    if (matches(p, platform)) {
+      // Only an integer size: get<int64_t> of 1e300 would be an undefined float conversion.
+      const json size = entry.value("size", json(0));
+      if (!size.is_number_integer()) throw Error::invalid("index " + index.digest + ": a manifest size is not an integer");
+      return {.media_type = text_of(entry, "mediaType"), .digest = text_of(entry, "digest"),
+              .size = size.get<std::int64_t>(), .annotations = {}};
+    }
+    if (p.is_object())
+      available += " " + text_of(p, "os") + "/" + text_of(p, "architecture") +
+                   (text_of(p, "variant").empty() ? "" : "/" + text_of(p, "variant"));
   }
   throw Error::invalid("no image for platform " + platform.str() + " in index " + index.digest +
                        " (it has:" + (available.empty() ? " none" : available) + ")");

@@ -108,13 +108,18 @@ void RegistrySession::fetch_token(HttpClient& client) {
                               base64_encode(credentials_->username + ":" + credentials_->password));
   HttpResponse response = exchange(client, request);
   if (response.status != 200) throw_registry_error(registry_ + ": token service " + realm, response);
+  // The token service is outside input: members of the wrong type are ignored, never a
+  // type_error (json::value) or an undefined float-to-int conversion (get<int> of 1e300).
   auto body = nlohmann::json::parse(response.body, nullptr, false);
-  std::string token = body.is_object() ? body.value("token", body.value("access_token", "")) : "";
-  if (token.empty()) throw Error::invalid(registry_ + ": token service " + realm + " gave no token");
+  auto member = [&](const char* key) { return body.is_object() ? body.value(key, nlohmann::json()) : nlohmann::json(); };
+  nlohmann::json token = member("token").is_string() ? member("token") : member("access_token");
+  if (!token.is_string() || token.get<std::string>().empty())
+    throw Error::invalid(registry_ + ": token service " + realm + " gave no token");
   // The spec's default lifetime is 60 s; refresh 10 s early so a token never lapses mid-request.
-  int lifetime = body.value("expires_in", 60);
-  token_ = token;
-  token_expiry_ = std::chrono::steady_clock::now() + std::chrono::seconds(std::max(lifetime, 60) - 10);
+  // At most a day, so the expiry time cannot overflow.
+  int64_t lifetime = member("expires_in").is_number_integer() ? member("expires_in").get<int64_t>() : 60;
+  token_ = token.get<std::string>();
+  token_expiry_ = std::chrono::steady_clock::now() + std::chrono::seconds(std::clamp<int64_t>(lifetime, 60, 86400) - 10);
 }
 
 std::string RegistrySession::authorization(HttpClient& client) {

@@ -100,6 +100,8 @@ TEST(HttpApi, Run_ReturnsTheResultAndRefusedRequestsAre400) {
   EXPECT_EQ(Json::parse(res->body)["stdout"], "hi\n");
   EXPECT_EQ(server.client().Post("/v1/run", R"({"language":"python","code":""})", "application/json")->status, 400);
   EXPECT_EQ(server.client().Post("/v1/run", "[1,2", "application/json")->status, 400);
+  // Found by fuzz_http_request: a "stream" of another type was a type_error answered 500.
+  EXPECT_EQ(server.client().Post("/v1/run", R"j({"code":"print(1)","stream":1})j", "application/json")->status, 400);
 }
 
 TEST(HttpApi, Stream_SendsOutputEventsThenTheEnd) {

@@ -69,6 +69,8 @@ TEST_F(McpFixture, ParseErrorInvalidRequestAndUnknownMethod) {
   server.handle_line("{not json");
   EXPECT_EQ(sent.back()["error"]["code"], -32700);
   EXPECT_EQ(ask({{"jsonrpc", "1.0"}, {"id", 1}, {"method", "ping"}})["error"]["code"], -32600);
+  // Found by fuzz_mcp_request: a non-string "jsonrpc" threw out of handle_line and ended the server.
+  EXPECT_EQ(ask({{"jsonrpc", 2}, {"id", 1}, {"method", "ping"}})["error"]["code"], -32600);
   EXPECT_EQ(ask(request(2, "resources/list"))["error"]["code"], -32601);
 }
 

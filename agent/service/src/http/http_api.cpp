@@ -1,7 +1,6 @@
 #include "sandcell/agent_service/http_api.hpp"
 
 #include <httplib.h>
-#include <openssl/crypto.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -39,12 +38,6 @@ ListenAddress parse_listen(const std::string& listen) {
   std::string host = listen.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   return {"", host, *port};
-}
-
-bool token_matches(const std::string& header, const std::string& token) {
-  const std::string expected = "Bearer " + token;
-  // Constant time: the comparison must not tell an attacker how many bytes were right.
-  return header.size() == expected.size() && CRYPTO_memcmp(header.data(), expected.data(), header.size()) == 0;
 }
 
 }  // namespace
@@ -88,23 +81,7 @@ HttpApi::HttpApi(Executor& executor, HttpApiOptions options)
     s.listen_fd = sock;
   });
   if (!s.address.unix_path.empty()) s.server.set_address_family(AF_UNIX);
-  // Runs before httplib reads the body: a client without the token, or with a body over the
-  // limit, is answered without us reading what it sends.
-  s.server.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    bool tcp = s.address.unix_path.empty();
-    if (tcp && req.path != "/v1/health" && !token_matches(req.get_header_value("Authorization"), s.options.token)) {
-      res.status = 401;
-      res.set_header("WWW-Authenticate", "Bearer");
-      res.set_content(R"({"error":{"class":"auth","message":"missing or wrong bearer token"}})" "\n", "application/json");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (req.get_header_value<uint64_t>("Content-Length") > s.options.max_body_bytes) {
-      res.status = 413;
-      res.set_content(R"({"error":{"class":"request","message":"request body too large"}})" "\n", "application/json");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+  add_request_guards(s.server, s.options, s.address.unix_path.empty());
   add_routes(s.server, s.executor, s.gate, s.options);
 }
 

@@ -1,5 +1,7 @@
 #include "http/routes.hpp"
 
+#include <openssl/crypto.h>
+
 #include <stop_token>
 
 #include "executor/workspace_files.hpp"
@@ -24,6 +26,12 @@ std::shared_ptr<AdmissionGate::Ticket> admit(AdmissionGate& gate, httplib::Respo
     send_error(res, 429, "too many executions running and queued; retry later");
   }
   return ticket;
+}
+
+bool token_matches(const std::string& header, const std::string& token) {
+  const std::string expected = "Bearer " + token;
+  // Constant time: the comparison must not tell an attacker how many bytes were right.
+  return header.size() == expected.size() && CRYPTO_memcmp(header.data(), expected.data(), header.size()) == 0;
 }
 
 std::string ndjson(const Json& event) { return event.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
@@ -55,11 +63,12 @@ void run_streaming(httplib::Response& res, Executor& executor, Json request, std
 void handle_run(const httplib::Request& req, httplib::Response& res, Executor& executor, AdmissionGate& gate) {
   Json request = Json::parse(req.body, nullptr, false);
   if (request.is_discarded() || !request.is_object()) return send_error(res, 400, "the body must be a JSON object");
-  bool stream = request.value("stream", false);
+  const Json stream = request.value("stream", Json(false));
+  if (!stream.is_boolean()) return send_error(res, 400, "\"stream\" must be true or false");
   request.erase("stream");
   auto ticket = admit(gate, res);
   if (!ticket) return;
-  if (stream) return run_streaming(res, executor, std::move(request), std::move(ticket));
+  if (stream.get<bool>()) return run_streaming(res, executor, std::move(request), std::move(ticket));
   Json result = executor.run(request);
   send_json(res, is_request_error(result) ? 400 : 200, result);
 }
@@ -94,6 +103,25 @@ void add_session_routes(httplib::Server& server, Executor& executor, AdmissionGa
 }
 
 }  // namespace
+
+void add_request_guards(httplib::Server& server, const HttpApiOptions& options, bool tcp) {
+  // Runs before httplib reads the body: a client without the token, or with a body over the
+  // limit, is answered without us reading what it sends.
+  server.set_pre_routing_handler([&options, tcp](const httplib::Request& req, httplib::Response& res) {
+    if (tcp && req.path != "/v1/health" && !token_matches(req.get_header_value("Authorization"), options.token)) {
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Bearer");
+      res.set_content(R"({"error":{"class":"auth","message":"missing or wrong bearer token"}})" "\n", "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.get_header_value<uint64_t>("Content-Length") > options.max_body_bytes) {
+      res.status = 413;
+      res.set_content(R"({"error":{"class":"request","message":"request body too large"}})" "\n", "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+}
 
 void add_routes(httplib::Server& server, Executor& executor, AdmissionGate& gate, const HttpApiOptions& options) {
   server.Get("/v1/health", [&](const httplib::Request&, httplib::Response& res) {

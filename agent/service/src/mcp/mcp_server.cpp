@@ -93,7 +93,8 @@ void McpServer::handle_line(const std::string& line) {
 
 std::optional<Json> McpServer::dispatch(const Json& message, bool allow_async) {
   auto error = [](const Json& id, const RpcError& e) { return Json{{"jsonrpc", "2.0"}, {"id", id}, {"error", e.to_json()}}; };
-  if (!message.is_object() || message.value("jsonrpc", "") != "2.0" || !message.contains("method") ||
+  // value() with a Json default: a "jsonrpc" of another type must not throw (type_error).
+  if (!message.is_object() || message.value("jsonrpc", Json()) != "2.0" || !message.contains("method") ||
       !message["method"].is_string())
     return error(message.is_object() && message.contains("id") ? message["id"] : Json(), {mcp::kInvalidRequest, "Invalid Request", nullptr});
   const std::string method = message["method"];
