@@ -15,6 +15,7 @@
 #include "sandcell/apparmor/lsm_probe.hpp"
 #include "sandcell/apparmor/profile.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/rootless.hpp"
 #include "spec_checks.hpp"
 
 namespace sandcell::runtime {
@@ -41,7 +42,9 @@ std::string overlay_options(const Spec& spec, const std::string& upper, const st
     if (!stacked.insert(layer).second) continue;
     lower += (lower.empty() ? "" : ":") + layer;
   }
-  return "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;
+  // In a user namespace overlayfs may not use trusted.* xattrs; layers unpacked there carry
+  // user.overlay.opaque instead (layer_reader.cpp).
+  return "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work + (rootless() ? ",userxattr" : "");
 }
 
 constexpr const char* kProxyVariables[ProxyEnvPage::kSlots] = {"HTTP_PROXY", "HTTPS_PROXY",
@@ -171,6 +174,7 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir) {
   plan.readonly_paths = spec.readonly_paths;
   plan.hostname = spec.hostname;
   plan.host_network = spec.network == NetworkMode::Host;
+  plan.own_user_ns = rootless();
   plan.rlimits = spec.rlimits;
   plan.cwd = spec.cwd;
   plan.uid = spec.uid;

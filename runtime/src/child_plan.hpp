@@ -120,6 +120,9 @@ struct ChildPlan {
   std::vector<std::string> masked_paths, readonly_paths;
   std::string hostname;
   bool host_network = false;
+  // Rootless: the sandbox gets a user namespace of its own, nested in sandcell's, with the same
+  // ids; the parent writes its maps and the child waits for them before anything else.
+  bool own_user_ns = false;
 
   std::vector<Rlimit> rlimits;
   std::string cwd;

@@ -41,6 +41,12 @@ void wait_for_go(const ChildPlan& plan) {
   if (n != 1) _exit(125);  // the supervisor is gone: run nothing
 }
 
+// Until the parent has written our uid_map and gid_map, every id is unmapped and mounts, chown
+// and setuid fail.
+void wait_for_id_maps(const ChildPlan& plan) {
+  if (plan.own_user_ns) wait_for_go(plan);
+}
+
 void enter_cgroup_namespace(const ChildPlan& plan) {
   if (unshare(CLONE_NEWCGROUP) < 0) child_fail(plan, "unshare(CLONE_NEWCGROUP)");
 }

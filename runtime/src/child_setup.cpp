@@ -15,6 +15,7 @@ namespace sandcell::runtime {
   close(plan.supervisor_sync_fd);  // so a supervisor killed before "go" is a hang-up, not a hang
   reset_signals();
   install_stdio(plan);
+  wait_for_id_maps(plan);         // rootless: the sandbox's own user namespace
   make_mounts_private(plan);
   mount_rootfs(plan);             // overlay: read-only lowers + tmpfs upper
   apply_declared_mounts(plan);

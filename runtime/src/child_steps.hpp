@@ -30,6 +30,7 @@ void make_device_nodes(const ChildPlan& plan, int devfd);  // null zero full ran
 void reset_signals();
 void install_stdio(const ChildPlan& plan);
 void wait_for_go(const ChildPlan& plan);
+void wait_for_id_maps(const ChildPlan& plan);
 void enter_cgroup_namespace(const ChildPlan& plan);
 void set_hostname(const ChildPlan& plan);
 void bring_up_loopback(const ChildPlan& plan);

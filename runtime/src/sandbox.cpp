@@ -14,13 +14,16 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 
 #include "child_plan.hpp"
 #include "network_setup.hpp"
+#include "rootless_limits.hpp"
 #include "run_state.hpp"
 #include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/rootless.hpp"
 #include "spec_checks.hpp"
 #include "supervisor.hpp"
 
@@ -33,7 +36,7 @@ constexpr uint64_t kNamespaces =
 const CgroupHost& cgroup_host() {
   static std::once_flag once;
   static CgroupHost host;
-  std::call_once(once, [] { host = probe_cgroups(); });
+  std::call_once(once, [] { host = rootless() ? probe_rootless_cgroups(probe_cgroups()) : probe_cgroups(); });
   return host;
 }
 
@@ -82,6 +85,7 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup& cgroup, UniqueFd& pidfd) 
   clone_args args{};
   args.flags = kNamespaces | CLONE_PIDFD;
   if (plan.host_network) args.flags &= ~static_cast<uint64_t>(CLONE_NEWNET);
+  if (plan.own_user_ns) args.flags |= CLONE_NEWUSER;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd_raw);
   args.exit_signal = SIGCHLD;
   if (cgroup.clone_into_fd() >= 0) {
@@ -103,8 +107,33 @@ std::string lsm_name(const Spec& spec) {
 }
 
 std::vector<std::string> namespaces_of(const Spec& spec) {
-  if (spec.network == NetworkMode::Host) return {"pid", "mount", "uts", "ipc", "cgroup"};
-  return {"pid", "mount", "network", "uts", "ipc", "cgroup"};
+  std::vector<std::string> names = {"pid", "mount", "network", "uts", "ipc", "cgroup"};
+  if (spec.network == NetworkMode::Host) std::erase(names, "network");
+  if (rootless()) names.push_back("user");
+  return names;
+}
+
+// The sandbox's own user namespace keeps every id of sandcell's (an identity map): files look
+// the same inside, and RLIMIT_NPROC counts this sandbox's processes only. sandcell is root of its
+// namespace, so it may write any map of the ids that namespace has.
+void map_sandbox_ids(pid_t pid, int sync_fd) {
+  for (const char* map : {"uid_map", "gid_map"}) {
+    std::ifstream own(std::string("/proc/self/") + map);
+    std::string text((std::istreambuf_iterator<char>(own)), std::istreambuf_iterator<char>());
+    std::string path = "/proc/" + std::to_string(pid) + "/" + map, lines = identity_map_of(text);
+    UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd || write(fd.get(), lines.data(), lines.size()) != static_cast<ssize_t>(lines.size()))
+      throw Error(errno, "write " + path);
+  }
+  if (send(sync_fd, "u", 1, MSG_NOSIGNAL) < 0 && errno != EPIPE) throw Error(errno, "tell the child its ids are mapped");
+}
+
+// Rootless networking beyond `none` comes with the netx work (a relay to the proxy over a unix
+// socket, pasta or slirp4netns); `host` only shares the user's own network, for image builds.
+void check_rootless_network(const Spec& spec) {
+  if (!rootless() || spec.network == NetworkMode::None || spec.network == NetworkMode::Host) return;
+  throw Error::invalid("--net " + network_name(spec.network) +
+                       " is not available rootless yet (no veth without root); use --net none, or run as root");
 }
 
 Isolation isolation_of(const Spec& spec, CgroupHost::Mode mode) {
@@ -114,7 +143,7 @@ Isolation isolation_of(const Spec& spec, CgroupHost::Mode mode) {
           .lsm = lsm_name(spec),
           .capabilities = spec.capabilities,
           .no_new_privs = spec.no_new_privileges,
-          .rootless = false,
+          .rootless = rootless(),
           .network = network_name(spec.network)};
 }
 
@@ -134,7 +163,7 @@ Status status_of(const SupervisionOutcome& o, const CgroupUsage& usage) {
   if (!killed && WIFEXITED(o.wait_status) && WEXITSTATUS(o.wait_status) == 0) return Status::Ok;
   if (usage.oom_kills > 0) return Status::Oom;
   if (usage.pids_limit_hits > 0) return Status::PidsLimit;
-  if (o.cpu_timeout) return Status::TimeoutCpu;
+  if (o.cpu_timeout || (WIFSIGNALED(o.wait_status) && WTERMSIG(o.wait_status) == SIGXCPU)) return Status::TimeoutCpu;
   if (o.wall_timeout) return Status::TimeoutWall;
   if (WIFSIGNALED(o.wait_status)) return Status::Signaled;
   return Status::ExitNonzero;
@@ -207,6 +236,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                  sync_parent.get(), notify};
   std::optional<SandboxNetwork> network;  // after the pumps: removed before they close
   try {
+    if (plan.own_user_ns) map_sandbox_ids(pid, sync_parent.get());
     l.state.record(pid, l.cgroup.paths());
     if (l.cgroup.clone_into_fd() < 0) l.cgroup.add_process(pid);
     if (l.network.mode == NetworkMode::Allow || l.network.mode == NetworkMode::Full)
@@ -239,7 +269,10 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
 
 Result run_sandbox(const Spec& spec, const RunOptions& options) {
   if (geteuid() != 0)
-    throw Error::invalid("sandcell run must be started as root (rootless mode is not available yet)");
+    throw Error::invalid(rootless_unavailable().empty() ? "sandcell runs sandboxes as root or in a user namespace it "
+                                                          "makes at start (rootless mode)"
+                                                        : rootless_unavailable());
+  check_rootless_network(spec);
   auto start = std::chrono::steady_clock::now();
   std::string state_root = options.state_root.empty() ? default_state_root() : options.state_root;
   std::string run_id = new_run_id();
@@ -255,6 +288,8 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     plan_sandbox_dns(network, state.dir(), plan);
     std::unique_ptr<Cgroup> cgroup = create_cgroup(host, run_id);
     result.enforced = enforce_limits(*cgroup, spec.limits);
+    if (cgroup->mode() == CgroupHost::Mode::None)
+      add_rlimit_fallbacks(spec.limits, plan.own_user_ns, plan.rlimits, result.enforced, result.warnings);
     Launch launch{spec, options, plan, state, *cgroup, network, run_id};
     supervise_child(launch, result, start);
     cgroup->remove();
