@@ -84,9 +84,10 @@ void add_rlimit_fallbacks(const Limits& limits, bool own_user_ns, std::vector<Rl
     enforced["memory_bytes"] = Enforcement::Rlimit;
   }
   if (limits.cpu_s) {
-    // Per process: SIGXCPU at the soft limit, SIGKILL one second later.
+    // Per process, in whole seconds. Soft = hard: at the soft limit the kernel sends SIGXCPU,
+    // which pid 1 of a pid namespace ignores; at the hard limit SIGKILL, which nobody does.
     auto seconds = static_cast<uint64_t>(std::ceil(*limits.cpu_s));
-    add(rlimits, RLIMIT_CPU, seconds, seconds + 1, "cpu_s", warnings);
+    add(rlimits, RLIMIT_CPU, seconds, seconds, "cpu_s", warnings);
     enforced["cpu_s"] = Enforcement::Rlimit;
   }
   // RLIMIT_NPROC counts the processes of one uid in one user namespace (and its children), so

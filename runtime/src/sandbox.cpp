@@ -163,7 +163,7 @@ Status status_of(const SupervisionOutcome& o, const CgroupUsage& usage) {
   if (!killed && WIFEXITED(o.wait_status) && WEXITSTATUS(o.wait_status) == 0) return Status::Ok;
   if (usage.oom_kills > 0) return Status::Oom;
   if (usage.pids_limit_hits > 0) return Status::PidsLimit;
-  if (o.cpu_timeout || (WIFSIGNALED(o.wait_status) && WTERMSIG(o.wait_status) == SIGXCPU)) return Status::TimeoutCpu;
+  if (o.cpu_timeout) return Status::TimeoutCpu;
   if (o.wall_timeout) return Status::TimeoutWall;
   if (WIFSIGNALED(o.wait_status)) return Status::Signaled;
   return Status::ExitNonzero;
@@ -199,6 +199,17 @@ void fill_outcome(Result& result, const SupervisionOutcome& o, const CgroupUsage
                    "; the sandbox was killed";
   }
   (void)limits;
+}
+
+// RLIMIT_CPU ends a process with SIGXCPU at the soft limit, or SIGKILL at the hard one (pid 1 of a
+// pid namespace ignores SIGXCPU); the supervisor sends no SIGKILL without saying why. getrusage
+// trails the tick-based rlimit accounting, hence the margin.
+bool cpu_rlimit_hit(const Result& result) {
+  auto how = result.enforced.find("cpu_s");
+  if (how == result.enforced.end() || how->second != Enforcement::Rlimit || !result.limits.cpu_s) return false;
+  bool cpu_signal = result.signal == SIGKILL || result.signal == SIGXCPU;
+  return result.status == Status::Signaled && cpu_signal &&
+         static_cast<double>(result.cpu_ms) >= *result.limits.cpu_s * 1000 * 0.8;
 }
 
 struct Launch {
@@ -256,6 +267,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                                              std::chrono::steady_clock::now() - start).count());
   CgroupUsage usage = l.cgroup.usage();
   fill_outcome(result, outcome, usage, l.spec.limits);
+  if (cpu_rlimit_hit(result)) result.status = Status::TimeoutCpu;
   result.events.denied_syscalls = outcome.denied_syscalls;
   if (!outcome.seccomp_kill.empty()) result.error = outcome.seccomp_kill;
   if (outcome.child_failure) describe_failure(result, *outcome.child_failure);
