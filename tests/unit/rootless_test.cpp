@@ -129,7 +129,9 @@ TEST(RlimitFallbacks, PidsNeedTheSandboxsOwnUserNamespace) {
   std::vector<Rlimit> rlimits;
   std::map<std::string, Enforcement> enforced;
   std::vector<std::string> warnings;
-  add_rlimit_fallbacks(Limits{.pids = 16}, false, rlimits, enforced, warnings);
+  Limits limits;
+  limits.pids = 16;
+  add_rlimit_fallbacks(limits, false, rlimits, enforced, warnings);
   EXPECT_TRUE(rlimits.empty());
   EXPECT_FALSE(enforced.contains("pids"));  // the caller reports it as none
 }
@@ -145,7 +147,9 @@ TEST(RlimitFallbacks, AValueAboveTheHardLimitIsClampedWithAWarning) {
     std::vector<Rlimit> rlimits;
     std::map<std::string, Enforcement> enforced;
     std::vector<std::string> warnings;
-    add_rlimit_fallbacks(Limits{.memory_bytes = 64ull << 20}, true, rlimits, enforced, warnings);
+    Limits limits;
+    limits.memory_bytes = 64ull << 20;
+    add_rlimit_fallbacks(limits, true, rlimits, enforced, warnings);
     bool ok = rlimits.size() == 1 && rlimits[0].hard == (32ull << 20) && warnings.size() == 1 &&
               warnings[0].starts_with("memory_bytes: clamped to the current hard rlimit 33554432");
     _exit(ok ? 0 : 1);
