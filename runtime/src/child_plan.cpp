@@ -175,6 +175,11 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir) {
   plan.hostname = spec.hostname;
   plan.host_network = spec.network == NetworkMode::Host;
   plan.own_user_ns = rootless();
+  plan.setgroups_denied = plan.own_user_ns && rootless_single_id();
+  if (plan.setgroups_denied && (spec.uid != 0 || spec.gid != 0 || !spec.additional_gids.empty()))
+    throw Error::invalid("user " + std::to_string(spec.uid) + ":" + std::to_string(spec.gid) +
+                         ": rootless without an /etc/subuid and /etc/subgid range only uid and gid 0 exist; "
+                         "add one, e.g. `sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 $USER`");
   plan.rlimits = spec.rlimits;
   plan.cwd = spec.cwd;
   plan.uid = spec.uid;
