@@ -31,6 +31,9 @@ if nft list tables 2>/dev/null | grep -q 'inet sandcell'; then
     nft delete table inet sandcell
   fi
 fi
+# Users the rootless tests make (tests/integration/rootless_user.cpp) are removed with them.
+n=$(grep -c '^sandcell-ci-' /etc/passwd || true)
+[ "$n" -eq 0 ] || say "$n rootless test users left: $(grep '^sandcell-ci-' /etc/passwd | cut -d: -f1 | head -3)"
 # Any process running from our build tree or the test rootfs (the probe program) is a leak.
 p=$(pgrep -f -a 'sandcell run|sc-probe' | grep -v -e pgrep -e check-host-clean || true)
 [ -z "$p" ] || say "processes left: $p"

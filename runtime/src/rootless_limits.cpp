@@ -20,13 +20,15 @@ bool offers(const std::string& dir, std::string_view controller) {
   return false;
 }
 
-// The leaf the supervisor moves to: a cgroup with processes cannot enable controllers for its
-// children (cgroup v2's no-internal-process rule).
-bool move_self_to_leaf(const std::string& dir) {
+// Moves the supervisor to a leaf and enables the controllers for the directory's children: a
+// cgroup with processes cannot (cgroup v2's no-internal-process rule). That fails (EBUSY) while
+// another process, say the shell sandcell was started from, still lives there: then rlimits apply.
+bool claim_subtree(const std::string& dir) {
   const std::string leaf = dir + "/supervisor";
   if (mkdir(leaf.c_str(), 0755) < 0 && errno != EEXIST) return false;
   try {
     cgroupfs::write(leaf + "/cgroup.procs", "0");
+    cgroupfs::write(dir + "/cgroup.subtree_control", "+memory +pids +cpu");
   } catch (const Error&) {
     return false;
   }
@@ -68,7 +70,7 @@ CgroupHost probe_rootless_cgroups(const CgroupHost& host) {
   CgroupHost rootless;
   if (host.v2_root.empty()) return rootless;
   auto dir = delegated_cgroup_v2(host.v2_root, cgroupfs::read_if_exists("/proc/self/cgroup").value_or(""));
-  if (dir && move_self_to_leaf(*dir)) {
+  if (dir && claim_subtree(*dir)) {
     rootless.mode = CgroupHost::Mode::V2;
     rootless.v2_root = *dir;
   }
