@@ -106,6 +106,18 @@ TEST_F(Rootless, NetworkOtherThanNoneIsRefusedWithAReason) {
   EXPECT_NE(r.err.find("not available rootless"), std::string::npos) << r.err;
 }
 
+// Installing the AppArmor profile is root's job; the user can see what it would install.
+TEST_F(Rootless, SetupApparmorPrintsTheProfileForTheUsersBinariesAndNeedsRootToInstall) {
+  auto install = user_->sandcell({"setup", "apparmor"});
+  EXPECT_EQ(install.exit_code, 125);
+  EXPECT_NE(install.err.find("run it as root (sudo sandcell setup apparmor)"), std::string::npos) << install.err;
+  auto print = user_->sandcell({"setup", "apparmor", "--print"});
+  EXPECT_EQ(print.exit_code, 0) << print.err;
+  EXPECT_NE(print.out.find("profile sandcell " + user_->dir() + "/bin/sandcell{,-images} flags=(unconfined) {"),
+            std::string::npos) << print.out;
+  EXPECT_NE(print.out.find("\n  userns,\n"), std::string::npos) << print.out;
+}
+
 TEST_F(Rootless, BuildChownsAndDeletesInsideAndTheStoreIsTheUsers) {
   const std::string ctx = user_->home() + "/ctx";
   fs::create_directories(ctx);
