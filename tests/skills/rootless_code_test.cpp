@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <filesystem>
+
 #include "rootless_user.hpp"
 #include "skills_support.hpp"
 
@@ -26,6 +28,7 @@ TEST(RootlessCode, BashSkillRunsForAnUnprivilegedUserFromItsOwnStore) {
   EXPECT_TRUE(r.record["report"]["isolation"]["rootless"].get<bool>()) << r.record["report"].dump();
   EXPECT_EQ(r.record["report"]["enforced"]["memory_bytes"], "rlimit");
   EXPECT_TRUE(user.processes().empty());
+  EXPECT_TRUE(!std::filesystem::exists(user.state_dir()) || std::filesystem::is_empty(user.state_dir()));
 }
 
 }  // namespace
