@@ -22,6 +22,8 @@ namespace sandcell::runtime {
 namespace {
 
 std::string unavailable_reason;
+constexpr const char* kNewuidmap = "/usr/bin/newuidmap";  // package uidmap
+constexpr const char* kNewgidmap = "/usr/bin/newgidmap";
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
@@ -59,29 +61,33 @@ bool write_file(const std::string& path, const std::string& text) {
   return ok;
 }
 
-// Exit status of `tool PID 0 OWN 1 1 START COUNT` (newuidmap(1), newgidmap(1)).
-int run_id_tool(const char* tool, pid_t pid, unsigned long own, const SubIdRange& range) {
+// Starts `tool PID 0 OWN 1 1 START COUNT` (newuidmap(1), newgidmap(1)); -1 when it cannot.
+pid_t start_id_tool(const char* tool, pid_t pid, unsigned long own, const SubIdRange& range) {
   std::vector<std::string> args = {tool, std::to_string(pid), "0", std::to_string(own), "1", "1",
                                    std::to_string(range.start), std::to_string(range.count)};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t child = -1;
-  if (posix_spawnp(&child, tool, nullptr, nullptr, argv.data(), environ) != 0) return 127;
+  return posix_spawn(&child, tool, nullptr, nullptr, argv.data(), environ) == 0 ? child : -1;
+}
+
+bool succeeded(pid_t child) {
   int status = 0;
-  if (waitpid(child, &status, 0) < 0) return 127;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 // The helper runs outside the new namespace (newuidmap must), waits until the parent has
-// unshared, maps it, and exits 0 on success.
+// unshared, maps it (both tools at once: each is a setuid exec of a few ms), and exits 0 on success.
 [[noreturn]] void map_with_tools(int ready_fd, pid_t target, uid_t uid, gid_t gid,
                                  const SubIdRange& uids, const SubIdRange& gids) {
   char byte = 0;
   if (read(ready_fd, &byte, 1) != 1) _exit(2);
-  if (run_id_tool("newuidmap", target, uid, uids) != 0) _exit(3);
-  if (run_id_tool("newgidmap", target, gid, gids) != 0) _exit(4);
-  _exit(0);
+  pid_t uid_tool = start_id_tool(kNewuidmap, target, uid, uids);
+  pid_t gid_tool = start_id_tool(kNewgidmap, target, gid, gids);
+  bool uids_mapped = succeeded(uid_tool);
+  bool gids_mapped = succeeded(gid_tool);
+  _exit(uids_mapped && gids_mapped ? 0 : 3);
 }
 
 // Only the user's own ids: an unprivileged process may write exactly that, after giving up
@@ -99,7 +105,7 @@ std::optional<SubIdRange> own_range(const char* file, uid_t uid) {
 
 bool unshare_and_map(uid_t uid, gid_t gid) {
   auto uids = own_range("/etc/subuid", uid), gids = own_range("/etc/subgid", uid);
-  bool tools = uids && gids && access("/usr/bin/newuidmap", X_OK) == 0 && access("/usr/bin/newgidmap", X_OK) == 0;
+  bool tools = uids && gids && access(kNewuidmap, X_OK) == 0 && access(kNewgidmap, X_OK) == 0;
   int ready[2] = {-1, -1};
   pid_t helper = -1;
   if (tools && pipe2(ready, O_CLOEXEC) == 0) {
