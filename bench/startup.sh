@@ -4,6 +4,9 @@
 #   bwrap     bwrap --unshare-all --die-with-parent --ro-bind ROOTFS / --proc /proc --dev /dev /bin/true
 #   runc      runc run on an OCI bundle (from `runc spec`) whose root.path is ROOTFS, read-only
 #   sandcell  BUILD/cli/sandcell run --rootfs ROOTFS -- /bin/true
+#   sandcell-rootless  the same as an unprivileged user (a temporary user with a /etc/subuid range,
+#             started through `setpriv --reuid --regid --init-groups --reset-env`), in its own user
+#             namespace with rlimits instead of cgroups
 #
 # Usage: sudo bench/startup.sh [BUILD_DIR]
 #   BUILD_DIR  build tree with cli/sandcell and test-rootfs (default: $BUILD or build/default)
@@ -31,11 +34,11 @@ WARMUP=${WARMUP:-5}
 [[ $WARMUP =~ ^[0-9]+$ ]] || die "WARMUP must be a non-negative integer (got '$WARMUP')"
 
 missing=()
-for tool in hyperfine bwrap runc unshare python3; do
+for tool in hyperfine bwrap runc unshare python3 setpriv useradd newuidmap; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 [ ${#missing[@]} -eq 0 ] ||
-  die "missing tools: ${missing[*]} (run scripts/install-deps.sh: Debian packages hyperfine bubblewrap runc util-linux)"
+  die "missing tools: ${missing[*]} (run scripts/install-deps.sh: Debian packages hyperfine bubblewrap runc util-linux passwd uidmap)"
 
 SANDCELL=$BUILD/cli/sandcell
 [ -x "$SANDCELL" ] ||
@@ -64,8 +67,12 @@ fi
 
 # ---- temp bundle / state dirs, removed on exit ---------------------------------------------------
 TMP=$(mktemp -d /tmp/sandcell-bench.XXXXXX)
+chmod 0755 "$TMP"  # the rootless user runs the copy of sandcell kept here
 STATE=$TMP/runc-state
+BENCH_USER=sandcell-bench-$$
 cleanup() {
+  # Every rootless run has ended (hyperfine waits for each): nothing of the user is left to stop.
+  if id "$BENCH_USER" >/dev/null 2>&1; then userdel "$BENCH_USER" || true; fi
   # Any container a failed run left behind (runc run without -d deletes its own on exit).
   if [ -d "$STATE" ]; then
     for id in $("$RUNC" --root "$STATE" list -q 2>/dev/null); do
@@ -123,12 +130,22 @@ cp "$SANDCELL" "$TMP/sandcell"
 SANDCELL_BIN=$SANDCELL
 SANDCELL=$TMP/sandcell
 
+# The rootless line: a temporary user (removed on exit) with a subordinate id range, so sandcell
+# maps a full range through newuidmap as it would for a real user.
+mkdir -p "$TMP/home"
+useradd --system --user-group --no-create-home --home-dir "$TMP/home" --shell /usr/sbin/nologin "$BENCH_USER"
+usermod --add-subuids 3100000-3165535 --add-subgids 3100000-3165535 "$BENCH_USER"
+chown "$BENCH_USER:" "$TMP/home"
+SETPRIV=$(command -v setpriv)
+ROOTLESS="$SETPRIV --reuid=$BENCH_USER --regid=$BENCH_USER --init-groups --reset-env $SANDCELL run --rootfs $ROOTFS -- /bin/true"
+
 # Smoke-run each command once so a broken runtime fails here with its own message, not in hyperfine.
 "$UNSHARE" --pid --fork --mount --uts --ipc --net "$HOST_TRUE" || die "unshare failed"
 "$BWRAP" --unshare-all --die-with-parent --ro-bind "$ROOTFS" / --proc /proc --dev /dev /bin/true ||
   die "bwrap failed"
 "$RUNC_WRAPPER" </dev/null || die "runc run failed (bundle $BUNDLE)"
 "$SANDCELL" run --rootfs "$ROOTFS" -- /bin/true || die "sandcell run failed"
+(cd "$TMP" && $ROOTLESS) || die "rootless sandcell run failed (as $BENCH_USER)"
 
 OUT=${OUT:-$BUILD/bench}
 mkdir -p "$OUT"
@@ -142,6 +159,7 @@ hyperfine "${shell_opt[@]}" --warmup "$WARMUP" --runs "$RUNS" \
   -n bwrap "$BWRAP --unshare-all --die-with-parent --ro-bind $ROOTFS / --proc /proc --dev /dev /bin/true" \
   -n runc "$RUNC_WRAPPER" \
   -n sandcell "$SANDCELL run --rootfs $ROOTFS -- /bin/true" \
+  -n sandcell-rootless "$ROOTLESS" \
   </dev/null
 
 echo
@@ -155,9 +173,9 @@ import json, sys
 results = json.load(open(sys.argv[1]))["results"]
 by_name = {r["command"]: r for r in results}
 base = by_name["unshare"]["mean"]
-print(f"{'command':<10} {'mean ms':>9} {'stddev ms':>10} {'x unshare':>10}")
+print(f"{'command':<18} {'mean ms':>9} {'stddev ms':>10} {'x unshare':>10}")
 for r in results:
-    print(f"{r['command']:<10} {r['mean'] * 1e3:9.2f} {r['stddev'] * 1e3:10.2f} {r['mean'] / base:10.2f}")
+    print(f"{r['command']:<18} {r['mean'] * 1e3:9.2f} {r['stddev'] * 1e3:10.2f} {r['mean'] / base:10.2f}")
 sc = by_name["sandcell"]["mean"]
 print()
 checks = [
@@ -167,6 +185,8 @@ checks = [
 ]
 for label, ok, detail in checks:
     print(f"target {label:<32} {'met' if ok else 'NOT met':<8} ({detail})")
+rootless = by_name["sandcell-rootless"]["mean"]
+print(f"sandcell-rootless / sandcell (root default) = {rootless / sc:.2f}x (+{(rootless - sc) * 1e3:.1f} ms)")
 EOF
 echo
 echo "results kept in $OUT"

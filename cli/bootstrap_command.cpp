@@ -14,6 +14,7 @@
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/rootless.hpp"
 
 namespace sandcell::cli {
 namespace {
@@ -55,7 +56,9 @@ void slim_down(const std::string& root) {
 }
 
 int bootstrap(const BootstrapFlags& f, const GlobalOptions& g) {
-  if (geteuid() != 0) throw Error::invalid("sandcell bootstrap must run as root (debootstrap needs it)");
+  if (runtime::rootless())
+    throw Error::invalid("sandcell bootstrap must run as root (debootstrap needs it); rootless, `sandcell pull` or "
+                         "`sandcell load` a base image instead");
   rootfs_builder::ImageStore store(g.store_root());
   fs::create_directories(store.tmp_dir());
   std::string work = store.tmp_dir() + "/bootstrap-XXXXXX";

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/rootless.hpp"
 
 namespace {
 
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
 #if !SANDCELL_WITH_IMAGES
   sandcell::cli::forward_unless_lean(argc, argv);
 #endif
+  // Before anything can start a thread: unshare(CLONE_NEWUSER) refuses multi-threaded callers.
+  sandcell::runtime::enter_rootless_namespace();
   // A reader that goes away (`sandcell run ... | head -1`) must not kill the supervisor before
   // it has cleaned up; write errors are handled where they happen.
   signal(SIGPIPE, SIG_IGN);
@@ -44,10 +47,12 @@ int main(int argc, char** argv) {
       "Run `sandcell COMMAND --help` for the options of a command.");
   auto globals = std::make_shared<sandcell::cli::GlobalOptions>();
   app.add_option("--root", globals->root,
-                 "Image store directory [$SANDCELL_ROOT, /var/lib/sandcell as root]");
+                 "Image store directory [$SANDCELL_ROOT, /var/lib/sandcell as root, "
+                 "$XDG_DATA_HOME/sandcell otherwise]");
   sandcell::cli::Action action;
   sandcell::cli::add_run_command(app, action, globals);
   sandcell::cli::add_gc_command(app, action);
+  sandcell::cli::add_setup_command(app, action);
 #if SANDCELL_WITH_IMAGES
   sandcell::cli::enable_image_runs(globals);
   sandcell::cli::add_build_command(app, action, globals);

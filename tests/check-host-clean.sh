@@ -31,6 +31,9 @@ if nft list tables 2>/dev/null | grep -q 'inet sandcell'; then
     nft delete table inet sandcell
   fi
 fi
+# Users the rootless tests make (tests/integration/rootless_user.cpp) are removed with them.
+n=$(grep -c '^sandcell-ci-' /etc/passwd || true)
+[ "$n" -eq 0 ] || say "$n rootless test users left: $(grep '^sandcell-ci-' /etc/passwd | cut -d: -f1 | head -3)"
 # Any process running from our build tree or the test rootfs (the probe program) is a leak, and
 # so is a slirp4netns that sandcell started (network/src/slirp.cpp: these exact first flags).
 p=$(pgrep -f -a 'sandcell run|sc-probe|slirp4netns --configure --mtu=65520 --disable-host-loopback' |

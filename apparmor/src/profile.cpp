@@ -180,6 +180,13 @@ std::string load_profile_template(const std::string& name) {
   throw Error(ENOENT, "AppArmor profile template " + name + " in " + tried + kInstallDir);
 }
 
+std::string binary_profile(const std::string& bin_dir) {
+  if (!bin_dir.starts_with('/'))
+    throw Error::invalid("AppArmor profile: " + bin_dir + " is not an absolute directory");
+  std::string dir = bin_dir.size() > 1 && bin_dir.ends_with('/') ? bin_dir.substr(0, bin_dir.size() - 1) : bin_dir;
+  return render_profile(load_profile_template("sandcell-binary"), {{"bin_dir", dir}});
+}
+
 std::string strip_userns_rule(std::string_view profile) {
   std::string out;
   out.reserve(profile.size());

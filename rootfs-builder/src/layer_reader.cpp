@@ -18,6 +18,7 @@
 #include "fs_tree.hpp"
 #include "gzip_sink.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/runtime/rootless.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {
@@ -88,13 +89,25 @@ class SafeExtractor {
   std::map<std::string, Attributes> dirs_;  // applied last, deepest first
 };
 
+// EINVAL from chown: the id has no mapping in this user namespace (rootless without subordinate ids).
+Error chown_error(const std::string& name, uid_t uid, gid_t gid) {
+  int err = errno;
+  std::string step = "chown " + name + " to " + std::to_string(uid) + ":" + std::to_string(gid);
+  if (err == EINVAL && runtime::rootless_single_id())
+    step += " (rootless without an /etc/subuid and /etc/subgid range only uid and gid 0 exist; add one, e.g. "
+            "`sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 $USER`)";
+  return Error(err, step);
+}
+
 SafeExtractor::SafeExtractor(const std::string& dest, const ExtractOptions& options)
     : dest_(dest),
       root_(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)),
       whiteouts_(options.whiteouts),
       preserve_owner_(options.preserve_owner.value_or(::geteuid() == 0)),
-      opaque_xattr_(options.opaque_xattr.value_or(::geteuid() == 0 ? "trusted.overlay.opaque"
-                                                                   : "user.overlay.opaque")) {
+      // trusted.* needs CAP_SYS_ADMIN on the host; in rootless mode overlayfs reads user.*
+      // (its `userxattr` option).
+      opaque_xattr_(options.opaque_xattr.value_or(::geteuid() == 0 && !runtime::rootless() ? "trusted.overlay.opaque"
+                                                                                          : "user.overlay.opaque")) {
   if (!root_) throw Error(errno, "open extraction root " + dest);
 }
 
@@ -232,7 +245,7 @@ void SafeExtractor::extract_file(archive* a, int parent, const std::string& name
     throw Error(errno, "truncate " + name);
   // chown before chmod: chown clears setuid/setgid bits.
   if (preserve_owner_ && ::fchown(fd.get(), attrs.uid, attrs.gid) != 0)
-    throw Error(errno, "chown " + name);
+    throw chown_error(name, attrs.uid, attrs.gid);
   if (::fchmod(fd.get(), attrs.mode) != 0) throw Error(errno, "chmod " + name);
   for (const auto& [key, value] : attrs.xattrs)
     (void)::fsetxattr(fd.get(), key.c_str(), value.data(), value.size(),
@@ -273,7 +286,7 @@ void SafeExtractor::set_owner_and_time(int parent, const std::string& name,
                                        const Attributes& attrs) {
   if (preserve_owner_ &&
       ::fchownat(parent, name.c_str(), attrs.uid, attrs.gid, AT_SYMLINK_NOFOLLOW) != 0)
-    throw Error(errno, "chown " + name);
+    throw chown_error(name, attrs.uid, attrs.gid);
   const timespec times[2] = {attrs.mtime, attrs.mtime};
   if (::utimensat(parent, name.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
     throw Error(errno, "set times of " + name);
@@ -293,7 +306,7 @@ void SafeExtractor::apply_dir_attributes() {
     UniqueFd fd(openat2_in_root(root_.get(), dir->first, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
     if (!fd) continue;  // replaced by a later entry
     if (preserve_owner_ && ::fchown(fd.get(), attrs.uid, attrs.gid) != 0)
-      throw Error(errno, "chown " + dir->first);
+      throw chown_error(dir->first, attrs.uid, attrs.gid);
     if (::fchmod(fd.get(), attrs.mode) != 0) throw Error(errno, "chmod " + dir->first);
     for (const auto& [key, value] : attrs.xattrs)
       (void)::fsetxattr(fd.get(), key.c_str(), value.data(), value.size(), 0);

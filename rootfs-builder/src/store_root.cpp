@@ -4,11 +4,13 @@
 
 #include <cstdlib>
 
+#include "sandcell/runtime/rootless.hpp"
+
 namespace sandcell::rootfs_builder {
 
 std::string default_store_root() {
   if (const char* env = std::getenv("SANDCELL_ROOT"); env != nullptr && *env != '\0') return env;
-  if (geteuid() == 0) return "/var/lib/sandcell";
+  if (!runtime::rootless()) return "/var/lib/sandcell";
   if (const char* data = std::getenv("XDG_DATA_HOME"); data != nullptr && *data != '\0')
     return std::string(data) + "/sandcell";
   const char* home = std::getenv("HOME");

@@ -211,8 +211,18 @@ void mount_proc_dev_sys(const ChildPlan& plan) {
   make_dev_links_and_dirs(plan, devfd);
   close(devfd);
   int sys = open_system_dir(plan, rootfd, "sys");
-  mount_at_fd(plan, "sysfs", sys, "sysfs", kNoSuidDev | MS_NOEXEC | MS_RDONLY, nullptr,
-              "sysfs on /sys (read-only)");
+  if (plan.own_user_ns && plan.host_network) {
+    // sysfs may only be mounted by the user namespace that owns the network namespace; the
+    // host's belongs to the host, so its /sys is bound (recursively: the host's submounts are
+    // locked to it) and made read-only.
+    mount_at_fd(plan, "/sys", sys, nullptr, MS_BIND | MS_REC, nullptr, "/sys (bound from the host)");
+    close(sys);
+    sys = open_system_dir(plan, rootfd, "sys");
+    remount_read_only(plan, sys, kNoSuidDev | MS_NOEXEC, "/sys");
+  } else {
+    mount_at_fd(plan, "sysfs", sys, "sysfs", kNoSuidDev | MS_NOEXEC | MS_RDONLY, nullptr,
+                "sysfs on /sys (read-only)");
+  }
   close(sys);
   close(proc);
   close(rootfd);

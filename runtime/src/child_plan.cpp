@@ -15,6 +15,7 @@
 #include "sandcell/apparmor/lsm_probe.hpp"
 #include "sandcell/apparmor/profile.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/rootless.hpp"
 #include "spec_checks.hpp"
 
 namespace sandcell::runtime {
@@ -44,11 +45,13 @@ std::vector<std::string> stacked_layers(const Spec& spec) {
   return layers;
 }
 
+// In a user namespace overlayfs may not use trusted.* xattrs: `userxattr` keeps its own in
+// user.*, and layers unpacked rootless carry user.overlay.opaque (layer_reader.cpp).
 std::string overlay_options(const std::vector<std::string>& lowers, const std::string& upper,
-                            const std::string& work) {
+                            const std::string& work, bool userxattr) {
   std::string lower;
   for (const std::string& layer : lowers) lower += (lower.empty() ? "" : ":") + layer;
-  return "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;
+  return "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work + (userxattr ? ",userxattr" : "");
 }
 
 // `--userns=auto`: the child works relative to its scratch tmpfs (its cwd), because once it is
@@ -67,7 +70,7 @@ void plan_userns_rootfs(const Spec& spec, ChildPlan& plan) {
   plan.work_dir = "work";
   plan.root_dir = "root";
   for (size_t i = 0; i < plan.lower_layers.size(); ++i) plan.lower_mount_points.push_back("lower" + std::to_string(i));
-  plan.overlay_options = overlay_options(plan.lower_mount_points, plan.upper_dir, plan.work_dir) + ",userxattr";
+  plan.overlay_options = overlay_options(plan.lower_mount_points, plan.upper_dir, plan.work_dir, true);
 }
 
 constexpr const char* kProxyVariables[ProxyEnvPage::kSlots] = {"HTTP_PROXY", "HTTPS_PROXY",
@@ -191,13 +194,19 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir) {
   plan.upper_dir = plan.persistent_upper ? spec.rootfs_upper_dir : scratch_dir + "/upper";
   plan.work_dir = plan.persistent_upper ? spec.rootfs_work_dir : scratch_dir + "/work";
   plan.root_dir = scratch_dir + "/root";
-  plan.overlay_options = overlay_options(stacked_layers(spec), plan.upper_dir, plan.work_dir);
+  plan.overlay_options = overlay_options(stacked_layers(spec), plan.upper_dir, plan.work_dir, rootless());
   plan_userns_rootfs(spec, plan);
   plan.mounts = plan_mounts(spec);
   plan.masked_paths = spec.masked_paths;
   plan.readonly_paths = spec.readonly_paths;
   plan.hostname = spec.hostname;
   plan.host_network = spec.network == NetworkMode::Host;
+  plan.own_user_ns = rootless();
+  plan.setgroups_denied = plan.own_user_ns && rootless_single_id();
+  if (plan.setgroups_denied && (spec.uid != 0 || spec.gid != 0 || !spec.additional_gids.empty()))
+    throw Error::invalid("user " + std::to_string(spec.uid) + ":" + std::to_string(spec.gid) +
+                         ": rootless without an /etc/subuid and /etc/subgid range only uid and gid 0 exist; "
+                         "add one, e.g. `sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 $USER`");
   plan.rlimits = spec.rlimits;
   plan.cwd = spec.cwd;
   plan.uid = spec.uid;

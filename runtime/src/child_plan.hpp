@@ -131,6 +131,10 @@ struct ChildPlan {
   std::vector<std::string> masked_paths, readonly_paths;
   std::string hostname;
   bool host_network = false;
+  // Rootless: the sandbox gets a user namespace of its own, nested in sandcell's, with the same
+  // ids; the parent writes its maps and the child waits for them before anything else.
+  bool own_user_ns = false;
+  bool setgroups_denied = false;  // single-id rootless: the kernel refuses setgroups(2)
 
   std::vector<Rlimit> rlimits;
   std::string cwd;

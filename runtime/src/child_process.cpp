@@ -157,7 +157,9 @@ void drop_bounding_set(const ChildPlan& plan) {
 void switch_user(const ChildPlan& plan) {
   // KEEPCAPS: a requested capability must survive the switch away from uid 0.
   if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_KEEPCAPS)");
-  if (setgroups(plan.groups.size(), plan.groups.data()) < 0) child_fail(plan, "setgroups");
+  // Single-id rootless: setgroups is denied for good (user_namespaces(7)); there are no groups
+  // to set (make_child_plan refused any), and the inherited ones cannot be dropped.
+  if (!plan.setgroups_denied && setgroups(plan.groups.size(), plan.groups.data()) < 0) child_fail(plan, "setgroups");
   if (setresgid(plan.gid, plan.gid, plan.gid) < 0) child_fail(plan, "setresgid %u", plan.gid);
   if (setresuid(plan.uid, plan.uid, plan.uid) < 0) child_fail(plan, "setresuid %u", plan.uid);
   if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_KEEPCAPS, 0)");

@@ -15,7 +15,7 @@ namespace sandcell::runtime {
   close(plan.supervisor_sync_fd);  // so a supervisor killed before "go" is a hang-up, not a hang
   reset_signals();
   install_stdio(plan);
-  IdmappedLayers layers = wait_for_id_maps(plan);  // --userns=auto: the supervisor wrote the maps
+  IdmappedLayers layers = wait_for_id_maps(plan);  // own user namespace: the supervisor wrote the maps
   make_mounts_private(plan);
   mount_scratch(plan);            // a tmpfs for the overlay's upper layer, and our cwd
   switch_to_namespace_root(plan); // --userns=auto: files are created as the mapped root from here

@@ -9,12 +9,15 @@ namespace sandcell::runtime {
     __attribute__((format(printf, 2, 3)));
 [[noreturn]] void child_exec_failed(const ChildPlan& plan, int err, const char* program);
 
-// child_userns.cpp (--userns=auto; each step does nothing without it)
+// child_userns.cpp (--userns=auto, and the rootless sandbox's own user namespace; each step
+// does nothing without them)
 struct IdmappedLayers {
   int fds[kMaxIdmappedLayers];
   size_t count = 0;
 };
-IdmappedLayers wait_for_id_maps(const ChildPlan& plan);  // and receive the idmapped layers
+// Until the parent has written our uid_map and gid_map, every id is unmapped and mounts, chown
+// and setuid fail. --userns=auto also receives the idmapped layers with the go-ahead.
+IdmappedLayers wait_for_id_maps(const ChildPlan& plan);
 void switch_to_namespace_root(const ChildPlan& plan);
 void attach_idmapped_layers(const ChildPlan& plan, const IdmappedLayers& layers);
 

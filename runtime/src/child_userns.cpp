@@ -18,6 +18,7 @@ namespace sandcell::runtime {
 
 IdmappedLayers wait_for_id_maps(const ChildPlan& plan) {
   IdmappedLayers layers;
+  if (plan.own_user_ns) wait_for_go(plan);  // rootless: an identity map, no layers to receive
   if (!plan.user_namespace) return layers;
   char tag = 0;
   iovec data{.iov_base = &tag, .iov_len = 1};

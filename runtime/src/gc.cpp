@@ -13,6 +13,7 @@
 #include "sandcell/network/gc.hpp"
 #include "sandcell/network/veth.hpp"
 #include "sandcell/runtime/cgroup.hpp"
+#include "sandcell/runtime/rootless.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "userns_pool.hpp"
 
@@ -88,6 +89,9 @@ std::vector<std::string> collect_garbage(const std::string& state_root) {
   const std::set<std::string> live_networks = live_network_ids(root);
   collect_run_states(root, removed);
   for (std::string& line : collect_userns_claims(root, run_is_live)) removed.push_back(std::move(line));
+  // Rootless runs make no host cgroups (a delegated subtree goes with the user's own cgroup), no
+  // veths and no nft elements; those of root's runs are not the user's to judge.
+  if (rootless()) return removed;
   collect_cgroups(removed);
   collect_networks(live_networks, removed);
   return removed;

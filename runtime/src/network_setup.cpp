@@ -1,5 +1,6 @@
 // `--net allow:` and `--net full` in the supervisor (see network_setup.hpp).
 #include "network_setup.hpp"
+#include "sandcell/runtime/rootless.hpp"
 
 #include <unistd.h>
 
@@ -73,16 +74,6 @@ void check_flags_fit_mode(const Spec& spec) {
     throw Error::invalid("--net-transport needs --net allow:HOSTS or --net full");
 }
 
-// Rootless: not root in the initial user namespace (sandcell re-execs into a user namespace of
-// its own), so there is no CAP_NET_ADMIN in the host's netns for veths and nft.
-bool rootless() {
-  if (geteuid() != 0) return true;
-  std::ifstream in("/proc/self/uid_map");
-  uint64_t inside = 1, outside = 1, count = 0;
-  in >> inside >> outside >> count;
-  return !(inside == 0 && outside == 0 && count == 4294967295u);
-}
-
 // A program with CAP_NET_ADMIN could drop the slirp filter, one with CAP_NET_RAW could write
 // frames to the tap past it.
 void check_slirp_capabilities(const Spec& spec) {
@@ -102,8 +93,12 @@ void check_slirp_capabilities(const Spec& spec) {
 NetworkTransport resolve_transport(const Spec& spec) {
   NetworkTransport t = spec.network_policy.transport;
   const bool allow = spec.network == NetworkMode::Allow;
+  // Rootless full mode is not there yet: slirp4netns started by the user fails to configure the
+  // sandbox's netns (it works as root with --net-transport slirp).
+  if (!allow && rootless())
+    throw Error::invalid("--net full is not available rootless yet; use --net allow:HOSTS (the proxy) or run as root");
   if (t == NetworkTransport::Auto)
-    t = allow ? NetworkTransport::Socket : rootless() ? NetworkTransport::Slirp : NetworkTransport::Veth;
+    t = allow ? NetworkTransport::Socket : NetworkTransport::Veth;
   if (allow && t == NetworkTransport::Slirp)
     throw Error::invalid("--net-transport slirp is for --net full; allow: uses socket or veth");
   if (!allow && t == NetworkTransport::Socket)

@@ -79,6 +79,7 @@ nlohmann::json to_json(const Result& r) {
       {"isolation", isolation_json(r.isolation)}, {"events", events_json(r.events)},
   };
   if (!r.error.empty()) j["error"] = r.error;
+  if (!r.warnings.empty()) j["warnings"] = r.warnings;
   // Invalid UTF-8 from the program is replaced, not fatal: the record must always serialise.
   if (r.stdout_text) j["stdout"] = *r.stdout_text;
   if (r.stderr_text) j["stderr"] = *r.stderr_text;

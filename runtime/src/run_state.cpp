@@ -10,14 +10,34 @@
 #include <nlohmann/json.hpp>
 
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/rootless.hpp"
 
 namespace sandcell::runtime {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Rootless: $XDG_RUNTIME_DIR/sandcell, else /tmp/sandcell-UID. /tmp is shared: the directory must be
+// ours, a real directory and 0700, or another user could plant a symlink or read run state.
+std::string rootless_state_root() {
+  if (const char* runtime_dir = getenv("XDG_RUNTIME_DIR"); runtime_dir != nullptr && *runtime_dir == '/')
+    return std::string(runtime_dir) + "/sandcell";
+  std::string dir = "/tmp/sandcell-" + std::to_string(rootless_host_uid());
+  if (mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST) throw Error(errno, "create state directory " + dir);
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) < 0) throw Error(errno, "stat " + dir);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0)
+    throw Error::invalid(dir + " is not a private directory of this user (0700, owned by it): remove it or set "
+                         "SANDCELL_STATE");
+  return dir;
+}
+
+}  // namespace
+
 std::string default_state_root() {
   if (const char* env = getenv("SANDCELL_STATE"); env != nullptr && *env != '\0') return env;
-  return "/run/sandcell";
+  return rootless() ? rootless_state_root() : "/run/sandcell";
 }
 
 std::string new_run_id() {

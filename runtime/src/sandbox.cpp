@@ -14,14 +14,17 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 
 #include "child_messages.hpp"
 #include "child_plan.hpp"
 #include "network_setup.hpp"
+#include "rootless_limits.hpp"
 #include "run_state.hpp"
 #include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/rootless.hpp"
 #include "spec_checks.hpp"
 #include "supervisor.hpp"
 #include "userns_mounts.hpp"
@@ -36,7 +39,7 @@ constexpr uint64_t kNamespaces =
 const CgroupHost& cgroup_host() {
   static std::once_flag once;
   static CgroupHost host;
-  std::call_once(once, [] { host = probe_cgroups(); });
+  std::call_once(once, [] { host = rootless() ? probe_rootless_cgroups(probe_cgroups()) : probe_cgroups(); });
   return host;
 }
 
@@ -87,7 +90,7 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup& cgroup, UniqueFd& pidfd) 
   if (plan.host_network) args.flags &= ~static_cast<uint64_t>(CLONE_NEWNET);
   // --userns=auto: one clone makes the user namespace and the others, so it owns them and the
   // child, its root, may mount, set the hostname and bring up lo in them.
-  if (plan.user_namespace) args.flags |= CLONE_NEWUSER;
+  if (plan.user_namespace || plan.own_user_ns) args.flags |= CLONE_NEWUSER;  // and rootless
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd_raw);
   args.exit_signal = SIGCHLD;
   if (cgroup.clone_into_fd() >= 0) {
@@ -109,10 +112,25 @@ std::string lsm_name(const Spec& spec) {
 }
 
 std::vector<std::string> namespaces_of(const Spec& spec) {
-  std::vector<std::string> names{"pid", "mount", "network", "uts", "ipc", "cgroup"};
+  std::vector<std::string> names = {"pid", "mount", "network", "uts", "ipc", "cgroup"};
   if (spec.network == NetworkMode::Host) std::erase(names, "network");
-  if (spec.user_namespace == UserNamespace::Auto) names.push_back("user");
+  if (rootless() || spec.user_namespace == UserNamespace::Auto) names.push_back("user");
   return names;
+}
+
+// The sandbox's own user namespace keeps every id of sandcell's (an identity map): files look
+// the same inside, and RLIMIT_NPROC counts this sandbox's processes only. sandcell is root of its
+// namespace, so it may write any map of the ids that namespace has.
+void map_sandbox_ids(pid_t pid, int sync_fd) {
+  for (const char* map : {"uid_map", "gid_map"}) {
+    std::ifstream own(std::string("/proc/self/") + map);
+    std::string text((std::istreambuf_iterator<char>(own)), std::istreambuf_iterator<char>());
+    std::string path = "/proc/" + std::to_string(pid) + "/" + map, lines = identity_map_of(text);
+    UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd || write(fd.get(), lines.data(), lines.size()) != static_cast<ssize_t>(lines.size()))
+      throw Error(errno, "write " + path);
+  }
+  if (send(sync_fd, "u", 1, MSG_NOSIGNAL) < 0 && errno != EPIPE) throw Error(errno, "tell the child its ids are mapped");
 }
 
 Isolation isolation_of(const Spec& spec, const NetworkPlan& network, CgroupHost::Mode mode) {
@@ -122,7 +140,7 @@ Isolation isolation_of(const Spec& spec, const NetworkPlan& network, CgroupHost:
           .lsm = lsm_name(spec),
           .capabilities = spec.capabilities,
           .no_new_privs = spec.no_new_privileges,
-          .rootless = false,
+          .rootless = rootless(),
           .network = network_name(spec.network),
           .network_transport = transport_name(network.transport),
           .userns = std::nullopt};  // set once a range is claimed
@@ -184,6 +202,17 @@ void fill_outcome(Result& result, const SupervisionOutcome& o, const CgroupUsage
   (void)limits;
 }
 
+// RLIMIT_CPU ends a process with SIGXCPU at the soft limit, or SIGKILL at the hard one (pid 1 of a
+// pid namespace ignores SIGXCPU); the supervisor sends no SIGKILL without saying why. getrusage
+// trails the tick-based rlimit accounting, hence the margin.
+bool cpu_rlimit_hit(const Result& result) {
+  auto how = result.enforced.find("cpu_s");
+  if (how == result.enforced.end() || how->second != Enforcement::Rlimit || !result.limits.cpu_s) return false;
+  bool cpu_signal = result.signal == SIGKILL || result.signal == SIGXCPU;
+  return result.status == Status::Signaled && cpu_signal &&
+         static_cast<double>(result.cpu_ms) >= *result.limits.cpu_s * 1000 * 0.8;
+}
+
 struct Launch {
   const Spec& spec;
   const RunOptions& options;
@@ -194,6 +223,22 @@ struct Launch {
   const std::string& run_id;
   const UsernsMapping* userns;  // --userns=auto
 };
+
+// A setup step of the supervisor failed because the child had already failed and exited (its
+// namespaces are gone): the child's own message is the cause worth reporting.
+void rethrow_child_failure(int sync_fd) {
+  std::optional<ChildMessage> failure;
+  try {
+    while (std::optional<ReceivedMessage> received = receive_child_message(sync_fd)) {
+      if (received->message.kind < 0) break;  // nothing more queued
+      if (received->message.kind == ChildMessage::SetupFailed) failure = received->message;
+      if (failure) break;
+    }
+  } catch (const Error&) {
+    return;  // the socket failed too: the supervisor's own error stands
+  }
+  if (failure) throw Error(failure->err, std::string(failure->step, strnlen(failure->step, sizeof failure->step)));
+}
 
 void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock::time_point start) {
   Pipe out = make_output_pipe("stdout"), err = make_output_pipe("stderr");
@@ -222,6 +267,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   std::optional<SandboxNetwork> network;  // after the pumps: removed before they close
   try {
     if (l.userns) map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
+    if (plan.own_user_ns) map_sandbox_ids(pid, sync_parent.get());
     l.state.record(pid, l.cgroup.paths());
     if (l.cgroup.clone_into_fd() < 0) l.cgroup.add_process(pid);
     if (l.network.mode == NetworkMode::Allow || l.network.mode == NetworkMode::Full) {
@@ -240,6 +286,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   } catch (...) {
     kill_sandbox(run);
     waitpid(pid, nullptr, 0);
+    rethrow_child_failure(sync_parent.get());
     throw;
   }
   SupervisionOutcome outcome = supervise(run);
@@ -248,6 +295,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                                              std::chrono::steady_clock::now() - start).count());
   CgroupUsage usage = l.cgroup.usage();
   fill_outcome(result, outcome, usage, l.spec.limits);
+  if (cpu_rlimit_hit(result)) result.status = Status::TimeoutCpu;
   result.events.denied_syscalls = outcome.denied_syscalls;
   if (!outcome.seccomp_kill.empty()) result.error = outcome.seccomp_kill;
   if (outcome.child_failure) describe_failure(result, *outcome.child_failure);
@@ -261,7 +309,9 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
 
 Result run_sandbox(const Spec& spec, const RunOptions& options) {
   if (geteuid() != 0)
-    throw Error::invalid("sandcell run must be started as root (rootless mode is not available yet)");
+    throw Error::invalid(rootless_unavailable().empty() ? "sandcell runs sandboxes as root or in a user namespace it "
+                                                          "makes at start (rootless mode)"
+                                                        : rootless_unavailable());
   auto start = std::chrono::steady_clock::now();
   std::string state_root = options.state_root.empty() ? default_state_root() : options.state_root;
   std::string run_id = new_run_id();
@@ -284,6 +334,8 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     }
     std::unique_ptr<Cgroup> cgroup = create_cgroup(host, run_id);
     result.enforced = enforce_limits(*cgroup, spec.limits);
+    if (cgroup->mode() == CgroupHost::Mode::None)
+      add_rlimit_fallbacks(spec.limits, plan.own_user_ns, plan.rlimits, result.enforced, result.warnings);
     Launch launch{spec, options, plan, state, *cgroup, network, run_id,
                   userns ? &userns->mapping() : nullptr};
     supervise_child(launch, result, start);

@@ -1,4 +1,5 @@
 #include "spec_checks.hpp"
+#include "sandcell/runtime/rootless.hpp"
 
 #include <sys/stat.h>
 
@@ -23,6 +24,9 @@ void check_sandbox_path(const std::string& path, const std::string& what) {
 static void check_userns_spec(const Spec& spec) {
   if (spec.user_namespace != UserNamespace::Auto) return;
   if (spec.container) throw Error::invalid("--userns=auto is not for OCI containers (config.json has linux.uidMappings)");
+  if (rootless())
+    throw Error::invalid("--userns=auto needs root (it maps host id ranges and idmaps the image layers); rootless "
+                         "sandcell already gives every sandbox a user namespace of its own");
   if (spec.network == NetworkMode::Host) throw Error::invalid("--userns=auto cannot share the host's network namespace");
   if (!spec.rootfs_upper_dir.empty()) throw Error::invalid("--userns=auto does not keep a rootfs upper directory");
   std::vector<uint32_t> ids{spec.uid, spec.gid};

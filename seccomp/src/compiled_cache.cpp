@@ -1,3 +1,4 @@
+#include "sandcell/runtime/rootless.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 
 #include <seccomp.h>
@@ -171,7 +172,7 @@ std::optional<runtime::SeccompProgram> compile_profile_arg(const std::string& ar
 }
 
 std::string default_cache_dir() {
-  if (geteuid() == 0) return "/var/cache/sandcell/seccomp";
+  if (!runtime::rootless()) return "/var/cache/sandcell/seccomp";
   const char* cache = getenv("XDG_CACHE_HOME");
   const char* home = getenv("HOME");
   return cache && *cache ? std::string(cache) + "/sandcell/seccomp"

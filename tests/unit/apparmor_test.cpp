@@ -133,14 +133,21 @@ TEST(AppArmorProfile, Default_ConfinesPtraceAndSignalsToTheProfile) {
   }
 }
 
-TEST(AppArmorProfile, Binary_AttachesToSandcellUnconfinedWithUserns) {
-  std::set<std::string> rules = rules_of(load_profile_template("sandcell-binary"));
-  EXPECT_TRUE(rules.contains("profile sandcell /usr/{local/,}bin/sandcell flags=(unconfined) {"));
+TEST(AppArmorProfile, Binary_AttachesToBothExecutablesUnconfinedWithUserns) {
+  std::set<std::string> rules = rules_of(binary_profile("/opt/sandcell/bin/"));
+  EXPECT_TRUE(rules.contains("profile sandcell /opt/sandcell/bin/sandcell{,-images} flags=(unconfined) {"));
   EXPECT_TRUE(rules.contains("userns,"));
+  EXPECT_TRUE(rules.contains("#include if exists <local/sandcell>"));
+}
+
+TEST(AppArmorProfile, Binary_RefusesDirectoriesThatWouldInjectRules) {
+  EXPECT_THROW(binary_profile("relative/bin"), Error);
+  EXPECT_THROW(binary_profile("/opt/x, /** rwx"), Error);
+  EXPECT_THROW(binary_profile("/opt/{a,b}"), Error);
 }
 
 TEST(AppArmorProfile, StripUserns_RemovesExactlyTheUsernsRule) {
-  std::string binary = load_profile_template("sandcell-binary");
+  std::string binary = binary_profile("/usr/bin");
   std::string expected = binary;
   expected.erase(expected.find("  userns,\n"), std::string("  userns,\n").size());
   EXPECT_EQ(strip_userns_rule(binary), expected);
@@ -208,7 +215,7 @@ TEST(AppArmorProfile, Parser_AcceptsRenderedDefault) {
 }
 
 TEST(AppArmorProfile, Parser_AcceptsBinaryWithUsernsStripped) {
-  expect_parses(strip_userns_rule(render_profile(load_profile_template("sandcell-binary"), {})),
+  expect_parses(strip_userns_rule(binary_profile("/usr/local/bin")),
                 "sandcell-binary (userns rule stripped)");
 }
 

@@ -14,6 +14,7 @@
 #include "base64.hpp"
 #include "sandcell/rootfs_builder/registry_reference.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/rootless.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -22,7 +23,8 @@ using nlohmann::json;
 
 std::string home_dir() {
   if (const char* home = getenv("HOME"); home != nullptr && *home != '\0') return home;
-  const passwd* pw = getpwuid(getuid());
+  // In rootless mode getuid() is 0 inside sandcell's user namespace: the user is the host uid.
+  const passwd* pw = getpwuid(runtime::rootless_host_uid());
   return pw != nullptr ? pw->pw_dir : "/";
 }
 

@@ -81,6 +81,7 @@ struct Result {
   Isolation isolation;
   Events events;
   std::string error;  // runtime_error: what failed; also execve failures
+  std::vector<std::string> warnings;  // a limit weaker than asked (clamped rlimits)
 
   // Filled by callers that capture output instead of passing it through (`--json`).
   std::optional<std::string> stdout_text;

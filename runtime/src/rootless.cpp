@@ -1,0 +1,213 @@
+// Rootless mode: entering the user namespace an unprivileged sandcell works in, and the small
+// facts the rest of the runtime asks about it.
+#include "sandcell/runtime/rootless.hpp"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sched.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "sandcell/runtime/number.hpp"
+
+extern char** environ;
+
+namespace sandcell::runtime {
+namespace {
+
+std::string unavailable_reason;
+constexpr const char* kNewuidmap = "/usr/bin/newuidmap";  // package uidmap
+constexpr const char* kNewgidmap = "/usr/bin/newgidmap";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string first_word(const std::string& path) {
+  std::istringstream in(read_text(path));
+  std::string word;
+  in >> word;
+  return word;
+}
+
+std::vector<std::vector<std::string>> map_lines(std::string_view map_text) {
+  std::vector<std::vector<std::string>> lines;
+  std::istringstream in{std::string(map_text)};
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> fields;
+    for (std::string w; words >> w;) fields.push_back(w);
+    if (fields.size() == 3) lines.push_back(fields);
+  }
+  return lines;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  int saved = errno;
+  close(fd);
+  errno = saved;
+  return ok;
+}
+
+// Starts `tool PID 0 OWN 1 1 START COUNT` (newuidmap(1), newgidmap(1)); -1 when it cannot.
+pid_t start_id_tool(const char* tool, pid_t pid, unsigned long own, const SubIdRange& range) {
+  std::vector<std::string> args = {tool, std::to_string(pid), "0", std::to_string(own), "1", "1",
+                                   std::to_string(range.start), std::to_string(range.count)};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t child = -1;
+  return posix_spawn(&child, tool, nullptr, nullptr, argv.data(), environ) == 0 ? child : -1;
+}
+
+bool succeeded(pid_t child) {
+  int status = 0;
+  return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// The helper runs outside the new namespace (newuidmap must), waits until the parent has
+// unshared, maps it (both tools at once: each is a setuid exec of a few ms), and exits 0 on success.
+[[noreturn]] void map_with_tools(int ready_fd, pid_t target, uid_t uid, gid_t gid,
+                                 const SubIdRange& uids, const SubIdRange& gids) {
+  char byte = 0;
+  if (read(ready_fd, &byte, 1) != 1) _exit(2);
+  pid_t uid_tool = start_id_tool(kNewuidmap, target, uid, uids);
+  pid_t gid_tool = start_id_tool(kNewgidmap, target, gid, gids);
+  bool uids_mapped = succeeded(uid_tool);
+  bool gids_mapped = succeeded(gid_tool);
+  _exit(uids_mapped && gids_mapped ? 0 : 3);
+}
+
+// Only the user's own ids: an unprivileged process may write exactly that, after giving up
+// setgroups(2) (user_namespaces(7)).
+bool map_single_id(uid_t uid, gid_t gid) {
+  return write_file("/proc/self/setgroups", "deny") &&
+         write_file("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") &&
+         write_file("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1");
+}
+
+std::optional<SubIdRange> own_range(const char* file, uid_t uid) {
+  const passwd* pw = getpwuid(uid);
+  return find_subid_range(read_text(file), pw != nullptr ? pw->pw_name : "", uid);
+}
+
+bool unshare_and_map(uid_t uid, gid_t gid) {
+  auto uids = own_range("/etc/subuid", uid), gids = own_range("/etc/subgid", uid);
+  bool tools = uids && gids && access(kNewuidmap, X_OK) == 0 && access(kNewgidmap, X_OK) == 0;
+  int ready[2] = {-1, -1};
+  pid_t helper = -1;
+  if (tools && pipe2(ready, O_CLOEXEC) == 0) {
+    pid_t target = getpid();
+    helper = fork();
+    if (helper == 0) map_with_tools(ready[0], target, uid, gid, *uids, *gids);
+    close(ready[0]);
+  }
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+    unavailable_reason = userns_denied_message(errno, "unshare(CLONE_NEWUSER | CLONE_NEWNS)");
+    if (helper > 0) {
+      close(ready[1]);
+      waitpid(helper, nullptr, 0);
+    }
+    return false;
+  }
+  int status = -1;
+  if (helper > 0) {
+    ssize_t ignored = write(ready[1], "u", 1);
+    (void)ignored;
+    close(ready[1]);
+    waitpid(helper, &status, 0);
+  }
+  if (status == 0) return true;
+  // No subordinate ids (or the tools failed, and said why on stderr): the user's own ids only.
+  if (map_single_id(uid, gid)) return true;
+  unavailable_reason = userns_denied_message(errno, "write the user namespace's uid_map/gid_map");
+  return false;
+}
+
+}  // namespace
+
+bool rootless() {
+  static const bool value = geteuid() != 0 || !is_initial_id_map(read_text("/proc/self/uid_map"));
+  return value;
+}
+
+bool rootless_single_id() {
+  auto lines = map_lines(read_text("/proc/self/uid_map"));
+  return rootless() && lines.size() == 1 && lines[0][2] == "1";
+}
+
+uid_t rootless_host_uid() {
+  for (const auto& f : map_lines(read_text("/proc/self/uid_map")))
+    if (f[0] == "0") return parse_number<uid_t>(f[1]).value_or(geteuid());
+  return geteuid();
+}
+
+const std::string& rootless_unavailable() {
+  return unavailable_reason;
+}
+
+void enter_rootless_namespace() {
+  uid_t uid = geteuid();
+  gid_t gid = getegid();
+  if (uid == 0 || !unshare_and_map(uid, gid)) return;
+  // Ubuntu's AppArmor lets the unshare succeed, then moves the process to a profile that takes
+  // every capability inside the namespace away.
+  std::string label = first_word("/proc/self/attr/current");
+  if (label.starts_with("unprivileged_userns"))
+    unavailable_reason = userns_denied_message(EPERM, "user namespace confined by AppArmor profile " + label);
+}
+
+std::optional<SubIdRange> find_subid_range(std::string_view file_text, std::string_view user, uid_t id) {
+  std::istringstream in{std::string(file_text)};
+  const std::string id_text = std::to_string(id);
+  for (std::string line; std::getline(in, line);) {
+    size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    std::string_view owner = std::string_view(line).substr(0, first);
+    if (owner.empty() || (owner != user && owner != id_text)) continue;
+    auto start = parse_number<unsigned long>(std::string_view(line).substr(first + 1, second - first - 1));
+    auto count = parse_number<unsigned long>(std::string_view(line).substr(second + 1));
+    if (start && count && *count > 0) return SubIdRange{.start = *start, .count = *count};
+  }
+  return std::nullopt;
+}
+
+bool is_initial_id_map(std::string_view map_text) {
+  auto lines = map_lines(map_text);
+  return lines.size() == 1 && lines[0][0] == "0" && lines[0][1] == "0" && lines[0][2] == "4294967295";
+}
+
+std::string identity_map_of(std::string_view map_text) {
+  std::string out;
+  for (const auto& f : map_lines(map_text)) out += f[0] + " " + f[0] + " " + f[2] + "\n";
+  return out;
+}
+
+std::string userns_denied_message(int err, const std::string& step, const std::string& proc_sys) {
+  std::string message = "rootless mode needs a user namespace: " + step + ": " + strerror(err);
+  if (first_word(proc_sys + "/kernel/apparmor_restrict_unprivileged_userns") == "1")
+    return message +
+           ". AppArmor restricts unprivileged user namespaces on this host "
+           "(kernel.apparmor_restrict_unprivileged_userns = 1, Ubuntu >= 23.10). Fix: `sudo sandcell "
+           "setup apparmor` (a profile that lets the sandcell binaries create them), or for every "
+           "program: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`";
+  if (first_word(proc_sys + "/kernel/unprivileged_userns_clone") == "0")
+    return message + ". Fix: `sudo sysctl -w kernel.unprivileged_userns_clone=1`";
+  if (first_word(proc_sys + "/user/max_user_namespaces") == "0")
+    return message + ". Fix: `sudo sysctl -w user.max_user_namespaces=15000`";
+  return message + ". Run sandcell as root, or on a host that allows unprivileged user namespaces";
+}
+
+}  // namespace sandcell::runtime
