@@ -122,7 +122,7 @@ TEST(RlimitFallbacks, MemoryCpuAndPidsAreRlimitsAndSaySo) {
   EXPECT_EQ(rlimits[1].resource, RLIMIT_CPU);
   EXPECT_EQ(rlimits[1].soft, 2u);  // whole seconds, rounded up
   EXPECT_EQ(rlimits[2].resource, RLIMIT_NPROC);
-  EXPECT_EQ(rlimits[2].soft, 16u);
+  EXPECT_EQ(rlimits[2].soft, 17u);  // --pids 16 for the program, plus sandcell's init
 }
 
 TEST(RlimitFallbacks, PidsNeedTheSandboxsOwnUserNamespace) {
