@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include <mutex>
+#include <filesystem>
 #include <set>
 
 #include "sandcell/apparmor/lsm_probe.hpp"
@@ -40,7 +41,8 @@ std::vector<std::string> stacked_layers(const Spec& spec) {
     // An image may hold the same layer twice (two identical COPY steps); overlayfs refuses a
     // directory stacked twice (ELOOP). Every path the lower copy holds is shadowed by the upper
     // copy, so keeping only the top-most occurrence shows the same tree.
-    if (stacked.insert(layer).second) layers.push_back(layer);
+    // Absolute: the child resolves them after it has changed into its scratch directory.
+    if (stacked.insert(layer).second) layers.push_back(std::filesystem::absolute(layer).string());
   }
   return layers;
 }
@@ -88,7 +90,7 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
     if (stat(bind.source.c_str(), &st) < 0)
       throw Error::invalid("--mount source " + bind.source + " does not exist");
     check_sandbox_path(bind.destination, "--mount destination");
-    mounts.push_back({.kind = PlannedMount::Kind::Bind, .source = bind.source,
+    mounts.push_back({.kind = PlannedMount::Kind::Bind, .source = std::filesystem::absolute(bind.source).string(),
                       .destination = bind.destination, .data = {}, .read_only = bind.read_only,
                       .source_is_dir = S_ISDIR(st.st_mode)});
   }

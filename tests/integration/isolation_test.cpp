@@ -201,4 +201,15 @@ TEST(Isolation, StdinIsPassedThrough) {
 }
 
 }  // namespace
+// Relative --rootfs and --mount paths mean the caller's working directory, even though the child
+// changes into its scratch directory before it mounts them.
+TEST(Isolation, RelativeRootfsAndMountPathsAreTheCallersOwn) {
+  std::filesystem::path rootfs = test_rootfs();
+  CliRun r = run_program({"/usr/bin/env", "-C", rootfs.parent_path().string(), sandcell_binary(), "run", "--json",
+                          "--rootfs", rootfs.filename().string(), "--mount",
+                          rootfs.filename().string() + "/etc:/mnt:ro", "--", "/bin/cat", "/mnt/sandcell-test"});
+  EXPECT_EQ(r.record.value("status", ""), "ok") << r.out << r.err;
+  EXPECT_NE(r.record.value("stdout", ""), "");
+}
+
 }  // namespace sandcell::test
