@@ -250,9 +250,10 @@ void hide_command_line() {
   stat[n] = '\0';
   const char* field = strrchr(stat, ')');  // the command name may hold spaces; it ends at ')'
   unsigned long long values[2] = {};
-  for (int index = 2; field != nullptr && index <= 49; ++index) {  // ')' ends field 2
+  // Each step moves `field` to the space before field `next`; ')' ends field 2.
+  for (int next = 3; field != nullptr && next <= 49; ++next) {
     field = strchr(field + 1, ' ');
-    if (field != nullptr && index >= 47) values[index - 47] = strtoull(field + 1, nullptr, 10);
+    if (field != nullptr && next >= 48) values[next - 48] = strtoull(field + 1, nullptr, 10);
   }
   if (field == nullptr || values[0] == 0 || values[1] <= values[0]) return;
   char* start = reinterpret_cast<char*>(values[0]);
