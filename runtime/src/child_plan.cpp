@@ -187,14 +187,18 @@ void plan_resolv_conf(ChildPlan& plan, const std::string& source) {
   std::stable_sort(plan.mounts.begin(), plan.mounts.end(), mounted_before);
 }
 
-ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir) {
+ChildPlan make_child_plan(const Spec& spec, const std::string& scratch) {
   check_spec(spec);
   ChildPlan plan;
+  const std::string scratch_dir = std::filesystem::absolute(scratch).string();
   plan.scratch_dir = scratch_dir;
   plan.scratch_options = "mode=0700,size=" + std::to_string(spec.rootfs_upper_bytes);
   plan.persistent_upper = !spec.rootfs_upper_dir.empty();
-  plan.upper_dir = plan.persistent_upper ? spec.rootfs_upper_dir : scratch_dir + "/upper";
-  plan.work_dir = plan.persistent_upper ? spec.rootfs_work_dir : scratch_dir + "/work";
+  // Absolute, like the lowers: the child resolves them after changing into its scratch directory.
+  plan.upper_dir = plan.persistent_upper ? std::filesystem::absolute(spec.rootfs_upper_dir).string()
+                                         : scratch_dir + "/upper";
+  plan.work_dir = plan.persistent_upper ? std::filesystem::absolute(spec.rootfs_work_dir).string()
+                                        : scratch_dir + "/work";
   plan.root_dir = scratch_dir + "/root";
   plan.overlay_options = overlay_options(stacked_layers(spec), plan.upper_dir, plan.work_dir, rootless());
   plan_userns_rootfs(spec, plan);

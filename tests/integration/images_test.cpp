@@ -72,6 +72,18 @@ USER app
             "1000:2000\n7:8\n0:0\n1000\n");
 }
 
+// A store and context named relative to the caller's directory (CI's test store is
+// build/default/test-store): the RUN step's upper and work directories are resolved by the
+// sandbox child after it has changed directory, so they must reach it absolute.
+TEST_F(Images, RelativeStoreAndContextBuildAndRun) {
+  dockerfile(std::string(kBusyboxImage) + "RUN echo relative > /made\n");
+  setenv("SANDCELL_ROOT", "store", 1);
+  CliRun b = run_program({"/usr/bin/env", "-C", dir_.string(), sandcell_binary(), "build", "-t", "rel:1", "ctx"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  CliRun r = run_program({"/usr/bin/env", "-C", dir_.string(), sandcell_binary(), "run", "rel:1", "cat", "/made"});
+  EXPECT_EQ(r.out, "relative\n") << r.err;
+}
+
 TEST_F(Images, BuildThenRunHonoursEnvWorkdirUserAndCmd) {
   dockerfile(std::string(kBusyboxImage) + R"(ENV GREETING=hello
 WORKDIR /app
