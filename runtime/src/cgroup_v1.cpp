@@ -1,4 +1,9 @@
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <utility>
 
 #include "cgroup_files.hpp"
 #include "cgroup_versions.hpp"
@@ -109,6 +114,16 @@ bool CgroupV1::apply_cpus(double cpus) {
 
 void CgroupV1::add_process(pid_t pid) {
   for (const auto& dir : dirs_) cgroupfs::write(dir + "/cgroup.procs", std::to_string(pid));
+}
+
+std::vector<UniqueFd> CgroupV1::open_self_attach_files() const {
+  std::vector<UniqueFd> fds;
+  for (const auto& dir : dirs_) {
+    UniqueFd fd(open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) throw Error(errno, "open " + dir + "/tasks");
+    fds.push_back(std::move(fd));
+  }
+  return fds;
 }
 
 CgroupUsage CgroupV1::usage() const {

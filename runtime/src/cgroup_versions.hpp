@@ -42,6 +42,7 @@ class CgroupV1 final : public Cgroup {
   CgroupHost::Mode mode() const override { return CgroupHost::Mode::V1; }
   std::map<std::string, Enforcement> apply(const Limits& limits) override;
   void add_process(pid_t pid) override;
+  std::vector<UniqueFd> open_self_attach_files() const override;
   CgroupUsage usage() const override;
   void kill_all() override;
   void remove() override;

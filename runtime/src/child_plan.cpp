@@ -8,9 +8,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-
-#include <mutex>
 #include <filesystem>
+#include <mutex>
 #include <set>
 
 #include "sandcell/apparmor/lsm_probe.hpp"
@@ -37,7 +36,8 @@ std::vector<std::string> stacked_layers(const Spec& spec) {
   for (const std::string& layer : spec.rootfs_layers) {
     // overlayfs splits its options on ',' and lowerdir on ':'.
     if (layer.find_first_of(",:\\") != std::string::npos)
-      throw Error::invalid("rootfs path " + layer + " contains ',', ':' or '\\', which overlayfs cannot take");
+      throw Error::invalid("rootfs path " + layer +
+                           " contains ',', ':' or '\\', which overlayfs cannot take");
     // An image may hold the same layer twice (two identical COPY steps); overlayfs refuses a
     // directory stacked twice (ELOOP). Every path the lower copy holds is shadowed by the upper
     // copy, so keeping only the top-most occurrence shows the same tree.
@@ -53,7 +53,8 @@ std::string overlay_options(const std::vector<std::string>& lowers, const std::s
                             const std::string& work, bool userxattr) {
   std::string lower;
   for (const std::string& layer : lowers) lower += (lower.empty() ? "" : ":") + layer;
-  return "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work + (userxattr ? ",userxattr" : "");
+  return "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work +
+         (userxattr ? ",userxattr" : "");
 }
 
 // `--userns=auto`: the child works relative to its scratch tmpfs (its cwd), because once it is
@@ -64,15 +65,18 @@ std::string overlay_options(const std::vector<std::string>& lowers, const std::s
 void plan_userns_rootfs(const Spec& spec, ChildPlan& plan) {
   if (spec.user_namespace != UserNamespace::Auto) return;
   if (spec.rootfs_layers.size() > kMaxIdmappedLayers)
-    throw Error::invalid("--userns=auto takes at most " + std::to_string(kMaxIdmappedLayers) + " image layers");
+    throw Error::invalid("--userns=auto takes at most " + std::to_string(kMaxIdmappedLayers) +
+                         " image layers");
   plan.user_namespace = true;
   plan.lower_layers = stacked_layers(spec);
   plan.scratch_options += ",uid=0,gid=0";
   plan.upper_dir = "upper";
   plan.work_dir = "work";
   plan.root_dir = "root";
-  for (size_t i = 0; i < plan.lower_layers.size(); ++i) plan.lower_mount_points.push_back("lower" + std::to_string(i));
-  plan.overlay_options = overlay_options(plan.lower_mount_points, plan.upper_dir, plan.work_dir, true);
+  for (size_t i = 0; i < plan.lower_layers.size(); ++i)
+    plan.lower_mount_points.push_back("lower" + std::to_string(i));
+  plan.overlay_options =
+      overlay_options(plan.lower_mount_points, plan.upper_dir, plan.work_dir, true);
 }
 
 constexpr const char* kProxyVariables[ProxyEnvPage::kSlots] = {"HTTP_PROXY", "HTTPS_PROXY",
@@ -90,13 +94,17 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
     if (stat(bind.source.c_str(), &st) < 0)
       throw Error::invalid("--mount source " + bind.source + " does not exist");
     check_sandbox_path(bind.destination, "--mount destination");
-    mounts.push_back({.kind = PlannedMount::Kind::Bind, .source = std::filesystem::absolute(bind.source).string(),
-                      .destination = bind.destination, .data = {}, .read_only = bind.read_only,
+    mounts.push_back({.kind = PlannedMount::Kind::Bind,
+                      .source = std::filesystem::absolute(bind.source).string(),
+                      .destination = bind.destination,
+                      .data = {},
+                      .read_only = bind.read_only,
                       .source_is_dir = S_ISDIR(st.st_mode)});
   }
   for (const TmpfsMount& tmpfs : spec.tmpfs_mounts) {
     check_sandbox_path(tmpfs.destination, "--tmpfs destination");
-    mounts.push_back({.kind = PlannedMount::Kind::Tmpfs, .source = "tmpfs",
+    mounts.push_back({.kind = PlannedMount::Kind::Tmpfs,
+                      .source = "tmpfs",
                       .destination = tmpfs.destination,
                       .data = "mode=1777,size=" + std::to_string(tmpfs.size_bytes)});
   }
@@ -111,8 +119,9 @@ std::string plan_apparmor(const Spec& spec) {
   if (!spec.lsm || !lsm_host().apparmor) return "";
   static std::once_flag loaded;
   std::call_once(loaded, [] {
-    apparmor::load_profile(apparmor::render_profile(apparmor::load_profile_template(kAppArmorProfile),
-        {{"name", kAppArmorProfile}, {"sandcell_binary", "sandcell"}}));
+    apparmor::load_profile(
+        apparmor::render_profile(apparmor::load_profile_template(kAppArmorProfile),
+                                 {{"name", kAppArmorProfile}, {"sandcell_binary", "sandcell"}}));
   });
   return kAppArmorProfile;
 }
@@ -141,7 +150,8 @@ bool is_proxy_variable(const std::string& entry) {
 // variables live in a shared page.
 void plan_proxy_env(ChildPlan& plan) {
   std::erase_if(plan.env, [](const std::string& entry) {
-    return is_proxy_variable(entry) || entry.starts_with("NO_PROXY=") || entry.starts_with("no_proxy=");
+    return is_proxy_variable(entry) || entry.starts_with("NO_PROXY=") ||
+           entry.starts_with("no_proxy=");
   });
   for (const char* name : {"NO_PROXY=", "no_proxy="})
     plan.env.push_back(std::string(name) + "localhost,127.0.0.1,::1");
@@ -151,13 +161,16 @@ void plan_proxy_env(ChildPlan& plan) {
 }  // namespace
 
 ProxyEnvPage::ProxyEnvPage() {
-  void* page = mmap(nullptr, kSlots * kSlotBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* page =
+      mmap(nullptr, kSlots * kSlotBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) throw Error(errno, "mmap the proxy environment page");
   page_ = static_cast<char*>(page);
   for (size_t i = 0; i < kSlots; ++i) snprintf(slot(i), kSlotBytes, "%s=", kProxyVariables[i]);
 }
 
-ProxyEnvPage::~ProxyEnvPage() { munmap(page_, kSlots * kSlotBytes); }
+ProxyEnvPage::~ProxyEnvPage() {
+  munmap(page_, kSlots * kSlotBytes);
+}
 
 void ProxyEnvPage::fill(const std::string& proxy_url) const {
   for (size_t i = 0; i < kSlots; ++i) {
@@ -177,12 +190,16 @@ void fill_exec_arrays(ChildPlan& plan) {
   if (plan.proxy_env)
     for (size_t i = 0; i < ProxyEnvPage::kSlots; ++i) plan.envp.push_back(plan.proxy_env->slot(i));
   plan.envp.push_back(nullptr);
-  if (plan.path_env.empty()) plan.path_env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  if (plan.path_env.empty())
+    plan.path_env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 }
 
 void plan_resolv_conf(ChildPlan& plan, const std::string& source) {
-  plan.mounts.push_back({.kind = PlannedMount::Kind::Bind, .source = source,
-                         .destination = "/etc/resolv.conf", .data = {}, .read_only = true,
+  plan.mounts.push_back({.kind = PlannedMount::Kind::Bind,
+                         .source = source,
+                         .destination = "/etc/resolv.conf",
+                         .data = {},
+                         .read_only = true,
                          .source_is_dir = false});
   std::stable_sort(plan.mounts.begin(), plan.mounts.end(), mounted_before);
 }
@@ -200,7 +217,8 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch) {
   plan.work_dir = plan.persistent_upper ? std::filesystem::absolute(spec.rootfs_work_dir).string()
                                         : scratch_dir + "/work";
   plan.root_dir = scratch_dir + "/root";
-  plan.overlay_options = overlay_options(stacked_layers(spec), plan.upper_dir, plan.work_dir, rootless());
+  plan.overlay_options =
+      overlay_options(stacked_layers(spec), plan.upper_dir, plan.work_dir, rootless());
   plan_userns_rootfs(spec, plan);
   plan.mounts = plan_mounts(spec);
   plan.masked_paths = spec.masked_paths;
@@ -210,9 +228,11 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch) {
   plan.own_user_ns = rootless();
   plan.setgroups_denied = plan.own_user_ns && rootless_single_id();
   if (plan.setgroups_denied && (spec.uid != 0 || spec.gid != 0 || !spec.additional_gids.empty()))
-    throw Error::invalid("user " + std::to_string(spec.uid) + ":" + std::to_string(spec.gid) +
-                         ": rootless without an /etc/subuid and /etc/subgid range only uid and gid 0 exist; "
-                         "add one, e.g. `sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 $USER`");
+    throw Error::invalid(
+        "user " + std::to_string(spec.uid) + ":" + std::to_string(spec.gid) +
+        ": rootless without an /etc/subuid and /etc/subgid range only uid and gid 0 exist; "
+        "add one, e.g. `sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 "
+        "$USER`");
   plan.rlimits = spec.rlimits;
   plan.cwd = spec.cwd;
   plan.uid = spec.uid;

@@ -23,7 +23,7 @@ struct PlannedMount {
   std::string data;         // mount(2) data (tmpfs options)
   bool read_only = false;
   bool source_is_dir = true;
-  int tree_fd = -1;         // --userns=auto: a detached clone of the source (open_bind_trees)
+  int tree_fd = -1;  // --userns=auto: a detached clone of the source (open_bind_trees)
 };
 
 // The most layers an idmapped rootfs may have: they travel to the child in one SCM_RIGHTS
@@ -37,8 +37,8 @@ using CapState = std::unique_ptr<std::remove_pointer_t<cap_t>, CapFree>;
 
 struct CapabilityPlan {
   std::vector<cap_value_t> drop_from_bounding;  // every capability not kept
-  std::vector<cap_value_t> keep;                 // raised in ambient for non-root users
-  CapState final_state;  // effective = permitted = inheritable = keep
+  std::vector<cap_value_t> keep;                // raised in ambient for non-root users
+  CapState final_state;                         // effective = permitted = inheritable = keep
 };
 
 // `--net allow:`: the program's HTTP(S)_PROXY/http(s)_proxy point at the proxy on the host end
@@ -105,14 +105,14 @@ struct ContainerPlan {
   std::string domainname;
   long personality = -1;
   int umask = -1;
-  std::string oom_score_adj;  // empty: unchanged
+  std::string oom_score_adj;              // empty: unchanged
   std::vector<std::string> rlimit_names;  // "RLIMIT_NOFILE", parallel to ChildPlan::rlimits
   std::vector<cap_value_t> ambient;
   bool terminal = false;
   unsigned short rows = 0, columns = 0;
-  int console_fd = -1;    // connected to --console-socket; the pty master goes there
-  int start_fd = -1;      // listening socket `start` connects to
-  int preserve_fds = 0;   // 3 .. 3+N-1 stay open across execve
+  int console_fd = -1;   // connected to --console-socket; the pty master goes there
+  int start_fd = -1;     // listening socket `start` connects to
+  int preserve_fds = 0;  // 3 .. 3+N-1 stay open across execve
   std::vector<PlannedHook> start_hooks;
 };
 
@@ -148,18 +148,21 @@ struct ChildPlan {
   const SeccompProgram* seccomp = nullptr;
 
   std::vector<std::string> args, env;
-  std::vector<char*> argv, envp;  // point into args/env (and proxy_env), null-terminated
+  std::vector<char*> argv, envp;            // point into args/env (and proxy_env), null-terminated
   std::unique_ptr<ProxyEnvPage> proxy_env;  // allow mode only
   // Socket transport: the child listens on 127.0.0.1:<port> in its own netns and hands the
   // listener to the supervisor's proxy (0: no listener).
   uint16_t proxy_listener_port = 0;
-  std::string path_env;           // the PATH the program is searched in
+  std::string path_env;  // the PATH the program is searched in
 
   // File descriptors: the child's stdio, and its end of the sync socket. The supervisor's end is
   // inherited too (clone copies the fd table); the child closes it first, or it would hold the
   // socket open itself and never see the supervisor die.
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
   int sync_fd = -1, supervisor_sync_fd = -1;
+  // v1 cgroups: each hierarchy's `tasks` file; the child writes "0" to each as its first act
+  // (Cgroup::open_self_attach_files). Empty when the supervisor attaches it or clone3 does.
+  std::vector<int> cgroup_tasks_fds;
 
   std::unique_ptr<ContainerPlan> container;  // OCI containers only
 };
@@ -171,7 +174,12 @@ struct ChildMessage {
   // Ready: an OCI container finished its setup and waits for `start`.
   // ProgramExited: the sandbox's init reaped the program; wait_status is its status.
   enum Kind : int {
-    SetupFailed = 0, ExecFailed = 1, SeccompListener = 2, Ready = 3, ProgramExited = 4, ProxyListener = 5
+    SetupFailed = 0,
+    ExecFailed = 1,
+    SeccompListener = 2,
+    Ready = 3,
+    ProgramExited = 4,
+    ProxyListener = 5
   };
   int kind = SetupFailed;
   int err = 0;          // errno of the failure

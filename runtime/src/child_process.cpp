@@ -55,6 +55,15 @@ void install_stdio(const ChildPlan& plan) {
     child_fail(plan, "dup2 stdio");
 }
 
+// v1: "0" in a `tasks` file moves the writing thread; we are the only thread, so the whole
+// process moves, and the kernel skips the grace period a write of another pid waits for.
+void join_cgroup(const ChildPlan& plan) {
+  for (int fd : plan.cgroup_tasks_fds) {
+    if (write(fd, "0", 1) != 1) child_fail(plan, "join the sandbox's cgroup");
+    close(fd);
+  }
+}
+
 void set_hostname(const ChildPlan& plan) {
   if (sethostname(plan.hostname.data(), plan.hostname.size()) < 0)
     child_fail(plan, "sethostname %s", plan.hostname.c_str());
@@ -80,8 +89,10 @@ void open_proxy_listener(const ChildPlan& plan) {
   if (plan.proxy_listener_port == 0) return;
   int sock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (sock < 0) child_fail(plan, "socket for the proxy listener");
-  sockaddr_in address{.sin_family = AF_INET, .sin_port = htons(plan.proxy_listener_port),
-                      .sin_addr = {htonl(INADDR_LOOPBACK)}, .sin_zero = {}};
+  sockaddr_in address{.sin_family = AF_INET,
+                      .sin_port = htons(plan.proxy_listener_port),
+                      .sin_addr = {htonl(INADDR_LOOPBACK)},
+                      .sin_zero = {}};
   if (bind(sock, reinterpret_cast<sockaddr*>(&address), sizeof address) < 0)
     child_fail(plan, "bind the proxy listener to 127.0.0.1:%u", plan.proxy_listener_port);
   if (listen(sock, 128) < 0) child_fail(plan, "listen on 127.0.0.1:%u", plan.proxy_listener_port);
@@ -97,9 +108,12 @@ void apply_rlimits(const ChildPlan& plan) {
       // OCI: exactly what config.json asks. Raising a hard limit needs CAP_SYS_RESOURCE in the
       // host's user namespace; say which limit it was (podman's defaults trip over this).
       if (setrlimit(limit.resource, &wanted) < 0)
-        child_fail(plan, "process.rlimits: setrlimit %s soft=%llu hard=%llu (above the current hard limit "
-                   "without CAP_SYS_RESOURCE?)", plan.container->rlimit_names[i].c_str(),
-                   static_cast<unsigned long long>(limit.soft), static_cast<unsigned long long>(limit.hard));
+        child_fail(
+            plan,
+            "process.rlimits: setrlimit %s soft=%llu hard=%llu (above the current hard limit "
+            "without CAP_SYS_RESOURCE?)",
+            plan.container->rlimit_names[i].c_str(), static_cast<unsigned long long>(limit.soft),
+            static_cast<unsigned long long>(limit.hard));
       continue;
     }
     // Never ask for more than the current hard limit: without CAP_SYS_RESOURCE in the host's
@@ -136,9 +150,10 @@ void close_inherited_fds_and_verify_cwd(const ChildPlan& plan) {
   unsigned first = 3 + static_cast<unsigned>(plan.container ? plan.container->preserve_fds : 0);
   for (unsigned fd = 3; fd < first; ++fd)
     if (fcntl(static_cast<int>(fd), F_SETFD, 0) < 0) child_fail(plan, "keep preserved fd %u", fd);
-  if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0) child_fail(plan, "close_range");
-  if (chdir(plan.cwd.c_str()) < 0 && (errno != ENOENT || create_working_directory(plan) < 0 ||
-                                       chdir(plan.cwd.c_str()) < 0))
+  if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    child_fail(plan, "close_range");
+  if (chdir(plan.cwd.c_str()) < 0 &&
+      (errno != ENOENT || create_working_directory(plan) < 0 || chdir(plan.cwd.c_str()) < 0))
     child_fail(plan, "chdir to the working directory %s", plan.cwd.c_str());
   // CVE-2024-21626: a cwd reached through a leaked host fd would lie outside the root, and
   // getcwd() then reports it as "(unreachable)/...". Ours must be a path under "/".
@@ -151,7 +166,8 @@ void close_inherited_fds_and_verify_cwd(const ChildPlan& plan) {
 
 void drop_bounding_set(const ChildPlan& plan) {
   for (cap_value_t cap : plan.caps.drop_from_bounding)
-    if (cap_drop_bound(cap) < 0 && errno != EINVAL) child_fail(plan, "drop capability %d from the bounding set", cap);
+    if (cap_drop_bound(cap) < 0 && errno != EINVAL)
+      child_fail(plan, "drop capability %d from the bounding set", cap);
 }
 
 void switch_user(const ChildPlan& plan) {
@@ -159,7 +175,8 @@ void switch_user(const ChildPlan& plan) {
   if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_KEEPCAPS)");
   // Single-id rootless: setgroups is denied for good (user_namespaces(7)); there are no groups
   // to set (make_child_plan refused any), and the inherited ones cannot be dropped.
-  if (!plan.setgroups_denied && setgroups(plan.groups.size(), plan.groups.data()) < 0) child_fail(plan, "setgroups");
+  if (!plan.setgroups_denied && setgroups(plan.groups.size(), plan.groups.data()) < 0)
+    child_fail(plan, "setgroups");
   if (setresgid(plan.gid, plan.gid, plan.gid) < 0) child_fail(plan, "setresgid %u", plan.gid);
   if (setresuid(plan.uid, plan.uid, plan.uid) < 0) child_fail(plan, "setresuid %u", plan.uid);
   if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_KEEPCAPS, 0)");
@@ -212,7 +229,8 @@ void install_seccomp(const ChildPlan& plan) {
   if (!(plan.seccomp->flags & SECCOMP_FILTER_FLAG_NEW_LISTENER)) return;
   // The supervisor answers the filter's notifications; the program must never hold the
   // listener itself (it could approve its own denied calls), so it is closed right after.
-  send_fd_to_parent(plan, ChildMessage::SeccompListener, static_cast<int>(listener), "the seccomp listener");
+  send_fd_to_parent(plan, ChildMessage::SeccompListener, static_cast<int>(listener),
+                    "the seccomp listener");
   close(static_cast<int>(listener));
 }
 
@@ -272,8 +290,12 @@ void fork_program_under_init(const ChildPlan& plan) {
   if (program < 0) child_fail(plan, "fork the program under the sandbox's init");
   if (program == 0) return;
   hide_command_line();
-  for (int fd : {0, 1, 2, plan.stdin_fd, plan.stdout_fd, plan.stderr_fd})
-    if (fd >= 0) close(fd);  // the program's streams end when the program ends
+  // The init keeps only the sync socket. The program's streams end when the program ends, and
+  // the supervisor's fds the clone copied (the output pipes' read ends, its epoll and pidfds)
+  // would keep those files alive, and their epoll entries with them, until the init exits.
+  const unsigned sync_fd = static_cast<unsigned>(plan.sync_fd);
+  if (sync_fd > 0) syscall(SYS_close_range, 0U, sync_fd - 1, 0U);
+  syscall(SYS_close_range, sync_fd + 1, ~0U, 0U);
   while (true) {
     int status = 0;
     pid_t reaped = waitpid(-1, &status, 0);

@@ -15,6 +15,7 @@ namespace sandcell::runtime {
   close(plan.supervisor_sync_fd);  // so a supervisor killed before "go" is a hang-up, not a hang
   reset_signals();
   install_stdio(plan);
+  join_cgroup(plan);              // v1: before anything is charged; single-threaded, so cheap
   IdmappedLayers layers = wait_for_id_maps(plan);  // own user namespace: the supervisor wrote the maps
   make_mounts_private(plan);
   mount_scratch(plan);            // a tmpfs for the overlay's upper layer, and our cwd
@@ -30,10 +31,9 @@ namespace sandcell::runtime {
   open_proxy_listener(plan);      // socket transport: the proxy's listener, made in our netns
   apply_rlimits(plan);
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
-  // The steps above are sandcell's own code and run while the parent attaches us to the v1
-  // cgroups (that write waits for an RCU grace period, several ms); nothing the user gave runs
-  // before this point.
-  wait_for_go(plan);              // the parent has put us in the cgroup
+  // The steps above are sandcell's own code and run while the parent sets up the network;
+  // nothing the user gave runs before this point.
+  wait_for_go(plan);
   enter_cgroup_namespace(plan);   // after joining the cgroup, so it is the namespace's root
   drop_bounding_set(plan);        // needs CAP_SETPCAP, so before the uid changes
   switch_user(plan);

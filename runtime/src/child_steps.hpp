@@ -42,6 +42,7 @@ void make_device_nodes(const ChildPlan& plan, int devfd);  // null zero full ran
 // child_process.cpp
 void reset_signals();
 void install_stdio(const ChildPlan& plan);
+void join_cgroup(const ChildPlan& plan);
 void wait_for_go(const ChildPlan& plan);
 void enter_cgroup_namespace(const ChildPlan& plan);
 void set_hostname(const ChildPlan& plan);

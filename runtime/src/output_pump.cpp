@@ -10,12 +10,12 @@ namespace sandcell::runtime {
 void OutputPump::drain() {
   char buffer[65536];
   // Bounded rounds per call so one flooding stream cannot starve the deadlines.
-  for (int round = 0; round < 16 && fd_; ++round) {
+  for (int round = 0; round < 16 && open(); ++round) {
     ssize_t n = read(fd_.get(), buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;
     if (n <= 0) {
-      fd_.reset();
+      eof_ = true;
       return;
     }
     uint64_t room = total_ < cap_ ? cap_ - total_ : 0;

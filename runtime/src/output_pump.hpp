@@ -14,8 +14,12 @@ class OutputPump {
       : fd_(std::move(read_end)), stream_(stream), cap_(cap), sink_(sink) {}
 
   int fd() const { return fd_.get(); }
-  bool open() const { return static_cast<bool>(fd_); }
-  // Reads what is available (non-blocking fd); closes on EOF.
+  // False once EOF was read; the fd itself stays open until close(). The caller takes it out of
+  // its epoll set first: an epoll entry lives as long as the open file description, which a
+  // close() here would not end while another process (the sandbox's init) holds a copy, and a
+  // hung-up pipe still in the set makes every epoll_wait return at once.
+  bool open() const { return fd_ && !eof_; }
+  // Reads what is available (non-blocking fd), up to EOF.
   void drain();
   void close() { fd_.reset(); }
 
@@ -24,6 +28,7 @@ class OutputPump {
 
  private:
   UniqueFd fd_;
+  bool eof_ = false;
   Stream stream_;
   uint64_t cap_;
   const OutputSink& sink_;

@@ -39,15 +39,19 @@ constexpr uint64_t kNamespaces =
 const CgroupHost& cgroup_host() {
   static std::once_flag once;
   static CgroupHost host;
-  std::call_once(once, [] { host = rootless() ? probe_rootless_cgroups(probe_cgroups()) : probe_cgroups(); });
+  std::call_once(
+      once, [] { host = rootless() ? probe_rootless_cgroups(probe_cgroups()) : probe_cgroups(); });
   return host;
 }
 
 std::string mode_name(CgroupHost::Mode mode) {
   switch (mode) {
-    case CgroupHost::Mode::V2: return "v2";
-    case CgroupHost::Mode::V1: return "v1";
-    case CgroupHost::Mode::None: return "none";
+    case CgroupHost::Mode::V2:
+      return "v2";
+    case CgroupHost::Mode::V1:
+      return "v1";
+    case CgroupHost::Mode::None:
+      return "none";
   }
   return "none";
 }
@@ -130,7 +134,8 @@ void map_sandbox_ids(pid_t pid, int sync_fd) {
     if (!fd || write(fd.get(), lines.data(), lines.size()) != static_cast<ssize_t>(lines.size()))
       throw Error(errno, "write " + path);
   }
-  if (send(sync_fd, "u", 1, MSG_NOSIGNAL) < 0 && errno != EPIPE) throw Error(errno, "tell the child its ids are mapped");
+  if (send(sync_fd, "u", 1, MSG_NOSIGNAL) < 0 && errno != EPIPE)
+    throw Error(errno, "tell the child its ids are mapped");
 }
 
 Isolation isolation_of(const Spec& spec, const NetworkPlan& network, CgroupHost::Mode mode) {
@@ -153,8 +158,10 @@ std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& 
   if (limits.wall_s) enforced["wall_s"] = Enforcement::Supervisor;
   if (limits.output_bytes) enforced["output_bytes"] = Enforcement::Supervisor;
   if (limits.cpu_s)
-    enforced["cpu_s"] = cgroup.mode() == CgroupHost::Mode::None ? Enforcement::None : Enforcement::Supervisor;
-  for (const char* name : {"memory_bytes", "pids", "cpus"}) enforced.try_emplace(name, Enforcement::None);
+    enforced["cpu_s"] =
+        cgroup.mode() == CgroupHost::Mode::None ? Enforcement::None : Enforcement::Supervisor;
+  for (const char* name : {"memory_bytes", "pids", "cpus"})
+    enforced.try_emplace(name, Enforcement::None);
   return enforced;
 }
 
@@ -187,11 +194,13 @@ void fill_outcome(Result& result, const SupervisionOutcome& o, const CgroupUsage
   result.status = status_of(o, usage);
   if (WIFEXITED(o.wait_status)) result.exit_code = WEXITSTATUS(o.wait_status);
   if (WIFSIGNALED(o.wait_status)) result.signal = WTERMSIG(o.wait_status);
-  uint64_t rusage_cpu_ms = static_cast<uint64_t>(o.usage.ru_utime.tv_sec + o.usage.ru_stime.tv_sec) * 1000 +
-                           static_cast<uint64_t>(o.usage.ru_utime.tv_usec + o.usage.ru_stime.tv_usec) / 1000;
+  uint64_t rusage_cpu_ms =
+      static_cast<uint64_t>(o.usage.ru_utime.tv_sec + o.usage.ru_stime.tv_sec) * 1000 +
+      static_cast<uint64_t>(o.usage.ru_utime.tv_usec + o.usage.ru_stime.tv_usec) / 1000;
   result.cpu_ms = usage.cpu_ns > 0 ? usage.cpu_ns / 1'000'000 : rusage_cpu_ms;
-  result.peak_memory_bytes = usage.peak_memory_bytes > 0 ? usage.peak_memory_bytes
-                                                         : static_cast<uint64_t>(o.usage.ru_maxrss) * 1024;
+  result.peak_memory_bytes = usage.peak_memory_bytes > 0
+                                 ? usage.peak_memory_bytes
+                                 : static_cast<uint64_t>(o.usage.ru_maxrss) * 1024;
   result.events.oom_kills = usage.oom_kills;
   result.events.pids_limit_hits = usage.pids_limit_hits;
   if (o.interrupted_by) {
@@ -207,7 +216,8 @@ void fill_outcome(Result& result, const SupervisionOutcome& o, const CgroupUsage
 // trails the tick-based rlimit accounting, hence the margin.
 bool cpu_rlimit_hit(const Result& result) {
   auto how = result.enforced.find("cpu_s");
-  if (how == result.enforced.end() || how->second != Enforcement::Rlimit || !result.limits.cpu_s) return false;
+  if (how == result.enforced.end() || how->second != Enforcement::Rlimit || !result.limits.cpu_s)
+    return false;
   bool cpu_signal = result.signal == SIGKILL || result.signal == SIGXCPU;
   return result.status == Status::Signaled && cpu_signal &&
          static_cast<double>(result.cpu_ms) >= *result.limits.cpu_s * 1000 * 0.8;
@@ -237,7 +247,9 @@ void rethrow_child_failure(int sync_fd) {
   } catch (const Error&) {
     return;  // the socket failed too: the supervisor's own error stands
   }
-  if (failure) throw Error(failure->err, std::string(failure->step, strnlen(failure->step, sizeof failure->step)));
+  if (failure)
+    throw Error(failure->err,
+                std::string(failure->step, strnlen(failure->step, sizeof failure->step)));
 }
 
 void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock::time_point start) {
@@ -252,27 +264,40 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   plan.sync_fd = sync_child.get();
   plan.supervisor_sync_fd = sync_parent.get();
 
+  std::vector<UniqueFd> cgroup_tasks = l.cgroup.open_self_attach_files();
+  for (const UniqueFd& fd : cgroup_tasks) plan.cgroup_tasks_fds.push_back(fd.get());
+  const bool child_joins_cgroup = !cgroup_tasks.empty();
+
   InterruptSignals interrupts;
   UniqueFd pidfd;
   pid_t pid = clone_child(plan, l.cgroup, pidfd);
   sync_child.reset();
+  cgroup_tasks.clear();  // the child joins by itself
+  plan.cgroup_tasks_fds.clear();
   plan.bind_trees.clear();  // the child has its copies
   out.write_end.reset();
   err.write_end.reset();
-  OutputPump out_pump(std::move(out.read_end), Stream::Stdout, l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
-  OutputPump err_pump(std::move(err.read_end), Stream::Stderr, l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
-  const SeccompNotifyPlan* notify = l.spec.seccomp && l.spec.seccomp->notify ? &*l.spec.seccomp->notify : nullptr;
-  Supervised run{pid, pidfd.get(), out_pump, err_pump, l.cgroup, l.spec.limits, interrupts.fd(),
-                 sync_parent.get(), notify};
+  OutputPump out_pump(std::move(out.read_end), Stream::Stdout,
+                      l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
+  OutputPump err_pump(std::move(err.read_end), Stream::Stderr,
+                      l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
+  const SeccompNotifyPlan* notify =
+      l.spec.seccomp && l.spec.seccomp->notify ? &*l.spec.seccomp->notify : nullptr;
+  Supervised run{pid,           pidfd.get(),     out_pump,          err_pump, l.cgroup,
+                 l.spec.limits, interrupts.fd(), sync_parent.get(), notify};
   std::optional<SandboxNetwork> network;  // after the pumps: removed before they close
   try {
-    if (l.userns) map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
+    if (l.userns)
+      map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
     if (plan.own_user_ns) map_sandbox_ids(pid, sync_parent.get());
     l.state.record(pid, l.cgroup.paths());
-    if (l.cgroup.clone_into_fd() < 0) l.cgroup.add_process(pid);
+    if (l.cgroup.clone_into_fd() < 0 && !child_joins_cgroup) l.cgroup.add_process(pid);
     if (l.network.mode == NetworkMode::Allow || l.network.mode == NetworkMode::Full) {
-      SandboxNetwork::Sandbox sandbox{.run_id = l.run_id, .run_dir = l.state.dir(), .pid = pid,
-                                      .proxy_env = plan.proxy_env.get(), .proxy_listener = {}};
+      SandboxNetwork::Sandbox sandbox{.run_id = l.run_id,
+                                      .run_dir = l.state.dir(),
+                                      .pid = pid,
+                                      .proxy_env = plan.proxy_env.get(),
+                                      .proxy_listener = {}};
       if (l.network.transport == NetworkTransport::Socket)
         sandbox.proxy_listener = wait_for_proxy_listener(sync_parent.get(), interrupts.fd());
       // No listener: the child failed first, and supervise() reports its message.
@@ -292,7 +317,8 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   SupervisionOutcome outcome = supervise(run);
   if (network) network->record(result.events);
   result.wall_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             std::chrono::steady_clock::now() - start).count());
+                                             std::chrono::steady_clock::now() - start)
+                                             .count());
   CgroupUsage usage = l.cgroup.usage();
   fill_outcome(result, outcome, usage, l.spec.limits);
   if (cpu_rlimit_hit(result)) result.status = Status::TimeoutCpu;
@@ -309,14 +335,16 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
 
 Result run_sandbox(const Spec& spec, const RunOptions& options) {
   if (geteuid() != 0)
-    throw Error::invalid(rootless_unavailable().empty() ? "sandcell runs sandboxes as root or in a user namespace it "
-                                                          "makes at start (rootless mode)"
-                                                        : rootless_unavailable());
+    throw Error::invalid(rootless_unavailable().empty()
+                             ? "sandcell runs sandboxes as root or in a user namespace it "
+                               "makes at start (rootless mode)"
+                             : rootless_unavailable());
   auto start = std::chrono::steady_clock::now();
   std::string state_root = options.state_root.empty() ? default_state_root() : options.state_root;
   std::string run_id = new_run_id();
-  ChildPlan plan = make_child_plan(spec, state_root + "/" + run_id + "/scratch");  // input errors here
-  NetworkPlan network = plan_network(spec);                                         // and here
+  ChildPlan plan =
+      make_child_plan(spec, state_root + "/" + run_id + "/scratch");  // input errors here
+  NetworkPlan network = plan_network(spec);                           // and here
 
   Result result;
   result.limits = spec.limits;
@@ -335,9 +363,10 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     std::unique_ptr<Cgroup> cgroup = create_cgroup(host, run_id);
     result.enforced = enforce_limits(*cgroup, spec.limits);
     if (cgroup->mode() == CgroupHost::Mode::None)
-      add_rlimit_fallbacks(spec.limits, plan.own_user_ns, plan.rlimits, result.enforced, result.warnings);
-    Launch launch{spec, options, plan, state, *cgroup, network, run_id,
-                  userns ? &userns->mapping() : nullptr};
+      add_rlimit_fallbacks(spec.limits, plan.own_user_ns, plan.rlimits, result.enforced,
+                           result.warnings);
+    Launch launch{spec,    options, plan,   state,
+                  *cgroup, network, run_id, userns ? &userns->mapping() : nullptr};
     supervise_child(launch, result, start);
     cgroup->remove();
   } catch (const Error& e) {

@@ -40,7 +40,9 @@ void watch(int epfd, int fd) {
   check(epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event), "epoll_ctl add");
 }
 
-void unwatch(int epfd, int fd) { epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nullptr); }
+void unwatch(int epfd, int fd) {
+  epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nullptr);
+}
 
 void consume(int fd) {
   char buffer[sizeof(signalfd_siginfo)];
@@ -54,8 +56,8 @@ class Loop {
     if (!epoll_) throw Error(errno, "epoll_create1");
     if (run.limits.wall_s) wall_ = make_timer(*run.limits.wall_s, 0);
     if (run.limits.cpu_s) cpu_tick_ = make_timer(0.05, kCpuPollNs);
-    for (int fd : {run.pidfd, run.out.fd(), run.err.fd(), wall_.get(), cpu_tick_.get(), run.signal_fd,
-                   run.sync_fd})
+    for (int fd : {run.pidfd, run.out.fd(), run.err.fd(), wall_.get(), cpu_tick_.get(),
+                   run.signal_fd, run.sync_fd})
       watch(epoll_.get(), fd);
   }
 
@@ -83,7 +85,10 @@ class Loop {
     if (fd == run_.out.fd() || fd == run_.err.fd()) {
       OutputPump& pump = fd == run_.out.fd() ? run_.out : run_.err;
       pump.drain();
-      if (!pump.open()) unwatch(epoll_.get(), fd);
+      if (!pump.open()) {
+        unwatch(epoll_.get(), fd);
+        pump.close();
+      }
       if (pump.truncated() && !outcome_.output_limit) stop([&] { outcome_.output_limit = true; });
     } else if (fd == run_.pidfd) {
       reap();
@@ -97,7 +102,8 @@ class Loop {
     } else if (fd == run_.sync_fd) {
       handle_child_message();
     } else if (denials_ && fd == denials_->fd()) {
-      if (denials_->answer_pending()) stop([&] { outcome_.seccomp_kill = denials_->kill_reason(); });
+      if (denials_->answer_pending())
+        stop([&] { outcome_.seccomp_kill = denials_->kill_reason(); });
       // Every task of the filter has exited: nothing more can come, and the level-triggered
       // hang-up would otherwise spin this loop until the reap (~700 wake-ups per run measured).
       if (events & EPOLLHUP) unwatch(epoll_.get(), fd);
@@ -156,11 +162,13 @@ class Loop {
     unwatch(epoll_.get(), run_.pidfd);
     // pid 1 is gone, so the kernel has killed the rest of its namespace and the pipes close;
     // give the last output a bounded time to arrive.
-    drain_deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainAfterExitMs);
+    drain_deadline_ =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainAfterExitMs);
   }
 
   int remaining_drain_ms() const {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline_ - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        drain_deadline_ - std::chrono::steady_clock::now());
     return left.count() > 0 ? static_cast<int>(left.count()) : 0;
   }
 
@@ -180,6 +188,8 @@ void kill_sandbox(const Supervised& run) {
   run.cgroup.kill_all();
 }
 
-SupervisionOutcome supervise(const Supervised& run) { return Loop(run).run(); }
+SupervisionOutcome supervise(const Supervised& run) {
+  return Loop(run).run();
+}
 
 }  // namespace sandcell::runtime

@@ -11,6 +11,7 @@
 
 #include "sandcell/runtime/result.hpp"
 #include "sandcell/runtime/spec.hpp"
+#include "sandcell/runtime/unique_fd.hpp"
 
 namespace sandcell::runtime {
 
@@ -46,6 +47,11 @@ class Cgroup {
   // v2: an O_DIRECTORY fd for clone3(CLONE_INTO_CGROUP); -1 when not supported.
   virtual int clone_into_fd() const { return -1; }
   virtual void add_process(pid_t pid) = 0;
+  // v1: the `tasks` file of each hierarchy, opened for writing, for a single-threaded child to
+  // write "0" into itself. A thread that moves itself skips the write side of the kernel's
+  // cgroup_threadgroup_rwsem and the RCU grace period it waits for (~12 ms on this VM per
+  // cgroup.procs write of another pid). Empty where the version has nothing of the kind.
+  virtual std::vector<UniqueFd> open_self_attach_files() const { return {}; }
   virtual CgroupUsage usage() const = 0;
   // SIGKILLs every process in the cgroup (cgroup.kill on v2, freezer + kill on v1).
   virtual void kill_all() = 0;
