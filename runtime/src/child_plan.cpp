@@ -185,6 +185,10 @@ void plan_resolv_conf(ChildPlan& plan, const std::string& source) {
                          .destination = "/etc/resolv.conf", .data = {}, .read_only = true,
                          .source_is_dir = false});
   std::stable_sort(plan.mounts.begin(), plan.mounts.end(), mounted_before);
+  if (plan.own_user_ns && !plan.persistent_upper) {
+    plan.upper_entries.push_back({.path = plan.upper_dir + "/etc", .directory = true});
+    plan.upper_entries.push_back({.path = plan.upper_dir + "/etc/resolv.conf", .directory = false});
+  }
 }
 
 ChildPlan make_child_plan(const Spec& spec, const std::string& scratch) {

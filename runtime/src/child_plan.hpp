@@ -121,6 +121,14 @@ struct ChildPlan {
   std::string scratch_dir, scratch_options;
   std::string upper_dir, work_dir, root_dir;
   bool persistent_upper = false;  // upper_dir/work_dir are host directories the caller keeps
+  // Rootless: mount points sandcell adds (/etc/resolv.conf), made in the tmpfs upper before the
+  // overlay is mounted. A --rootfs directory may belong to host ids the user namespace does not
+  // map, and the namespace's root may not create anything in a directory of an unmapped owner.
+  struct UpperEntry {
+    std::string path;  // absolute, under upper_dir
+    bool directory = false;
+  };
+  std::vector<UpperEntry> upper_entries;
   std::string overlay_options;
   // --userns=auto: the layers the supervisor idmaps and sends, and where the child attaches them
   // (relative to the scratch dir, as upper_dir, work_dir and root_dir are then).
