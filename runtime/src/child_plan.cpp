@@ -90,9 +90,14 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
     if (stat(bind.source.c_str(), &st) < 0)
       throw Error::invalid("--mount source " + bind.source + " does not exist");
     check_sandbox_path(bind.destination, "--mount destination");
-    mounts.push_back({.kind = PlannedMount::Kind::Bind, .source = std::filesystem::absolute(bind.source).string(),
-                      .destination = bind.destination, .data = {}, .read_only = bind.read_only,
-                      .source_is_dir = S_ISDIR(st.st_mode)});
+    mounts.push_back({.kind = PlannedMount::Kind::Bind,
+                      .source = std::filesystem::absolute(bind.source).string(),
+                      .destination = bind.destination,
+                      .data = {},
+                      .read_only = bind.read_only,
+                      .source_is_dir = S_ISDIR(st.st_mode),
+                      .tree_fd = -1,
+                      .idmap = bind.idmap});
   }
   for (const TmpfsMount& tmpfs : spec.tmpfs_mounts) {
     check_sandbox_path(tmpfs.destination, "--tmpfs destination");

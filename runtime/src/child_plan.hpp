@@ -24,6 +24,7 @@ struct PlannedMount {
   bool read_only = false;
   bool source_is_dir = true;
   int tree_fd = -1;         // --userns=auto: a detached clone of the source (open_bind_trees)
+  bool idmap = false;       // --userns=auto: the supervisor idmaps tree_fd (BindMount::idmap)
 };
 
 // The most layers an idmapped rootfs may have: they travel to the child in one SCM_RIGHTS

@@ -256,7 +256,6 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   UniqueFd pidfd;
   pid_t pid = clone_child(plan, l.cgroup, pidfd);
   sync_child.reset();
-  plan.bind_trees.clear();  // the child has its copies
   out.write_end.reset();
   err.write_end.reset();
   OutputPump out_pump(std::move(out.read_end), Stream::Stdout, l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
@@ -267,6 +266,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   std::optional<SandboxNetwork> network;  // after the pumps: removed before they close
   try {
     if (l.userns) map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
+    plan.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
     if (plan.own_user_ns) map_sandbox_ids(pid, sync_parent.get());
     l.state.record(pid, l.cgroup.paths());
     if (l.cgroup.clone_into_fd() < 0) l.cgroup.add_process(pid);

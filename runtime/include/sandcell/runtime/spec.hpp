@@ -32,6 +32,11 @@ struct BindMount {
   std::string source;       // host path
   std::string destination;  // absolute path inside the sandbox
   bool read_only = false;
+  // With UserNamespace::Auto: the bind is idmapped with the sandbox's user namespace, as the
+  // image layers are, so its ids are the host's same-numbered ids (the sandbox's root reads and
+  // writes host uid 0's files there), whatever range the run got. Without it the sandbox's ids
+  // are the host's anyway, and this changes nothing.
+  bool idmap = false;
 };
 
 struct TmpfsMount {
