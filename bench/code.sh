@@ -3,8 +3,9 @@
 # hyperfine run:
 #   host      /usr/bin/python3 -c 'print(1)'      (the host's Debian python3; HOST_PYTHON to change)
 #   sandcell  sandcell code --skill python FILE   with print(1) in FILE (scratch workspace, sandbox
-#             of the python skill image, collection, JSON result)
-# The overhead is the difference of the means, in ms.
+#             of the python skill image, collection, JSON result); as root with --userns=auto
+#   sandcell-userns-host   the same with --userns host (no user namespace of its own)
+# The overhead is the difference of the means, in ms; --userns=auto's cost is a ratio.
 #
 # Usage: sudo bench/code.sh [BUILD_DIR]
 # Environment:
@@ -47,9 +48,14 @@ mkdir -p "$OUT"
 hyperfine --runs "$RUNS" --warmup "$WARMUP" -N \
   --export-json "$OUT/code.json" --export-markdown "$OUT/code.md" \
   -n host "$HOST_PYTHON -c 'print(1)'" \
-  -n sandcell "$SANDCELL --root $ROOT code --skill python $work/one.py"
+  -n sandcell "$SANDCELL --root $ROOT code --skill python $work/one.py" \
+  -n sandcell-userns-host "$SANDCELL --root $ROOT code --userns host --skill python $work/one.py"
 
 jq -r '.results as $r | ($r[] | select(.command == "host") | .mean) as $h |
        ($r[] | select(.command == "sandcell") | .mean) as $s |
        "overhead of sandcell code --skill python: \(((($s - $h) * 1000) * 10 | round) / 10) ms " +
        "(host python3 \(($h * 1000 * 10 | round) / 10) ms, sandcell \(($s * 1000 * 10 | round) / 10) ms)"' "$OUT/code.json"
+jq -r '.results as $r | ($r[] | select(.command == "sandcell") | .mean) as $a |
+       ($r[] | select(.command == "sandcell-userns-host") | .mean) as $h |
+       "--userns=auto (the default) against --userns host: \((($a - $h) * 1000 * 10 | round) / 10) ms, " +
+       "x\((($a / $h) * 1000 | round) / 1000)"' "$OUT/code.json"

@@ -23,7 +23,7 @@ using nlohmann::json;
 struct CodeFlags {
   std::string skill, file, session, packages, request_json, stdin_file, report, skills_dir, sessions_dir;
   std::string seccomp = "code", artifacts_dir;
-  std::optional<std::string> net;
+  std::optional<std::string> net, userns;
   std::optional<double> session_ttl;
   std::vector<std::string> puts, gets, env;
   agent::LimitArgs limits;
@@ -105,6 +105,8 @@ agent::RunnerContext runner_context(const CodeFlags& f, const GlobalOptions& g) 
   ctx.session_ttl = agent::resolve_session_ttl(f.session_ttl);
   ctx.network = f.network;
   ctx.seccomp = f.seccomp;
+  if (f.userns == "auto") ctx.user_namespace = runtime::UserNamespace::Auto;
+  if (f.userns == "host") ctx.user_namespace = runtime::UserNamespace::Host;
   return ctx;
 }
 
@@ -146,6 +148,10 @@ void add_limit_flags(CLI::App* cmd, CodeFlags& f) {
   cmd->add_option("--net-allow-cidr", f.network.allow_cidrs, "Open a blocked range to allow:/full (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--seccomp", f.seccomp, "seccomp profile, as in run [code]");
+  cmd->add_option("--userns", f.userns,
+                  "host, or auto: each phase in a user namespace whose root is an unprivileged "
+                  "host id, /workspace idmapped [auto as root, host rootless]")
+      ->check(CLI::IsMember({"host", "auto"}));
 }
 
 }  // namespace

@@ -63,10 +63,19 @@ void apply_limits(const RunFlags& f, runtime::Limits& limits) {
 void apply_mounts(const RunFlags& f, Spec& spec) {
   for (const std::string& m : f.mounts) {
     auto parts = split(m, ':');
-    bool ro = parts.size() == 3 && parts[2] == "ro";
-    if (parts.size() < 2 || parts.size() > 3 || (parts.size() == 3 && !ro) || parts[0].empty())
-      throw Error::invalid("--mount expects SRC:DST[:ro], got '" + m + "'");
-    spec.bind_mounts.push_back({.source = parts[0], .destination = parts[1], .read_only = ro});
+    if (parts.size() < 2 || parts.size() > 3 || parts[0].empty())
+      throw Error::invalid("--mount expects SRC:DST[:ro,idmap], got '" + m + "'");
+    runtime::BindMount bind{.source = parts[0], .destination = parts[1]};
+    for (const std::string& option :
+         parts.size() == 3 ? split(parts[2], ',') : std::vector<std::string>{}) {
+      if (option == "ro")
+        bind.read_only = true;
+      else if (option == "idmap")
+        bind.idmap = true;
+      else
+        throw Error::invalid("--mount expects SRC:DST[:ro,idmap], got '" + m + "'");
+    }
+    spec.bind_mounts.push_back(bind);
   }
   for (const std::string& t : f.tmpfs) {
     auto parts = split(t, ':');
@@ -240,7 +249,11 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
   run_cmd->add_option("--workdir", f->workdir, "Working directory inside the sandbox [/]");
   run_cmd->add_option("--user", f->user, "UID[:GID] to run as (names too, with an image) [0:0, or the image's USER; never capabilities]");
   run_cmd->add_option("--hostname", f->hostname, "Hostname inside the sandbox [sandcell]");
-  run_cmd->add_option("--mount", f->mounts, "Bind mount SRC:DST[:ro] (repeatable)")->allow_extra_args(false);
+  run_cmd
+      ->add_option("--mount", f->mounts,
+                   "Bind mount SRC:DST[:ro,idmap] (repeatable; idmap: with --userns auto, the "
+                   "sandbox's ids are the host's on it)")
+      ->allow_extra_args(false);
   run_cmd->add_option("--tmpfs", f->tmpfs, "tmpfs at DST[:SIZE] (repeatable; size default 64m)")->allow_extra_args(false);
   run_cmd->add_option("--net", f->net, "Network policy: none (loopback only), allow:HOST[,HOST...] "
                       "(only these hosts, through sandcell's proxy; *.example.com for subdomains), "

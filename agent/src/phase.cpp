@@ -2,6 +2,7 @@
 
 #include "sandcell/rootfs_builder/image_spec.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/rootless.hpp"
 
 namespace sandcell::agent {
 namespace {
@@ -13,7 +14,14 @@ runtime::Spec phase_spec(const PhaseContext& ctx) {
   net.net = ctx.request.net.value_or(ctx.skill.network);
   apply_network_args(net, spec);
   spec.seccomp = ctx.seccomp;
-  spec.bind_mounts.push_back({.source = ctx.workspace_dir, .destination = "/workspace"});
+  spec.user_namespace = ctx.runner.user_namespace.value_or(
+      runtime::rootless() ? runtime::UserNamespace::Host : runtime::UserNamespace::Auto);
+  // Idmapped: what the sandbox's root writes is host uid 0's, as without a user namespace, so
+  // sandcell reads it back and the next phase or call (another id range) finds it its own.
+  spec.bind_mounts.push_back({.source = ctx.workspace_dir,
+                              .destination = "/workspace",
+                              .read_only = false,
+                              .idmap = true});
   return spec;
 }
 

@@ -38,12 +38,13 @@ HighPipe make_pipe(const char* what) {
   return pipe;
 }
 
-std::string last_line(const std::string& path) {
+// slirp4netns's own account: the cause is on an earlier line than its last ("child failed(1)").
+std::string log_lines(const std::string& path) {
   std::ifstream in(path);
-  std::string line, last;
+  std::string line, text;
   while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  return last;
+    if (!line.empty()) text += (text.empty() ? "" : "; ") + line;
+  return text;
 }
 
 // slirp4netns with the ready pipe at fd 3, the exit pipe at fd 4, stderr to the log.
@@ -103,9 +104,9 @@ SlirpNetwork::SlirpNetwork(const SlirpSpec& spec) {
   const bool up = poll(&p, 1, kReadyTimeoutMs) == 1 && read(ready.read_end.get(), &byte, 1) == 1;
   if (!up) {
     stop();
-    const std::string why = last_line(spec.log_path);
+    const std::string why = log_lines(spec.log_path);
     throw Error(EIO, "slirp4netns did not configure the sandbox's network" +
-                         (why.empty() ? std::string() : ": " + why));
+                         (why.empty() ? std::string() : " (" + why + ")"));
   }
 }
 

@@ -150,6 +150,13 @@ void mount_rootfs(const ChildPlan& plan) {
     if (plan.persistent_upper && dir != &plan.root_dir) continue;
     if (mkdir(dir->c_str(), 0755) < 0) child_fail(plan, "mkdir %s", dir->c_str());
   }
+  for (const ChildPlan::UpperEntry& entry : plan.upper_entries) {
+    const char* path = entry.path.c_str();
+    int made = entry.directory ? mkdir(path, 0755)
+                               : open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    if (made < 0) child_fail(plan, "create %s in the overlay's upper layer", path);
+    if (!entry.directory) close(made);
+  }
   if (mount("overlay", plan.root_dir.c_str(), "overlay", MS_NOSUID | MS_NODEV,
             plan.overlay_options.c_str()) < 0)
     child_fail(plan, "mount overlay on %s", plan.root_dir.c_str());

@@ -99,7 +99,9 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
                       .destination = bind.destination,
                       .data = {},
                       .read_only = bind.read_only,
-                      .source_is_dir = S_ISDIR(st.st_mode)});
+                      .source_is_dir = S_ISDIR(st.st_mode),
+                      .tree_fd = -1,
+                      .idmap = bind.idmap});
   }
   for (const TmpfsMount& tmpfs : spec.tmpfs_mounts) {
     check_sandbox_path(tmpfs.destination, "--tmpfs destination");
@@ -202,6 +204,10 @@ void plan_resolv_conf(ChildPlan& plan, const std::string& source) {
                          .read_only = true,
                          .source_is_dir = false});
   std::stable_sort(plan.mounts.begin(), plan.mounts.end(), mounted_before);
+  if (plan.own_user_ns && !plan.persistent_upper) {
+    plan.upper_entries.push_back({.path = plan.upper_dir + "/etc", .directory = true});
+    plan.upper_entries.push_back({.path = plan.upper_dir + "/etc/resolv.conf", .directory = false});
+  }
 }
 
 ChildPlan make_child_plan(const Spec& spec, const std::string& scratch) {

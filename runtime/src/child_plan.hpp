@@ -23,7 +23,8 @@ struct PlannedMount {
   std::string data;         // mount(2) data (tmpfs options)
   bool read_only = false;
   bool source_is_dir = true;
-  int tree_fd = -1;  // --userns=auto: a detached clone of the source (open_bind_trees)
+  int tree_fd = -1;         // --userns=auto: a detached clone of the source (open_bind_trees)
+  bool idmap = false;       // --userns=auto: the supervisor idmaps tree_fd (BindMount::idmap)
 };
 
 // The most layers an idmapped rootfs may have: they travel to the child in one SCM_RIGHTS
@@ -121,6 +122,14 @@ struct ChildPlan {
   std::string scratch_dir, scratch_options;
   std::string upper_dir, work_dir, root_dir;
   bool persistent_upper = false;  // upper_dir/work_dir are host directories the caller keeps
+  // Rootless: mount points sandcell adds (/etc/resolv.conf), made in the tmpfs upper before the
+  // overlay is mounted. A --rootfs directory may belong to host ids the user namespace does not
+  // map, and the namespace's root may not create anything in a directory of an unmapped owner.
+  struct UpperEntry {
+    std::string path;  // absolute, under upper_dir
+    bool directory = false;
+  };
+  std::vector<UpperEntry> upper_entries;
   std::string overlay_options;
   // --userns=auto: the layers the supervisor idmaps and sends, and where the child attaches them
   // (relative to the scratch dir, as upper_dir, work_dir and root_dir are then).

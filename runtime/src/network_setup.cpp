@@ -1,7 +1,7 @@
 // `--net allow:` and `--net full` in the supervisor (see network_setup.hpp).
 #include "network_setup.hpp"
-#include "sandcell/runtime/rootless.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -10,11 +10,13 @@
 
 #include "sandcell/network/host_policy.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/rootless.hpp"
 
 namespace sandcell::runtime {
 namespace {
 
 constexpr const char* kIpForward = "/proc/sys/net/ipv4/ip_forward";
+constexpr const char* kTunDevice = "/dev/net/tun";
 constexpr uint16_t kSocketProxyPort = 3128;  // inside the sandbox's own netns: nobody else's port
 
 std::vector<network::Cidr> parse_cidrs(const std::vector<std::string>& texts) {
@@ -74,6 +76,26 @@ void check_flags_fit_mode(const Spec& spec) {
     throw Error::invalid("--net-transport needs --net allow:HOSTS or --net full");
 }
 
+// Rootless, slirp4netns opens the tap as the user, in a user namespace that maps no host id but
+// the user's: capabilities there do not override the mode of a node owned by the host's root. The
+// node must be open to everyone, as distributions ship it (udev: KERNEL=="tun", MODE="0666").
+void check_tun_device() {
+  if (access(kTunDevice, R_OK | W_OK) == 0) return;
+  const int err = errno;
+  struct stat st {};
+  char state[96] = "";
+  if (stat(kTunDevice, &st) == 0)
+    snprintf(state, sizeof state,
+             " (mode %04o); an administrator can restore the usual mode with `chmod 0666 %s`",
+             st.st_mode & 07777, kTunDevice);
+  else
+    snprintf(state, sizeof state, "; an administrator can load the tun module (`modprobe tun`)");
+  throw Error::invalid(
+      std::string("--net full without root needs ") + kTunDevice +
+      " readable and writable by every user, for slirp4netns's tap: " + strerror(err) + state +
+      ", or use --net allow:HOSTS (the proxy) or run as root");
+}
+
 // A program with CAP_NET_ADMIN could drop the slirp filter, one with CAP_NET_RAW could write
 // frames to the tap past it.
 void check_slirp_capabilities(const Spec& spec) {
@@ -88,17 +110,16 @@ void check_slirp_capabilities(const Spec& spec) {
   if (!network::slirp4netns_installed())
     throw Error::invalid("--net full over slirp (the transport without root) needs slirp4netns in PATH "
                          "(apt-get install slirp4netns)");
+  if (rootless()) check_tun_device();
 }
 
 NetworkTransport resolve_transport(const Spec& spec) {
   NetworkTransport t = spec.network_policy.transport;
   const bool allow = spec.network == NetworkMode::Allow;
-  // Rootless full mode is not there yet: slirp4netns started by the user fails to configure the
-  // sandbox's netns (it works as root with --net-transport slirp).
-  if (!allow && rootless())
-    throw Error::invalid("--net full is not available rootless yet; use --net allow:HOSTS (the proxy) or run as root");
+  // Without root in the host's network namespace there is no veth: full goes through slirp4netns.
   if (t == NetworkTransport::Auto)
-    t = allow ? NetworkTransport::Socket : NetworkTransport::Veth;
+    t = allow ? NetworkTransport::Socket
+              : (rootless() ? NetworkTransport::Slirp : NetworkTransport::Veth);
   if (allow && t == NetworkTransport::Slirp)
     throw Error::invalid("--net-transport slirp is for --net full; allow: uses socket or veth");
   if (!allow && t == NetworkTransport::Socket)

@@ -274,7 +274,6 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   sync_child.reset();
   cgroup_tasks.clear();  // the child joins by itself
   plan.cgroup_tasks_fds.clear();
-  plan.bind_trees.clear();  // the child has its copies
   out.write_end.reset();
   err.write_end.reset();
   OutputPump out_pump(std::move(out.read_end), Stream::Stdout,
@@ -287,8 +286,8 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                  l.spec.limits, interrupts.fd(), sync_parent.get(), notify};
   std::optional<SandboxNetwork> network;  // after the pumps: removed before they close
   try {
-    if (l.userns)
-      map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
+    if (l.userns) map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
+    plan.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
     if (plan.own_user_ns) map_sandbox_ids(pid, sync_parent.get());
     l.state.record(pid, l.cgroup.paths());
     if (l.cgroup.clone_into_fd() < 0 && !child_joins_cgroup) l.cgroup.add_process(pid);

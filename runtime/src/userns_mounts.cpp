@@ -38,6 +38,19 @@ UniqueFd idmapped_layer(const std::string& layer, int userns_fd) {
   return tree;
 }
 
+// A bind the spec asked to idmap (BindMount::idmap): its detached clone, which the child holds
+// too and attaches after this message, gets the sandbox's user namespace as its idmapping. The
+// clone is recursive, and so is the idmapping.
+void idmap_bind_tree(const PlannedMount& bind, int userns_fd) {
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  attr.userns_fd = static_cast<uint64_t>(userns_fd);
+  if (syscall(SYS_mount_setattr, bind.tree_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+              sizeof attr) < 0)
+    throw Error(errno, "idmap the bind mount of " + bind.source + " at " + bind.destination +
+                           " (mount_setattr MOUNT_ATTR_IDMAP)");
+}
+
 void send_layers(int sync_fd, const std::vector<UniqueFd>& layers) {
   std::vector<int> fds;
   for (const UniqueFd& layer : layers) fds.push_back(layer.get());
@@ -83,6 +96,8 @@ void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPl
   std::vector<UniqueFd> layers;
   for (const std::string& layer : plan.lower_layers)
     layers.push_back(idmapped_layer(layer, userns.get()));
+  for (const PlannedMount& m : plan.mounts)
+    if (m.idmap && m.tree_fd >= 0) idmap_bind_tree(m, userns.get());
   send_layers(sync_fd, layers);
 }
 

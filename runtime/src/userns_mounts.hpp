@@ -9,13 +9,15 @@ namespace sandcell::runtime {
 
 // Before clone: a detached clone (open_tree) of every bind mount's source, which clone hands to
 // the child. The child attaches it with move_mount, so it never walks the host path itself.
-// The binds are not idmapped: what the sandbox writes there is owned by the mapped host ids.
+// The binds are not idmapped (what the sandbox writes there is owned by the mapped host ids)
+// unless the spec asks for it (BindMount::idmap; map_user_namespace does it).
 void open_bind_trees(ChildPlan& plan);
 
 // After clone: writes the child's uid_map and gid_map, clones each image layer as a read-only
 // mount idmapped with the child's user namespace (host 0 shows as the sandbox's 0, and the
 // sandbox's files would be written back as host 0 if the layer were writable), and sends them
-// to the child, which waits for this message before anything else. Idmapping a mount needs
+// to the child, which waits for this message before anything else. Binds with `idmap` are
+// idmapped the same way, writable. Idmapping a mount needs
 // CAP_SYS_ADMIN over the layer's filesystem, i.e. in the host's namespace: the child cannot.
 void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
                         int sync_fd);

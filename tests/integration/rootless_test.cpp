@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -112,12 +114,139 @@ TEST_F(Rootless, AllowModeGoesThroughTheProxyOverTheSocketTransport) {
   EXPECT_EQ(r.record["events"]["blocked_connections"][0]["host"], "denied.test");
 }
 
-// full rootless is not there yet (slirp4netns as the user fails to configure the netns): it is
-// refused with a reason, never started half-way.
-TEST_F(Rootless, FullModeIsRefusedWithAReason) {
-  auto r = user_->sandcell({"run", "--rootfs", user_->rootfs(), "--net", "full", "--", "/bin/true"});
+// The other side of slirp4netns for --net full: it opens its sockets in sandcell's own network
+// namespace, so sandcell runs in one the test made (nsenter --net), where nothing leads anywhere
+// else. Its "internet" is addresses on that namespace's loopback: a web server answering on port
+// 8080 of all of them (198.51.100.1, TEST-NET-2, stands for a public host; 169.254.169.254 and
+// 10.0.0.1 must stay out of the sandbox's reach) and a resolver at 10.0.0.53 that knows web.test.
+class SlirpUplink {
+ public:
+  static constexpr const char* kWebIp = "198.51.100.1";
+  explicit SlirpUplink(const std::string& dir) : dir_(dir) {
+    try {
+      build();
+    } catch (...) {
+      teardown();
+      throw;
+    }
+  }
+  ~SlirpUplink() { teardown(); }
+  SlirpUplink(const SlirpUplink&) = delete;
+  SlirpUplink& operator=(const SlirpUplink&) = delete;
+
+  std::string resolv_conf() const { return dir_ + "/resolv.conf"; }
+  // Runs the rest in a private mount namespace with a tun node of `tun_mode` at /dev/net/tun
+  // (the host's node is left alone, whatever its mode), then in the test's network namespace.
+  std::vector<std::string> prefix(const std::string& tun_mode) const {
+    return {"/usr/bin/unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "/bin/sh",
+            "-c",
+            "d=$1 m=$2; shift 2; mount -t tmpfs -o mode=0755 tun \"$d\" && mknod -m \"$m\" "
+            "\"$d/tun\" c 10 200 "
+            "&& mount --bind \"$d/tun\" /dev/net/tun && exec \"$@\"",
+            "sh",
+            dir_ + "/tun",
+            tun_mode,
+            "/usr/bin/nsenter",
+            "--net=/run/netns/" + netns_};
+  }
+
+ private:
+  void build() {
+    fs::create_directories(dir_ + "/www");
+    fs::create_directories(dir_ + "/tun");
+    std::ofstream(dir_ + "/www/index.html") << "host-side-ok\n";
+    std::ofstream(resolv_conf()) << "nameserver 10.0.0.53\n";
+    fs::permissions(resolv_conf(), fs::perms(0644));
+    ip({"netns", "add", netns_});
+    ip({"-n", netns_, "link", "set", "lo", "up"});
+    for (const char* address : {kWebIp, "169.254.169.254", "10.0.0.1", "10.0.0.53"})
+      ip({"-n", netns_, "addr", "add", std::string(address) + "/32", "dev", "lo"});
+    start({"/usr/bin/busybox", "httpd", "-f", "-p", "8080", "-h", dir_ + "/www"});
+    start({"/usr/bin/python3", std::string(SANDCELL_TEST_FIXTURES_DIR) + "/dns-server.py",
+           "10.0.0.53", std::string("web.test=") + kWebIp});
+    for (int i = 0; i < 100; ++i) {
+      const std::string tcp = shell_output("ip netns exec " + netns_ + " ss -tln");
+      const std::string udp = shell_output("ip netns exec " + netns_ + " ss -uln");
+      if (tcp.find(":8080") != std::string::npos && udp.find("10.0.0.53:53") != std::string::npos)
+        return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    throw std::runtime_error("the test's web server and resolver did not come up");
+  }
+  void ip(std::vector<std::string> args) {
+    args.insert(args.begin(), "/usr/sbin/ip");
+    CliRun r = run_program(args);
+    if (r.exit_code != 0) throw std::runtime_error("ip " + args[1] + " " + args[2] + ": " + r.err);
+  }
+  // A server in the test's namespace, killed by teardown().
+  void start(const std::vector<std::string>& command) {
+    std::vector<std::string> args = {"/usr/sbin/ip", "netns", "exec", netns_};
+    args.insert(args.end(), command.begin(), command.end());
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    if (pid < 0) throw std::runtime_error("fork");
+    servers_.push_back(pid);
+  }
+  void teardown() {
+    for (pid_t pid : servers_) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    servers_.clear();
+    run_program({"/usr/sbin/ip", "netns", "del", netns_});
+  }
+
+  std::string dir_;
+  std::string netns_ = "sctest-rl" + std::to_string(getpid());
+  std::vector<pid_t> servers_;
+};
+
+// --net full without root: slirp4netns, started by the user's supervisor, joins the sandbox's own
+// user and network namespaces; the filter the supervisor put in that netns keeps metadata and
+// private ranges out (the server answers there: --net-allow-cidr opens 10.0.0.1), the resolver of
+// --net-resolv-conf answers on port 53 although it is private.
+TEST_F(Rootless, FullModeGoesThroughSlirp4netnsWithoutPrivateRanges) {
+  SlirpUplink uplink(user_->dir() + "/uplink");
+  auto full = [&](const std::vector<std::string>& flags, const std::string& script) {
+    std::vector<std::string> args = {"run", "--json", "--rootfs", user_->rootfs(), "--net", "full"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "/bin/sh", "-c", script});
+    return user_->sandcell(args, "", uplink.prefix("0666"));
+  };
+  auto r = full({"--net-resolv-conf", uplink.resolv_conf()},
+                "cat /etc/resolv.conf; wget -q -O- http://198.51.100.1:8080/; wget -q -O- "
+                "http://web.test:8080/; "
+                "sc-probe connect 169.254.169.254 8080; sc-probe connect 10.0.0.1 8080");
+  EXPECT_EQ(status_of(r), "ok") << r.out << r.err;
+  EXPECT_EQ(r.record["stdout"],
+            "nameserver 10.0.0.53\nhost-side-ok\nhost-side-ok\nconnect timeout\nconnect timeout\n")
+      << r.out << r.err;
+  EXPECT_EQ(r.record["isolation"]["network"], "full");
+  EXPECT_EQ(r.record["isolation"]["network_transport"], "slirp4netns");
+  EXPECT_TRUE(r.record["isolation"]["rootless"].get<bool>());
+
+  auto opened = full({"--net-allow-cidr", "10.0.0.1/32"}, "sc-probe connect 10.0.0.1 8080");
+  EXPECT_EQ(opened.record["stdout"], "connect ok\n") << opened.out << opened.err;
+}
+
+// slirp4netns opens /dev/net/tun as the user; a node only root may open is refused before
+// anything starts, with the fix.
+TEST_F(Rootless, FullModeSaysWhenTheTunDeviceIsClosedToUsers) {
+  SlirpUplink uplink(user_->dir() + "/uplink");
+  auto r = user_->sandcell({"run", "--rootfs", user_->rootfs(), "--net", "full", "--", "/bin/true"},
+                           "", uplink.prefix("0600"));
   EXPECT_EQ(r.exit_code, 125);
-  EXPECT_NE(r.err.find("not available rootless yet"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("chmod 0666 /dev/net/tun"), std::string::npos) << r.err;
 }
 
 TEST_F(Rootless, VethTransportAndUsernsAutoAreRefusedWithAReason) {

@@ -65,10 +65,13 @@ RootlessUser::~RootlessUser() {
   fs::remove_all(state_dir(), ec);
 }
 
-CliRun RootlessUser::sandcell(const std::vector<std::string>& args, const std::string& input) const {
-  std::vector<std::string> argv = {"/usr/bin/setpriv", "--reuid=" + std::to_string(uid_),
-                                   "--regid=" + std::to_string(gid_), "--init-groups", "/usr/bin/env", "-i",
-                                   "-C", dir_, "HOME=" + home(), "PATH=/usr/bin:/bin", dir_ + "/bin/sandcell"};
+CliRun RootlessUser::sandcell(const std::vector<std::string>& args, const std::string& input,
+                              const std::vector<std::string>& prefix) const {
+  std::vector<std::string> argv = prefix;
+  argv.insert(argv.end(),
+              {"/usr/bin/setpriv", "--reuid=" + std::to_string(uid_),
+               "--regid=" + std::to_string(gid_), "--init-groups", "/usr/bin/env", "-i", "-C", dir_,
+               "HOME=" + home(), "PATH=/usr/bin:/bin", dir_ + "/bin/sandcell"});
   argv.insert(argv.end(), args.begin(), args.end());
   return run_program(argv, input);
 }

@@ -22,8 +22,10 @@ class RootlessUser {
   RootlessUser& operator=(const RootlessUser&) = delete;
 
   // sandcell ARGS... as this user (setpriv --reuid --regid --init-groups), with only HOME and
-  // PATH in its environment and `dir()` as its working directory.
-  CliRun sandcell(const std::vector<std::string>& args, const std::string& input = "") const;
+  // PATH in its environment and `dir()` as its working directory. `prefix` (run as root) comes
+  // first: e.g. nsenter into a namespace the test made.
+  CliRun sandcell(const std::vector<std::string>& args, const std::string& input = "",
+                  const std::vector<std::string>& prefix = {}) const;
 
   uid_t uid() const { return uid_; }
   const std::string& name() const { return name_; }

@@ -156,6 +156,38 @@ TEST(Userns, FilesWrittenToABindMountAreOwnedByTheMappedIds) {
   EXPECT_EQ(subdir.st_uid, uid_base_of(r));
 }
 
+// `:idmap` binds the directory idmapped with the sandbox's namespace, as the layers are: the
+// host's ids are the sandbox's there, and what the sandbox writes is owned by the same ids on
+// the host (its root's files are root's), whatever range the run got.
+TEST(Userns, IdmappedBindMountKeepsTheHostsIds) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/host-file") << "host\n";  // owned by the host's root, mode 0644
+  fs::create_directory(dir.path() + "/shared");
+  fs::permissions(dir.path() + "/shared", fs::perms::all);
+  auto r = run_in_sandbox(
+      {"--userns", "auto", "--mount", dir.path() + ":/data:idmap"},
+      {"/bin/sh", "-c",
+       "echo x >> /data/host-file && stat -c %u /data/host-file && echo hi > /data/new"});
+  ASSERT_TRUE(r.record.is_object()) << r.out << r.err;
+  EXPECT_EQ(out_of(r), "0\n") << details(r);
+  EXPECT_TRUE(r.record["isolation"]["userns"].is_object());
+  auto user = run_in_sandbox(
+      {"--userns", "auto", "--user", "1000:1000", "--mount", dir.path() + ":/data:idmap"},
+      {"/bin/sh", "-c", "echo hi > /data/shared/by-1000"});
+  EXPECT_EQ(user.exit_code, 0) << details(user);
+  struct stat file {
+  }, by_user{};
+  ASSERT_EQ(stat((dir.path() + "/new").c_str(), &file), 0);
+  ASSERT_EQ(stat((dir.path() + "/shared/by-1000").c_str(), &by_user), 0);
+  EXPECT_EQ(file.st_uid, 0u);
+  EXPECT_EQ(by_user.st_uid, 1000u);
+  EXPECT_EQ(by_user.st_gid, 1000u);
+  std::ifstream host_file(dir.path() + "/host-file");
+  std::string first, second;
+  host_file >> first >> second;
+  EXPECT_EQ(first + second, "hostx");
+}
+
 TEST(Userns, ReadOnlyBindMountsStayReadOnly) {
   TempDir dir;
   auto r = run_in_sandbox({"--userns", "auto", "--mount", dir.path() + ":/data:ro"},

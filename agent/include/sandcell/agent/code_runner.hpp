@@ -4,6 +4,7 @@
 // artifacts and the error class. DESIGN.md data flow: skill.json + request → runtime::Spec.
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "sandcell/agent/code_request.hpp"
@@ -22,6 +23,10 @@ struct RunnerContext {
   std::string seccomp = "code"; // profile name or file, as `--seccomp`
   std::string seccomp_cache_dir;
   std::string state_root;       // runtime state; empty: /run/sandcell
+  // Each phase's user namespace; unset: Auto as root (the sandbox's root is an unprivileged host
+  // id; /workspace is bound idmapped, so its files keep their ids across phases, calls and the
+  // ranges they get), Host rootless (sandcell's own user namespace is the confinement there).
+  std::optional<runtime::UserNamespace> user_namespace;
   // Output of the compile and run phases as it arrives (`--stream`); optional.
   runtime::OutputSink on_output;
   // Progress lines ("installing 2 packages"); optional.

@@ -32,6 +32,11 @@ struct BindMount {
   std::string source;       // host path
   std::string destination;  // absolute path inside the sandbox
   bool read_only = false;
+  // With UserNamespace::Auto: the bind is idmapped with the sandbox's user namespace, as the
+  // image layers are, so its ids are the host's same-numbered ids (the sandbox's root reads and
+  // writes host uid 0's files there), whatever range the run got. Without it the sandbox's ids
+  // are the host's anyway, and this changes nothing.
+  bool idmap = false;
 };
 
 struct TmpfsMount {
@@ -81,7 +86,7 @@ enum class NetworkMode { None, Host, Allow, Full };
 //   Veth:   a veth pair into the sandbox and the nft table `inet sandcell` (root only).
 //   Slirp:  full mode through slirp4netns (user-mode TCP/IP), with the blocked ranges dropped by
 //           nft rules inside the sandbox's own netns. Works rootless.
-//   Auto:   allow → Socket; full → Veth (rootless full is refused for now).
+//   Auto:   allow → Socket; full → Veth as root, Slirp rootless.
 enum class NetworkTransport { Auto, Socket, Veth, Slirp };
 // Host: the sandbox's uid 0 is the host's uid 0 (without capabilities). Auto (`--userns=auto`,
 // root only): the sandbox gets its own user namespace whose ids 0..65535 map to a range of
