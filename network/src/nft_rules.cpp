@@ -49,7 +49,8 @@ Elements elements_of(const FirewallSpec& s) {
   }
   Elements elements{{kNatLinksSet, link + " . " + sandbox}, {kNatSourcesSet, sandbox}};
   for (const auto& cidr : s.allowed_cidrs) {
-    if (cidr.network().family == AF_INET) elements.emplace_back(kOpenCidrsSet, link + " . " + cidr.to_string());
+    if (cidr.network().family == AF_INET)
+      elements.emplace_back(kOpenCidrsSet, link + " . " + cidr.to_string());
   }
   std::set<std::string> resolvers;  // a set: adding an element twice in one transaction fails
   for (const auto& r : s.resolvers) {
@@ -97,7 +98,8 @@ std::string element_text(const nlohmann::json& value) {
   if (value.is_object() && value.contains("elem")) return element_text(value["elem"]["val"]);
   if (value.is_object() && value.contains("concat")) {
     std::string text;
-    for (const auto& part : value["concat"]) text += (text.empty() ? "" : " . ") + element_text(part);
+    for (const auto& part : value["concat"])
+      text += (text.empty() ? "" : " . ") + element_text(part);
     return text;
   }
   throw Error(EIO, "unexpected element in nft table inet sandcell: " + value.dump());
@@ -136,34 +138,33 @@ bool sets_exist() {
 std::string sandcell_table_script() {
   const std::string t = std::string(kTable) + " ";
   const std::string add = "add rule " + t;
-  return "add table " + t + "\n" +
-         "add set " + t + kProxySet + " { type ifname . ipv4_addr . ipv4_addr . inet_service; }\n" +
-         "add set " + t + kNatLinksSet + " { type ifname . ipv4_addr; }\n" +
-         "add set " + t + kNatSourcesSet + " { type ipv4_addr; }\n" +
-         "add set " + t + kOpenCidrsSet + " { type ifname . ipv4_addr; flags interval; }\n" +
-         "add set " + t + kResolversSet + " { type ifname . ipv4_addr; }\n" +
-         "add set " + t + "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
-         join(blocked_ipv4_ranges()) + " }; }\n" +
-         "add chain " + t + "input { type filter hook input priority filter; policy accept; }\n" +
-         "add chain " + t + "forward { type filter hook forward priority filter; policy accept; }\n" +
-         "add chain " + t + "postrouting { type nat hook postrouting priority srcnat; policy accept; }\n" +
+  return "add table " + t + "\n" + "add set " + t + kProxySet +
+         " { type ifname . ipv4_addr . ipv4_addr . inet_service; }\n" + "add set " + t +
+         kNatLinksSet + " { type ifname . ipv4_addr; }\n" + "add set " + t + kNatSourcesSet +
+         " { type ipv4_addr; }\n" + "add set " + t + kOpenCidrsSet +
+         " { type ifname . ipv4_addr; flags interval; }\n" + "add set " + t + kResolversSet +
+         " { type ifname . ipv4_addr; }\n" + "add set " + t +
+         "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
+         join(blocked_ipv4_ranges()) + " }; }\n" + "add chain " + t +
+         "input { type filter hook input priority filter; policy accept; }\n" + "add chain " + t +
+         "forward { type filter hook forward priority filter; policy accept; }\n" + "add chain " +
+         t + "postrouting { type nat hook postrouting priority srcnat; policy accept; }\n" +
          "add chain " + t + "sandbox_to_host\n" + "add chain " + t + "into_sandbox\n" +
-         "add chain " + t + "from_sandbox\n" +
-         add + "input iifname \"sc-*\" jump sandbox_to_host\n" +
-         add + "sandbox_to_host ct state established,related accept\n" +
-         add + "sandbox_to_host iifname . ip saddr . ip daddr . tcp dport @" + kProxySet + " ct state new accept\n" +
-         add + "sandbox_to_host drop\n" +
-         add + "forward oifname \"sc-*\" jump into_sandbox\n" +
-         add + "forward iifname \"sc-*\" jump from_sandbox\n" +
-         add + "into_sandbox ct state established,related accept\n" +
-         add + "into_sandbox drop\n" +
-         add + "from_sandbox meta nfproto != ipv4 drop\n" +
+         "add chain " + t + "from_sandbox\n" + add +
+         "input iifname \"sc-*\" jump sandbox_to_host\n" + add +
+         "sandbox_to_host ct state established,related accept\n" + add +
+         "sandbox_to_host iifname . ip saddr . ip daddr . tcp dport @" + kProxySet +
+         " ct state new accept\n" + add + "sandbox_to_host drop\n" + add +
+         "forward oifname \"sc-*\" jump into_sandbox\n" + add +
+         "forward iifname \"sc-*\" jump from_sandbox\n" + add +
+         "into_sandbox ct state established,related accept\n" + add + "into_sandbox drop\n" + add +
+         "from_sandbox meta nfproto != ipv4 drop\n" +
          // Allow-mode links have no nat_links element: nothing of theirs is forwarded.
-         add + "from_sandbox iifname . ip saddr != @" + kNatLinksSet + " drop\n" +
-         add + "from_sandbox iifname . ip daddr @" + kOpenCidrsSet + " accept\n" +
-         add + "from_sandbox iifname . ip daddr @" + kResolversSet + " meta l4proto { tcp, udp } th dport 53 accept\n" +
-         add + "from_sandbox ip daddr @blocked drop\n" +
-         add + "from_sandbox accept\n" +
+         add + "from_sandbox iifname . ip saddr != @" + kNatLinksSet + " drop\n" + add +
+         "from_sandbox iifname . ip daddr @" + kOpenCidrsSet + " accept\n" + add +
+         "from_sandbox iifname . ip daddr @" + kResolversSet +
+         " meta l4proto { tcp, udp } th dport 53 accept\n" + add +
+         "from_sandbox ip daddr @blocked drop\n" + add + "from_sandbox accept\n" +
          // No iifname in postrouting (the kernel has no input device there): match the source.
          add + "postrouting ip saddr @" + kNatSourcesSet + " oifname != \"sc-*\" masquerade\n";
 }
@@ -178,15 +179,16 @@ std::string sandbox_filter_script(const std::vector<Cidr>& allowed_cidrs,
   std::set<std::string> dns;
   for (const auto& r : resolvers)
     if (r.family == AF_INET) dns.insert(r.to_string());
-  std::string script = "add table " + t + "\n" +
-                       "add set " + t + "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
-                       join(blocked_ipv4_ranges()) + " }; }\n" +
-                       "add chain " + t + "output { type filter hook output priority filter; policy accept; }\n" +
+  std::string script = "add table " + t + "\n" + "add set " + t +
+                       "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
+                       join(blocked_ipv4_ranges()) + " }; }\n" + "add chain " + t +
+                       "output { type filter hook output priority filter; policy accept; }\n" +
                        add + "oifname \"lo\" accept\n" + add + "meta nfproto != ipv4 drop\n";
   if (!open.empty()) script += add + "ip daddr { " + join(open) + " } accept\n";
   std::string dns_list;
   for (const auto& r : dns) dns_list += (dns_list.empty() ? "" : ", ") + r;
-  if (!dns.empty()) script += add + "ip daddr { " + dns_list + " } meta l4proto { tcp, udp } th dport 53 accept\n";
+  if (!dns.empty())
+    script += add + "ip daddr { " + dns_list + " } meta l4proto { tcp, udp } th dport 53 accept\n";
   return script + add + "ip daddr @blocked drop\n";
 }
 
@@ -211,14 +213,15 @@ SandboxFirewall::SandboxFirewall(FirewallSpec spec) : spec_(std::move(spec)) {
   add_script_ = element_script("add", elements);
   delete_script_ = element_script("delete", elements);
   const std::string step = "install nft rules for sc-" + spec_.id + "h";
+  nft_ = std::make_unique<NftContext>();
   HostNetworkLock lock;
   try {
-    NftContext().run(add_script_, step);  // the common case: the table is there
+    nft_->run(add_script_, step);  // the common case: the table is there
   } catch (const Error&) {
     // No table, or a table without our sets (made by hand, or an older sandcell's, whose
     // per-run chains stay untouched): add what is missing, then the elements.
     if (sets_exist()) throw;
-    NftContext().run(sandcell_table_script() + add_script_, step);
+    nft_->run(sandcell_table_script() + add_script_, step);
   }
   installed_ = true;
 }
@@ -234,7 +237,7 @@ SandboxFirewall::~SandboxFirewall() {
 void SandboxFirewall::remove() {
   if (!installed_) return;
   HostNetworkLock lock;
-  NftContext().run(delete_script_, "remove nft rules of sc-" + spec_.id + "h");
+  nft_->run(delete_script_, "remove nft rules of sc-" + spec_.id + "h");
   installed_ = false;
 }
 
@@ -274,7 +277,8 @@ void remove_firewall(const std::string& id) {
         if (s == kNatSourcesSet && e == source) doomed.emplace_back(s, e);
     }
   }
-  if (!doomed.empty()) NftContext().run(element_script("delete", doomed), "remove nft rules of sc-" + id + "h");
+  if (!doomed.empty())
+    NftContext().run(element_script("delete", doomed), "remove nft rules of sc-" + id + "h");
 }
 
 void remove_idle_sandcell_table() {

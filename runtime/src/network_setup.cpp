@@ -1,6 +1,5 @@
 // `--net allow:` and `--net full` in the supervisor (see network_setup.hpp).
 #include "network_setup.hpp"
-#include "sandcell/runtime/rootless.hpp"
 
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 
 #include "sandcell/network/host_policy.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/rootless.hpp"
 
 namespace sandcell::runtime {
 namespace {
@@ -86,8 +86,9 @@ void check_slirp_capabilities(const Spec& spec) {
                            "the filter that keeps it off private and metadata addresses");
   }
   if (!network::slirp4netns_installed())
-    throw Error::invalid("--net full over slirp (the transport without root) needs slirp4netns in PATH "
-                         "(apt-get install slirp4netns)");
+    throw Error::invalid(
+        "--net full over slirp (the transport without root) needs slirp4netns in PATH "
+        "(apt-get install slirp4netns)");
 }
 
 NetworkTransport resolve_transport(const Spec& spec) {
@@ -96,13 +97,15 @@ NetworkTransport resolve_transport(const Spec& spec) {
   // Rootless full mode is not there yet: slirp4netns started by the user fails to configure the
   // sandbox's netns (it works as root with --net-transport slirp).
   if (!allow && rootless())
-    throw Error::invalid("--net full is not available rootless yet; use --net allow:HOSTS (the proxy) or run as root");
-  if (t == NetworkTransport::Auto)
-    t = allow ? NetworkTransport::Socket : NetworkTransport::Veth;
+    throw Error::invalid(
+        "--net full is not available rootless yet; use --net allow:HOSTS (the proxy) or run as "
+        "root");
+  if (t == NetworkTransport::Auto) t = allow ? NetworkTransport::Socket : NetworkTransport::Veth;
   if (allow && t == NetworkTransport::Slirp)
     throw Error::invalid("--net-transport slirp is for --net full; allow: uses socket or veth");
   if (!allow && t == NetworkTransport::Socket)
-    throw Error::invalid("--net-transport socket carries only the allow: proxy; --net full uses veth or slirp");
+    throw Error::invalid(
+        "--net-transport socket carries only the allow: proxy; --net full uses veth or slirp");
   if (t == NetworkTransport::Veth && rootless())
     throw Error::invalid("--net-transport veth needs root in the host's network namespace");
   if (t == NetworkTransport::Slirp) check_slirp_capabilities(spec);
@@ -189,7 +192,8 @@ void plan_proxy_listener(const NetworkPlan& network, ChildPlan& plan) {
 
 SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox) {
   if (plan.transport == NetworkTransport::Socket) {
-    proxy_ = std::make_unique<network::Proxy>(proxy_config(plan, ""), std::move(sandbox.proxy_listener));
+    proxy_ =
+        std::make_unique<network::Proxy>(proxy_config(plan, ""), std::move(sandbox.proxy_listener));
     return;
   }
   if (plan.transport == NetworkTransport::Slirp) {
@@ -223,6 +227,15 @@ void SandboxNetwork::install_firewall(const NetworkPlan& plan) {
       .allowed_cidrs = plan.address_policy.allowed(),
       .resolvers = plan.dns.resolvers,
   });
+}
+
+void SandboxNetwork::withdraw() noexcept {
+  if (!firewall_) return;
+  try {
+    firewall_->remove();
+  } catch (const std::exception&) {
+    // ~SandboxFirewall tries again; `sandcell gc` removes what a failed run left.
+  }
 }
 
 void SandboxNetwork::record(Events& events) {

@@ -13,13 +13,13 @@
 #include <string>
 
 #include "child_plan.hpp"
-#include "unique_fd.hpp"
 #include "sandcell/network/nft_rules.hpp"
 #include "sandcell/network/proxy.hpp"
 #include "sandcell/network/resolv.hpp"
 #include "sandcell/network/slirp.hpp"
 #include "sandcell/network/veth.hpp"
 #include "sandcell/runtime/result.hpp"
+#include "unique_fd.hpp"
 
 namespace sandcell::runtime {
 
@@ -28,10 +28,10 @@ namespace sandcell::runtime {
 struct NetworkPlan {
   NetworkMode mode = NetworkMode::None;
   NetworkTransport transport = NetworkTransport::Auto;  // resolved: Auto only for none and host
-  network::Allowlist allowlist;               // allow
-  network::AddressPolicy address_policy;      // allow and full (`--net-allow-cidr`)
-  std::optional<network::Resolver> resolver;  // allow: `--net-hosts`, else the system's
-  network::SandboxDns dns;                    // full
+  network::Allowlist allowlist;                         // allow
+  network::AddressPolicy address_policy;                // allow and full (`--net-allow-cidr`)
+  std::optional<network::Resolver> resolver;            // allow: `--net-hosts`, else the system's
+  network::SandboxDns dns;                              // full
 };
 NetworkPlan plan_network(const Spec& spec);
 
@@ -65,6 +65,12 @@ class SandboxNetwork {
   ~SandboxNetwork();
   SandboxNetwork(const SandboxNetwork&) = delete;
   SandboxNetwork& operator=(const SandboxNetwork&) = delete;
+
+  // As soon as the program has exited (Supervised::on_program_exit): deletes the run's nft
+  // elements, which only takes the way out from what is left of the sandbox, while the kernel
+  // tears the rest down; the grace period that frees them then runs alongside the remaining
+  // teardown (nft_rules.hpp). A failure leaves them to the destructor, then to `sandcell gc`.
+  void withdraw() noexcept;
 
   // After the sandbox is gone: stops the proxy and copies its decisions into the record; the
   // veth goes with the sandbox's netns.

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #include "child_messages.hpp"
 #include "child_plan.hpp"
@@ -39,15 +40,19 @@ constexpr uint64_t kNamespaces =
 const CgroupHost& cgroup_host() {
   static std::once_flag once;
   static CgroupHost host;
-  std::call_once(once, [] { host = rootless() ? probe_rootless_cgroups(probe_cgroups()) : probe_cgroups(); });
+  std::call_once(
+      once, [] { host = rootless() ? probe_rootless_cgroups(probe_cgroups()) : probe_cgroups(); });
   return host;
 }
 
 std::string mode_name(CgroupHost::Mode mode) {
   switch (mode) {
-    case CgroupHost::Mode::V2: return "v2";
-    case CgroupHost::Mode::V1: return "v1";
-    case CgroupHost::Mode::None: return "none";
+    case CgroupHost::Mode::V2:
+      return "v2";
+    case CgroupHost::Mode::V1:
+      return "v1";
+    case CgroupHost::Mode::None:
+      return "none";
   }
   return "none";
 }
@@ -130,7 +135,8 @@ void map_sandbox_ids(pid_t pid, int sync_fd) {
     if (!fd || write(fd.get(), lines.data(), lines.size()) != static_cast<ssize_t>(lines.size()))
       throw Error(errno, "write " + path);
   }
-  if (send(sync_fd, "u", 1, MSG_NOSIGNAL) < 0 && errno != EPIPE) throw Error(errno, "tell the child its ids are mapped");
+  if (send(sync_fd, "u", 1, MSG_NOSIGNAL) < 0 && errno != EPIPE)
+    throw Error(errno, "tell the child its ids are mapped");
 }
 
 Isolation isolation_of(const Spec& spec, const NetworkPlan& network, CgroupHost::Mode mode) {
@@ -153,8 +159,10 @@ std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& 
   if (limits.wall_s) enforced["wall_s"] = Enforcement::Supervisor;
   if (limits.output_bytes) enforced["output_bytes"] = Enforcement::Supervisor;
   if (limits.cpu_s)
-    enforced["cpu_s"] = cgroup.mode() == CgroupHost::Mode::None ? Enforcement::None : Enforcement::Supervisor;
-  for (const char* name : {"memory_bytes", "pids", "cpus"}) enforced.try_emplace(name, Enforcement::None);
+    enforced["cpu_s"] =
+        cgroup.mode() == CgroupHost::Mode::None ? Enforcement::None : Enforcement::Supervisor;
+  for (const char* name : {"memory_bytes", "pids", "cpus"})
+    enforced.try_emplace(name, Enforcement::None);
   return enforced;
 }
 
@@ -187,11 +195,13 @@ void fill_outcome(Result& result, const SupervisionOutcome& o, const CgroupUsage
   result.status = status_of(o, usage);
   if (WIFEXITED(o.wait_status)) result.exit_code = WEXITSTATUS(o.wait_status);
   if (WIFSIGNALED(o.wait_status)) result.signal = WTERMSIG(o.wait_status);
-  uint64_t rusage_cpu_ms = static_cast<uint64_t>(o.usage.ru_utime.tv_sec + o.usage.ru_stime.tv_sec) * 1000 +
-                           static_cast<uint64_t>(o.usage.ru_utime.tv_usec + o.usage.ru_stime.tv_usec) / 1000;
+  uint64_t rusage_cpu_ms =
+      static_cast<uint64_t>(o.usage.ru_utime.tv_sec + o.usage.ru_stime.tv_sec) * 1000 +
+      static_cast<uint64_t>(o.usage.ru_utime.tv_usec + o.usage.ru_stime.tv_usec) / 1000;
   result.cpu_ms = usage.cpu_ns > 0 ? usage.cpu_ns / 1'000'000 : rusage_cpu_ms;
-  result.peak_memory_bytes = usage.peak_memory_bytes > 0 ? usage.peak_memory_bytes
-                                                         : static_cast<uint64_t>(o.usage.ru_maxrss) * 1024;
+  result.peak_memory_bytes = usage.peak_memory_bytes > 0
+                                 ? usage.peak_memory_bytes
+                                 : static_cast<uint64_t>(o.usage.ru_maxrss) * 1024;
   result.events.oom_kills = usage.oom_kills;
   result.events.pids_limit_hits = usage.pids_limit_hits;
   if (o.interrupted_by) {
@@ -207,7 +217,8 @@ void fill_outcome(Result& result, const SupervisionOutcome& o, const CgroupUsage
 // trails the tick-based rlimit accounting, hence the margin.
 bool cpu_rlimit_hit(const Result& result) {
   auto how = result.enforced.find("cpu_s");
-  if (how == result.enforced.end() || how->second != Enforcement::Rlimit || !result.limits.cpu_s) return false;
+  if (how == result.enforced.end() || how->second != Enforcement::Rlimit || !result.limits.cpu_s)
+    return false;
   bool cpu_signal = result.signal == SIGKILL || result.signal == SIGXCPU;
   return result.status == Status::Signaled && cpu_signal &&
          static_cast<double>(result.cpu_ms) >= *result.limits.cpu_s * 1000 * 0.8;
@@ -222,7 +233,51 @@ struct Launch {
   const NetworkPlan& network;
   const std::string& run_id;
   const UsernsMapping* userns;  // --userns=auto
+  std::optional<SandboxNetwork>& sandbox_network;
 };
+
+// veth and slirp: the sandbox's network is made on a thread of its own while the supervisor's
+// main thread writes the id maps and attaches the child to its cgroups (a v1 attach waits for an
+// RCU grace period, several ms). The two need nothing from each other but the child's pid, and
+// the child waits for "go", which comes after finish(). The socket transport needs the child's
+// listener, made at the end of its own setup, so it stays on the main thread.
+class NetworkBuilder {
+ public:
+  NetworkBuilder(std::optional<SandboxNetwork>& network, const NetworkPlan& plan,
+                 SandboxNetwork::Sandbox sandbox)
+      : thread_([this, &network, &plan, sandbox = std::move(sandbox)]() mutable {
+          try {
+            network.emplace(plan, std::move(sandbox));
+          } catch (...) {
+            failure_ = std::current_exception();
+          }
+        }) {}
+  ~NetworkBuilder() { join(); }
+  NetworkBuilder(const NetworkBuilder&) = delete;
+  NetworkBuilder& operator=(const NetworkBuilder&) = delete;
+
+  // Waits for the network; throws what making it threw.
+  void finish() {
+    join();
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+  }
+
+ private:
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::exception_ptr failure_;
+  std::thread thread_;  // last: starts once failure_ exists
+};
+
+bool network_needs_the_childs_listener(const NetworkPlan& network) {
+  return network.transport == NetworkTransport::Socket;
+}
+
+bool has_network_to_make(const NetworkPlan& network) {
+  return network.mode == NetworkMode::Allow || network.mode == NetworkMode::Full;
+}
 
 // A setup step of the supervisor failed because the child had already failed and exited (its
 // namespaces are gone): the child's own message is the cause worth reporting.
@@ -237,7 +292,9 @@ void rethrow_child_failure(int sync_fd) {
   } catch (const Error&) {
     return;  // the socket failed too: the supervisor's own error stands
   }
-  if (failure) throw Error(failure->err, std::string(failure->step, strnlen(failure->step, sizeof failure->step)));
+  if (failure)
+    throw Error(failure->err,
+                std::string(failure->step, strnlen(failure->step, sizeof failure->step)));
 }
 
 void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock::time_point start) {
@@ -259,25 +316,44 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   plan.bind_trees.clear();  // the child has its copies
   out.write_end.reset();
   err.write_end.reset();
-  OutputPump out_pump(std::move(out.read_end), Stream::Stdout, l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
-  OutputPump err_pump(std::move(err.read_end), Stream::Stderr, l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
-  const SeccompNotifyPlan* notify = l.spec.seccomp && l.spec.seccomp->notify ? &*l.spec.seccomp->notify : nullptr;
-  Supervised run{pid, pidfd.get(), out_pump, err_pump, l.cgroup, l.spec.limits, interrupts.fd(),
-                 sync_parent.get(), notify};
-  std::optional<SandboxNetwork> network;  // after the pumps: removed before they close
+  OutputPump out_pump(std::move(out.read_end), Stream::Stdout,
+                      l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
+  OutputPump err_pump(std::move(err.read_end), Stream::Stderr,
+                      l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
+  const SeccompNotifyPlan* notify =
+      l.spec.seccomp && l.spec.seccomp->notify ? &*l.spec.seccomp->notify : nullptr;
+  std::optional<SandboxNetwork>& network = l.sandbox_network;
+  Supervised run{pid,
+                 pidfd.get(),
+                 out_pump,
+                 err_pump,
+                 l.cgroup,
+                 l.spec.limits,
+                 interrupts.fd(),
+                 sync_parent.get(),
+                 notify,
+                 [&network] {
+                   if (network) network->withdraw();
+                 }};
   try {
-    if (l.userns) map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
+    SandboxNetwork::Sandbox sandbox{.run_id = l.run_id,
+                                    .run_dir = l.state.dir(),
+                                    .pid = pid,
+                                    .proxy_env = plan.proxy_env.get(),
+                                    .proxy_listener = {}};
+    std::optional<NetworkBuilder> builder;
+    if (has_network_to_make(l.network) && !network_needs_the_childs_listener(l.network))
+      builder.emplace(network, l.network, std::move(sandbox));
+    if (l.userns)
+      map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
     if (plan.own_user_ns) map_sandbox_ids(pid, sync_parent.get());
     l.state.record(pid, l.cgroup.paths());
     if (l.cgroup.clone_into_fd() < 0) l.cgroup.add_process(pid);
-    if (l.network.mode == NetworkMode::Allow || l.network.mode == NetworkMode::Full) {
-      SandboxNetwork::Sandbox sandbox{.run_id = l.run_id, .run_dir = l.state.dir(), .pid = pid,
-                                      .proxy_env = plan.proxy_env.get(), .proxy_listener = {}};
-      if (l.network.transport == NetworkTransport::Socket)
-        sandbox.proxy_listener = wait_for_proxy_listener(sync_parent.get(), interrupts.fd());
+    if (builder) builder->finish();
+    if (has_network_to_make(l.network) && network_needs_the_childs_listener(l.network)) {
+      sandbox.proxy_listener = wait_for_proxy_listener(sync_parent.get(), interrupts.fd());
       // No listener: the child failed first, and supervise() reports its message.
-      if (l.network.transport != NetworkTransport::Socket || sandbox.proxy_listener)
-        network.emplace(l.network, std::move(sandbox));
+      if (sandbox.proxy_listener) network.emplace(l.network, std::move(sandbox));
     }
     // A child that failed a setup step has said why on the socket and exited: nobody is left
     // to tell, and supervise() reads its message and status.
@@ -292,7 +368,8 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   SupervisionOutcome outcome = supervise(run);
   if (network) network->record(result.events);
   result.wall_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             std::chrono::steady_clock::now() - start).count());
+                                             std::chrono::steady_clock::now() - start)
+                                             .count());
   CgroupUsage usage = l.cgroup.usage();
   fill_outcome(result, outcome, usage, l.spec.limits);
   if (cpu_rlimit_hit(result)) result.status = Status::TimeoutCpu;
@@ -309,23 +386,29 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
 
 Result run_sandbox(const Spec& spec, const RunOptions& options) {
   if (geteuid() != 0)
-    throw Error::invalid(rootless_unavailable().empty() ? "sandcell runs sandboxes as root or in a user namespace it "
-                                                          "makes at start (rootless mode)"
-                                                        : rootless_unavailable());
+    throw Error::invalid(rootless_unavailable().empty()
+                             ? "sandcell runs sandboxes as root or in a user namespace it "
+                               "makes at start (rootless mode)"
+                             : rootless_unavailable());
   auto start = std::chrono::steady_clock::now();
   std::string state_root = options.state_root.empty() ? default_state_root() : options.state_root;
   std::string run_id = new_run_id();
-  ChildPlan plan = make_child_plan(spec, state_root + "/" + run_id + "/scratch");  // input errors here
-  NetworkPlan network = plan_network(spec);                                         // and here
+  ChildPlan plan =
+      make_child_plan(spec, state_root + "/" + run_id + "/scratch");  // input errors here
+  NetworkPlan network_plan = plan_network(spec);                      // and here
 
   Result result;
   result.limits = spec.limits;
   const CgroupHost& host = cgroup_host();
-  result.isolation = isolation_of(spec, network, host.mode);
+  result.isolation = isolation_of(spec, network_plan, host.mode);
   try {
+    // Declared before the run's state and cgroup, so it is destroyed after them: closing the
+    // firewall's nft socket waits for the grace period its deletion started (nft_rules.hpp),
+    // and that period runs while they are removed.
+    std::optional<SandboxNetwork> network;
     RunState state(state_root, run_id);
-    plan_sandbox_dns(network, state.dir(), plan);
-    plan_proxy_listener(network, plan);
+    plan_sandbox_dns(network_plan, state.dir(), plan);
+    plan_proxy_listener(network_plan, plan);
     std::optional<UsernsClaim> userns;
     if (plan.user_namespace) {
       userns.emplace(userns_pool(), state_root, run_id);
@@ -335,9 +418,11 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     std::unique_ptr<Cgroup> cgroup = create_cgroup(host, run_id);
     result.enforced = enforce_limits(*cgroup, spec.limits);
     if (cgroup->mode() == CgroupHost::Mode::None)
-      add_rlimit_fallbacks(spec.limits, plan.own_user_ns, plan.rlimits, result.enforced, result.warnings);
-    Launch launch{spec, options, plan, state, *cgroup, network, run_id,
-                  userns ? &userns->mapping() : nullptr};
+      add_rlimit_fallbacks(spec.limits, plan.own_user_ns, plan.rlimits, result.enforced,
+                           result.warnings);
+    Launch launch{spec,    options,      plan,   state,
+                  *cgroup, network_plan, run_id, userns ? &userns->mapping() : nullptr,
+                  network};
     supervise_child(launch, result, start);
     cgroup->remove();
   } catch (const Error& e) {

@@ -40,7 +40,9 @@ void watch(int epfd, int fd) {
   check(epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event), "epoll_ctl add");
 }
 
-void unwatch(int epfd, int fd) { epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nullptr); }
+void unwatch(int epfd, int fd) {
+  epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nullptr);
+}
 
 void consume(int fd) {
   char buffer[sizeof(signalfd_siginfo)];
@@ -54,8 +56,8 @@ class Loop {
     if (!epoll_) throw Error(errno, "epoll_create1");
     if (run.limits.wall_s) wall_ = make_timer(*run.limits.wall_s, 0);
     if (run.limits.cpu_s) cpu_tick_ = make_timer(0.05, kCpuPollNs);
-    for (int fd : {run.pidfd, run.out.fd(), run.err.fd(), wall_.get(), cpu_tick_.get(), run.signal_fd,
-                   run.sync_fd})
+    for (int fd : {run.pidfd, run.out.fd(), run.err.fd(), wall_.get(), cpu_tick_.get(),
+                   run.signal_fd, run.sync_fd})
       watch(epoll_.get(), fd);
   }
 
@@ -97,7 +99,8 @@ class Loop {
     } else if (fd == run_.sync_fd) {
       handle_child_message();
     } else if (denials_ && fd == denials_->fd()) {
-      if (denials_->answer_pending()) stop([&] { outcome_.seccomp_kill = denials_->kill_reason(); });
+      if (denials_->answer_pending())
+        stop([&] { outcome_.seccomp_kill = denials_->kill_reason(); });
       // Every task of the filter has exited: nothing more can come, and the level-triggered
       // hang-up would otherwise spin this loop until the reap (~700 wake-ups per run measured).
       if (events & EPOLLHUP) unwatch(epoll_.get(), fd);
@@ -115,7 +118,7 @@ class Loop {
       return;
     }
     if (received->message.kind == ChildMessage::ProgramExited)
-      program_wait_status_ = received->message.wait_status;
+      program_exited(received->message.wait_status);
     else if (received->message.kind != ChildMessage::SeccompListener)
       outcome_.child_failure = received->message;
   }
@@ -132,12 +135,23 @@ class Loop {
       denials_.emplace(std::move(received->fd), *run_.notify);
       watch(epoll_.get(), denials_->fd());
     } else if (received->message.kind == ChildMessage::ProgramExited) {
-      program_wait_status_ = received->message.wait_status;
+      program_exited(received->message.wait_status);
     } else if (received->message.kind == ChildMessage::SetupFailed ||
                received->message.kind == ChildMessage::ExecFailed) {
       outcome_.child_failure = received->message;
       stop([] {});
     }
+  }
+
+  void program_exited(int wait_status) {
+    program_wait_status_ = wait_status;
+    notify_program_exit();
+  }
+
+  void notify_program_exit() {
+    if (exit_notified_) return;
+    exit_notified_ = true;
+    if (run_.on_program_exit) run_.on_program_exit();
   }
 
   // Records why the sandbox is stopped (only the first reason counts) and kills it.
@@ -153,14 +167,17 @@ class Loop {
     if (reaped_) return;
     if (wait4(run_.pid, &outcome_.wait_status, WNOHANG, &outcome_.usage) != run_.pid) return;
     reaped_ = true;
+    notify_program_exit();
     unwatch(epoll_.get(), run_.pidfd);
     // pid 1 is gone, so the kernel has killed the rest of its namespace and the pipes close;
     // give the last output a bounded time to arrive.
-    drain_deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainAfterExitMs);
+    drain_deadline_ =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainAfterExitMs);
   }
 
   int remaining_drain_ms() const {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline_ - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        drain_deadline_ - std::chrono::steady_clock::now());
     return left.count() > 0 ? static_cast<int>(left.count()) : 0;
   }
 
@@ -169,7 +186,7 @@ class Loop {
   SupervisionOutcome outcome_;
   std::optional<DeniedSyscallLog> denials_;
   std::optional<int> program_wait_status_;
-  bool reaped_ = false, killed_ = false, sync_closed_ = false;
+  bool reaped_ = false, killed_ = false, sync_closed_ = false, exit_notified_ = false;
   std::chrono::steady_clock::time_point drain_deadline_;
 };
 
@@ -180,6 +197,8 @@ void kill_sandbox(const Supervised& run) {
   run.cgroup.kill_all();
 }
 
-SupervisionOutcome supervise(const Supervised& run) { return Loop(run).run(); }
+SupervisionOutcome supervise(const Supervised& run) {
+  return Loop(run).run();
+}
 
 }  // namespace sandcell::runtime

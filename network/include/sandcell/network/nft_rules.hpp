@@ -5,8 +5,9 @@
 // cost ~40 ms a run, most of it waiting for RCU grace periods while netfilter hooks were
 // registered and unregistered; set elements involve no hook at all.
 //
-// Every rule matches only links named sc-* (sandcell's veths) or sources in sandcell's 198.18.0.0/15,
-// so the table never affects the host's own traffic, and sandcell never touches any other table.
+// Every rule matches only links named sc-* (sandcell's veths) or sources in sandcell's
+// 198.18.0.0/15, so the table never affects the host's own traffic, and sandcell never touches any
+// other table.
 //
 // allow mode (element in `proxy`): from its link only TCP from the sandbox address to
 //   host address:proxy port (and established/related replies) reaches the host; everything else
@@ -22,15 +23,25 @@
 //
 // The table stays when the last run ends (creating it again would pay the hook registration the
 // sets avoid); it is inert without elements. `sandcell gc` removes it when no run uses it.
+//
+// A run's firewall keeps one libnftables context (one netlink socket) from its add to its end.
+// Closing a netfilter netlink socket waits for the netns's pending nf_tables destroy work
+// (nft_rcv_nl_event flushes it; since Linux 6.x unconditionally), and deleted elements are freed
+// by that work after a full RCU grace period (~10 ms at HZ=250). Closing right after the delete,
+// as a context per call did, waited that whole grace period at the end of every run; with the
+// socket kept open the grace period runs while the rest of the run's teardown does.
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "sandcell/network/address_policy.hpp"
 
 namespace sandcell::network {
+
+class NftContext;
 
 enum class NetMode { Allow, Full };
 
@@ -46,10 +57,10 @@ struct FirewallSpec {
 
 class SandboxFirewall {
  public:
-  // Adds this run's elements (and the table, if it is missing) in one nft transaction.
-  // Throws Error.
+  // Adds this run's elements (and the table, if it is missing) in one nft transaction, on a
+  // context this object keeps until it is destroyed (see above). Throws Error.
   explicit SandboxFirewall(FirewallSpec spec);
-  ~SandboxFirewall();  // remove()
+  ~SandboxFirewall();  // remove(), then closes the context
   SandboxFirewall(const SandboxFirewall&) = delete;
   SandboxFirewall& operator=(const SandboxFirewall&) = delete;
 
@@ -61,6 +72,7 @@ class SandboxFirewall {
  private:
   FirewallSpec spec_;
   std::string add_script_, delete_script_;
+  std::unique_ptr<NftContext> nft_;
   bool installed_ = false;
 };
 
