@@ -2,9 +2,11 @@
 #include "sandcell/network/nft_rules.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "host_lock.hpp"
 #include "netns_thread.hpp"
@@ -25,6 +27,13 @@ constexpr const char* kOpenCidrsSet = "open_cidrs";
 constexpr const char* kResolversSet = "resolvers";
 constexpr const char* kRunSets[] = {kProxySet, kNatLinksSet, kNatSourcesSet, kOpenCidrsSet,
                                     kResolversSet};
+// A run's elements carry a timeout only so that the run can expire them in place at its end
+// (SandboxFirewall::withdraw); ten years is no limit on how long a run may last.
+constexpr const char* kAlive = " timeout 3650d expires 3650d";
+constexpr const char* kExpired = " timeout 3650d expires 1ms";
+// An element listed with more left than this was not expired: the kernel (before Linux 6.10)
+// ignores an update of an existing element's expiration.
+constexpr long kExpiringSeconds = 60;
 
 void check_id(const std::string& id) {
   const bool ok = id.size() == 8 && std::all_of(id.begin(), id.end(), [](char c) {
@@ -60,10 +69,12 @@ Elements elements_of(const FirewallSpec& s) {
   return elements;
 }
 
-std::string element_script(const char* verb, const Elements& elements) {
+// `options`: what follows each element inside the braces (timeout and expiry), or "".
+std::string element_script(const char* verb, const Elements& elements, const char* options = "") {
   std::string script;
   for (const auto& [set, element] : elements)
-    script += std::string(verb) + " element " + kTable + " " + set + " { " + element + " }\n";
+    script +=
+        std::string(verb) + " element " + kTable + " " + set + " { " + element + options + " }\n";
   return script;
 }
 
@@ -124,13 +135,25 @@ std::string id_of(const std::string& element) {
   return element.substr(4, 8);
 }
 
-bool sets_exist() {
+enum class TableFormat { Missing, Expirable, WithoutTimeouts };
+
+// Whether `inet sandcell` has our sets, and whether they take element timeouts (tables made by
+// sandcell before run elements were expired in place do not).
+TableFormat table_format() {
+  std::string listed;
   try {
-    NftContext(true).run(std::string("list set ") + kTable + " " + kProxySet, "list nft set");
-    return true;
+    listed =
+        NftContext(true).run(std::string("list set ") + kTable + " " + kProxySet, "list nft set");
   } catch (const Error&) {
-    return false;
+    return TableFormat::Missing;
   }
+  for (const auto& item :
+       nlohmann::json::parse(listed).value("nftables", nlohmann::json::array())) {
+    if (!item.contains("set")) continue;
+    for (const auto& flag : item["set"].value("flags", nlohmann::json::array()))
+      if (flag == "timeout") return TableFormat::Expirable;
+  }
+  return TableFormat::WithoutTimeouts;
 }
 
 }  // namespace
@@ -139,11 +162,11 @@ std::string sandcell_table_script() {
   const std::string t = std::string(kTable) + " ";
   const std::string add = "add rule " + t;
   return "add table " + t + "\n" + "add set " + t + kProxySet +
-         " { type ifname . ipv4_addr . ipv4_addr . inet_service; }\n" + "add set " + t +
-         kNatLinksSet + " { type ifname . ipv4_addr; }\n" + "add set " + t + kNatSourcesSet +
-         " { type ipv4_addr; }\n" + "add set " + t + kOpenCidrsSet +
-         " { type ifname . ipv4_addr; flags interval; }\n" + "add set " + t + kResolversSet +
-         " { type ifname . ipv4_addr; }\n" + "add set " + t +
+         " { type ifname . ipv4_addr . ipv4_addr . inet_service; flags timeout; }\n" + "add set " +
+         t + kNatLinksSet + " { type ifname . ipv4_addr; flags timeout; }\n" + "add set " + t +
+         kNatSourcesSet + " { type ipv4_addr; flags timeout; }\n" + "add set " + t + kOpenCidrsSet +
+         " { type ifname . ipv4_addr; flags interval, timeout; }\n" + "add set " + t +
+         kResolversSet + " { type ifname . ipv4_addr; flags timeout; }\n" + "add set " + t +
          "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
          join(blocked_ipv4_ranges()) + " }; }\n" + "add chain " + t +
          "input { type filter hook input priority filter; policy accept; }\n" + "add chain " + t +
@@ -210,20 +233,45 @@ SandboxFirewall::SandboxFirewall(FirewallSpec spec) : spec_(std::move(spec)) {
     throw Error::invalid("firewall in allow mode needs the proxy port");
   }
   const Elements elements = elements_of(spec_);
-  add_script_ = element_script("add", elements);
+  add_script_ = element_script("add", elements, kAlive);
+  expire_script_ = element_script("add", elements, kExpired);
   delete_script_ = element_script("delete", elements);
-  const std::string step = "install nft rules for sc-" + spec_.id + "h";
+  first_set_ = elements.front().first;
+  first_element_ = elements.front().second;
   nft_ = std::make_unique<NftContext>();
   HostNetworkLock lock;
   try {
-    nft_->run(add_script_, step);  // the common case: the table is there
+    nft_->run(add_script_, "install nft rules for sc-" + spec_.id + "h");  // the common case
   } catch (const Error&) {
-    // No table, or a table without our sets (made by hand, or an older sandcell's, whose
-    // per-run chains stay untouched): add what is missing, then the elements.
-    if (sets_exist()) throw;
-    nft_->run(sandcell_table_script() + add_script_, step);
+    if (!install_with_table()) throw;  // the table is fine: the add failed for its own reason
   }
   installed_ = true;
+}
+
+// No table, a table without our sets (made by hand, or an older sandcell's, whose per-run chains
+// stay untouched) or one whose sets take no timeouts: makes or remakes what is needed.
+bool SandboxFirewall::install_with_table() {
+  const std::string step = "install nft rules for sc-" + spec_.id + "h";
+  switch (table_format()) {
+    case TableFormat::Expirable:
+      return false;
+    case TableFormat::Missing:
+      nft_->run(sandcell_table_script() + add_script_, step);
+      return true;
+    case TableFormat::WithoutTimeouts:
+      break;
+  }
+  const auto table = list_table();
+  if (table && listed_elements(*table).empty()) {  // idle: remade once, in the current form
+    nft_->run(std::string("delete table ") + kTable + "\n", "delete the idle old nft table");
+    nft_->run(sandcell_table_script() + add_script_, step);
+    return true;
+  }
+  // Runs of an older sandcell use it: elements without timeouts, deleted at the end.
+  add_script_ = element_script("add", elements_of(spec_));
+  expire_script_.clear();
+  nft_->run(add_script_, step);
+  return true;
 }
 
 SandboxFirewall::~SandboxFirewall() {
@@ -234,11 +282,54 @@ SandboxFirewall::~SandboxFirewall() {
   }
 }
 
+void SandboxFirewall::withdraw() {
+  if (!installed_ || withdrawn_) return;
+  const std::string step = "remove nft rules of sc-" + spec_.id + "h";
+  HostNetworkLock lock;
+  if (expire_script_.empty()) {
+    nft_->run(delete_script_, step);
+    installed_ = false;
+    return;
+  }
+  // An update of an element that is not there adds it: fail as the delete would instead (gc
+  // may have removed a run's elements, and that is worth an error).
+  if (!first_element_seconds_left()) throw Error(ENOENT, step + ": its elements are gone");
+  nft_->run(expire_script_, step);
+  withdrawn_ = true;
+}
+
 void SandboxFirewall::remove() {
   if (!installed_) return;
+  withdraw();
+  if (!installed_) return;
+  // Expired elements match nothing and are not listed; the kernel's set GC frees them later.
+  // Listed with their full time left: this kernel ignored the update, so delete them.
+  for (int tick = 0; tick < 100; ++tick) {
+    const std::optional<long> left = first_element_seconds_left();
+    if (!left) {
+      installed_ = false;
+      return;
+    }
+    if (*left > kExpiringSeconds) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // expires on the next jiffy
+  }
   HostNetworkLock lock;
   nft_->run(delete_script_, "remove nft rules of sc-" + spec_.id + "h");
   installed_ = false;
+}
+
+std::optional<long> SandboxFirewall::first_element_seconds_left() {
+  const std::string listed = nft_->run_json(std::string("list set ") + kTable + " " + first_set_,
+                                            "list nft set " + first_set_);
+  for (const auto& item :
+       nlohmann::json::parse(listed).value("nftables", nlohmann::json::array())) {
+    if (!item.contains("set")) continue;
+    for (const auto& element : item["set"].value("elem", nlohmann::json::array())) {
+      if (element_text(element) != first_element_) continue;
+      return element.contains("elem") ? element["elem"].value("expires", 0L) : 0L;
+    }
+  }
+  return std::nullopt;
 }
 
 bool sandcell_table_exists() {

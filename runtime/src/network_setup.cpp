@@ -232,7 +232,7 @@ void SandboxNetwork::install_firewall(const NetworkPlan& plan) {
 void SandboxNetwork::withdraw() noexcept {
   if (!firewall_) return;
   try {
-    firewall_->remove();
+    firewall_->withdraw();
   } catch (const std::exception&) {
     // ~SandboxFirewall tries again; `sandcell gc` removes what a failed run left.
   }

@@ -66,10 +66,10 @@ class SandboxNetwork {
   SandboxNetwork(const SandboxNetwork&) = delete;
   SandboxNetwork& operator=(const SandboxNetwork&) = delete;
 
-  // As soon as the program has exited (Supervised::on_program_exit): deletes the run's nft
-  // elements, which only takes the way out from what is left of the sandbox, while the kernel
-  // tears the rest down; the grace period that frees them then runs alongside the remaining
-  // teardown (nft_rules.hpp). A failure leaves them to the destructor, then to `sandcell gc`.
+  // As soon as the program has exited (Supervised::on_program_exit): expires the run's nft
+  // elements (nft_rules.hpp), which only takes the way out from what is left of the sandbox
+  // while the kernel tears it down. The destructor makes sure they are gone (deletes them where
+  // they could not expire); a failure there leaves them to `sandcell gc`.
   void withdraw() noexcept;
 
   // After the sandbox is gone: stops the proxy and copies its decisions into the record; the

@@ -402,9 +402,9 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   const CgroupHost& host = cgroup_host();
   result.isolation = isolation_of(spec, network_plan, host.mode);
   try {
-    // Declared before the run's state and cgroup, so it is destroyed after them: closing the
-    // firewall's nft socket waits for the grace period its deletion started (nft_rules.hpp),
-    // and that period runs while they are removed.
+    // Declared before the run's state and cgroup, so it is destroyed after them: by then the
+    // elements it expired at the program's exit are gone (nft_rules.hpp), and where they had to
+    // be deleted, the grace period that closing its nft socket waits for ran meanwhile.
     std::optional<SandboxNetwork> network;
     RunState state(state_root, run_id);
     plan_sandbox_dns(network_plan, state.dir(), plan);

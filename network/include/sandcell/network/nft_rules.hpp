@@ -24,16 +24,20 @@
 // The table stays when the last run ends (creating it again would pay the hook registration the
 // sets avoid); it is inert without elements. `sandcell gc` removes it when no run uses it.
 //
-// A run's firewall keeps one libnftables context (one netlink socket) from its add to its end.
-// Closing a netfilter netlink socket waits for the netns's pending nf_tables destroy work
-// (nft_rcv_nl_event flushes it; since Linux 6.x unconditionally), and deleted elements are freed
-// by that work after a full RCU grace period (~10 ms at HZ=250). Closing right after the delete,
-// as a context per call did, waited that whole grace period at the end of every run; with the
-// socket kept open the grace period runs while the rest of the run's teardown does.
+// A run does not delete its elements: it expires them in place (an update of their expiration,
+// Linux >= 6.10), and the kernel's set GC frees them in the background. Expired elements match
+// no packet and are not listed. Deleting costs a grace period at the end of every run: deleted
+// elements are freed by the netns's nf_tables destroy work after synchronize_rcu (~10 ms at
+// HZ=250), and closing a netfilter netlink socket flushes that work (nft_rcv_nl_event), so the
+// process waited for it on its way out. Where the kernel ignores the update (the element is
+// still listed with its time left), or the table predates element timeouts and older runs use
+// it, the elements are deleted as before. A run's firewall keeps one libnftables context (one
+// netlink socket) from its add to its end.
 #include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,16 +68,24 @@ class SandboxFirewall {
   SandboxFirewall(const SandboxFirewall&) = delete;
   SandboxFirewall& operator=(const SandboxFirewall&) = delete;
 
-  // Deletes this run's elements. Idempotent.
+  // Expires this run's elements (deletes them where they cannot expire; see above), without
+  // waiting for the expiry (at most one jiffy). Throws Error.
+  void withdraw();
+  // withdraw(), then waits until the elements are no longer listed (deletes them if they do not
+  // expire). Idempotent. Throws Error.
   void remove();
   // The elements this run adds, as the body of nft set statements (for tests and debugging).
   const std::string& script() const { return add_script_; }
 
  private:
+  bool install_with_table();  // false: the table is not what made the add fail
+  std::optional<long> first_element_seconds_left();  // nullopt: not listed (expired or gone)
+
   FirewallSpec spec_;
-  std::string add_script_, delete_script_;
+  std::string add_script_, expire_script_, delete_script_;  // expire_script_: "" when it cannot
+  std::string first_set_, first_element_;
   std::unique_ptr<NftContext> nft_;
-  bool installed_ = false;
+  bool installed_ = false, withdrawn_ = false;
 };
 
 // The filter of a sandbox that has no link to the host's stack (slirp.hpp): a table `inet sandcell`
