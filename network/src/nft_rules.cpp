@@ -291,15 +291,17 @@ void SandboxFirewall::withdraw() {
     installed_ = false;
     return;
   }
-  // An update of an element that is not there adds it: fail as the delete would instead (gc
-  // may have removed a run's elements, and that is worth an error).
-  if (!first_element_seconds_left()) throw Error(ENOENT, step + ": its elements are gone");
   nft_->run(expire_script_, step);
   withdrawn_ = true;
 }
 
 void SandboxFirewall::remove() {
   if (!installed_) return;
+  // An update of an element that is not there adds it (expiring): fail as a delete would
+  // instead, when gc has removed the elements of a run it judged dead. A live run's elements
+  // are never gc's, so withdraw() at the program's exit needs no such check.
+  if (!withdrawn_ && !expire_script_.empty() && !first_element_seconds_left())
+    throw Error(ENOENT, "remove nft rules of sc-" + spec_.id + "h: its elements are gone");
   withdraw();
   if (!installed_) return;
   // Expired elements match nothing and are not listed; the kernel's set GC frees them later.

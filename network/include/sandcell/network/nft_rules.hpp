@@ -72,7 +72,7 @@ class SandboxFirewall {
   // waiting for the expiry (at most one jiffy). Throws Error.
   void withdraw();
   // withdraw(), then waits until the elements are no longer listed (deletes them if they do not
-  // expire). Idempotent. Throws Error.
+  // expire). Idempotent. Throws Error, also when the elements were gone before the first call.
   void remove();
   // The elements this run adds, as the body of nft set statements (for tests and debugging).
   const std::string& script() const { return add_script_; }
