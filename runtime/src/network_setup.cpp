@@ -208,7 +208,9 @@ SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox) {
   install_firewall(plan);
 }
 
-SandboxNetwork::~SandboxNetwork() = default;
+SandboxNetwork::~SandboxNetwork() {
+  if (withdrawal_.joinable()) withdrawal_.join();
+}
 
 void SandboxNetwork::start_proxy(const NetworkPlan& plan, const ProxyEnvPage* proxy_env) {
   const std::string address = veth_->host_address().to_string();
@@ -230,11 +232,18 @@ void SandboxNetwork::install_firewall(const NetworkPlan& plan) {
 }
 
 void SandboxNetwork::withdraw() noexcept {
-  if (!firewall_) return;
+  if (!firewall_ || withdrawal_.joinable()) return;
+  auto expire = [this]() noexcept {
+    try {
+      firewall_->withdraw();
+    } catch (const std::exception&) {
+      // ~SandboxFirewall tries again; `sandcell gc` removes what a failed run left.
+    }
+  };
   try {
-    firewall_->withdraw();
-  } catch (const std::exception&) {
-    // ~SandboxFirewall tries again; `sandcell gc` removes what a failed run left.
+    withdrawal_ = std::thread(expire);  // while the supervisor reaps, drains and cleans up
+  } catch (const std::system_error&) {
+    expire();
   }
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "child_plan.hpp"
 #include "sandcell/network/nft_rules.hpp"
@@ -68,8 +69,9 @@ class SandboxNetwork {
 
   // As soon as the program has exited (Supervised::on_program_exit): expires the run's nft
   // elements (nft_rules.hpp), which only takes the way out from what is left of the sandbox
-  // while the kernel tears it down. The destructor makes sure they are gone (deletes them where
-  // they could not expire); a failure there leaves them to `sandcell gc`.
+  // while the kernel tears it down. On a thread of its own, so the supervisor's own teardown
+  // goes on meanwhile; the destructor joins it and makes sure the elements are gone (deletes
+  // them where they could not expire); a failure there leaves them to `sandcell gc`.
   void withdraw() noexcept;
 
   // After the sandbox is gone: stops the proxy and copies its decisions into the record; the
@@ -84,6 +86,7 @@ class SandboxNetwork {
   std::optional<network::VethPair> veth_;
   std::unique_ptr<network::SandboxFirewall> firewall_;
   std::unique_ptr<network::Proxy> proxy_;  // declared last: stopped first
+  std::thread withdrawal_;                 // joined by the destructor, before any member goes
 };
 
 }  // namespace sandcell::runtime
