@@ -69,9 +69,10 @@ class SandboxNetwork {
 
   // As soon as the program has exited (Supervised::on_program_exit): expires the run's nft
   // elements (nft_rules.hpp), which only takes the way out from what is left of the sandbox
-  // while the kernel tears it down. On a thread of its own, so the supervisor's own teardown
-  // goes on meanwhile; the destructor joins it and makes sure the elements are gone (deletes
-  // them where they could not expire); a failure there leaves them to `sandcell gc`.
+  // while the kernel tears it down, and waits until they are no longer listed (deletes them
+  // where they could not expire). On a thread of its own, so the supervisor's own teardown goes
+  // on meanwhile; the destructor joins it (and tries again after a failure, which otherwise
+  // leaves them to `sandcell gc`).
   void withdraw() noexcept;
 
   // After the sandbox is gone: stops the proxy and copies its decisions into the record; the
