@@ -224,7 +224,14 @@ void install_sandbox_filter(pid_t sandbox_pid, const std::vector<Cidr>& allowed_
   });
 }
 
-SandboxFirewall::SandboxFirewall(FirewallSpec spec) : spec_(std::move(spec)) {
+SandboxFirewall::SandboxFirewall(FirewallSpec spec)
+    : SandboxFirewall(std::move(spec), HostLockHeld{}, true) {}
+
+SandboxFirewall::SandboxFirewall(FirewallSpec spec, HostLockHeld)
+    : SandboxFirewall(std::move(spec), HostLockHeld{}, false) {}
+
+SandboxFirewall::SandboxFirewall(FirewallSpec spec, HostLockHeld, bool take_lock)
+    : spec_(std::move(spec)) {
   check_id(spec_.id);
   if (spec_.host_address.family != AF_INET || spec_.sandbox_address.family != AF_INET) {
     throw Error::invalid("firewall addresses must be IPv4");
@@ -239,7 +246,12 @@ SandboxFirewall::SandboxFirewall(FirewallSpec spec) : spec_(std::move(spec)) {
   first_set_ = elements.front().first;
   first_element_ = elements.front().second;
   nft_ = std::make_unique<NftContext>();
-  HostNetworkLock lock;
+  std::optional<HostNetworkLock> lock;
+  if (take_lock) lock.emplace();
+  install();
+}
+
+void SandboxFirewall::install() {
   try {
     nft_->run(add_script_, "install nft rules for sc-" + spec_.id + "h");  // the common case
   } catch (const Error&) {

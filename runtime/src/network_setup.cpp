@@ -203,9 +203,18 @@ SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox) {
                                       .log_path = sandbox.run_dir + "/slirp4netns.log"});
     return;
   }
+  if (plan.mode == NetworkMode::Full) {
+    // The firewall needs the pair's names and addresses, not its links: installed meanwhile.
+    veth_.emplace(network::veth_id_for(sandbox.run_id), sandbox.pid,
+                  [&](const network::VethPair& pair) {
+                    firewall_ = std::make_unique<network::SandboxFirewall>(
+                        firewall_spec(plan, pair), network::HostLockHeld{});
+                  });
+    return;
+  }
   veth_.emplace(network::veth_id_for(sandbox.run_id), sandbox.pid);
-  if (plan.mode == NetworkMode::Allow) start_proxy(plan, sandbox.proxy_env);
-  install_firewall(plan);
+  start_proxy(plan, sandbox.proxy_env);  // on the host end's address: after the links
+  firewall_ = std::make_unique<network::SandboxFirewall>(firewall_spec(plan, *veth_));
 }
 
 SandboxNetwork::~SandboxNetwork() {
@@ -219,16 +228,15 @@ void SandboxNetwork::start_proxy(const NetworkPlan& plan, const ProxyEnvPage* pr
   proxy_env->fill("http://" + address + ":" + std::to_string(proxy_->port()));
 }
 
-void SandboxNetwork::install_firewall(const NetworkPlan& plan) {
-  firewall_ = std::make_unique<network::SandboxFirewall>(network::FirewallSpec{
-      .id = veth_->id(),
-      .mode = plan.mode == NetworkMode::Full ? network::NetMode::Full : network::NetMode::Allow,
-      .host_address = veth_->host_address(),
-      .sandbox_address = veth_->sandbox_address(),
-      .proxy_port = proxy_ ? proxy_->port() : uint16_t{0},
-      .allowed_cidrs = plan.address_policy.allowed(),
-      .resolvers = plan.dns.resolvers,
-  });
+network::FirewallSpec SandboxNetwork::firewall_spec(const NetworkPlan& plan,
+                                                    const network::VethPair& pair) const {
+  return {.id = pair.id(),
+          .mode = plan.mode == NetworkMode::Full ? network::NetMode::Full : network::NetMode::Allow,
+          .host_address = pair.host_address(),
+          .sandbox_address = pair.sandbox_address(),
+          .proxy_port = proxy_ ? proxy_->port() : uint16_t{0},
+          .allowed_cidrs = plan.address_policy.allowed(),
+          .resolvers = plan.dns.resolvers};
 }
 
 void SandboxNetwork::withdraw() noexcept {

@@ -59,9 +59,11 @@ class SandboxNetwork {
     const ProxyEnvPage* proxy_env = nullptr;  // allow mode, veth transport
     UniqueFd proxy_listener;                  // socket transport: from the child
   };
-  // socket: the proxy on the child's listener. veth: veth (needs the child's pid), proxy (needs
-  // the veth's host address), firewall (needs the proxy's port), then the proxy variables into
-  // the child's environment page. slirp: filter and slirp4netns. Throws Error.
+  // socket: the proxy on the child's listener. veth, allow mode: veth (needs the child's pid),
+  // proxy (needs the veth's host address), firewall (needs the proxy's port), then the proxy
+  // variables into the child's environment page; full mode: the firewall while the veth's links
+  // are made (it needs only their names and addresses). slirp: filter and slirp4netns. Throws
+  // Error.
   SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox);
   ~SandboxNetwork();
   SandboxNetwork(const SandboxNetwork&) = delete;
@@ -81,7 +83,7 @@ class SandboxNetwork {
 
  private:
   void start_proxy(const NetworkPlan& plan, const ProxyEnvPage* proxy_env);
-  void install_firewall(const NetworkPlan& plan);
+  network::FirewallSpec firewall_spec(const NetworkPlan& plan, const network::VethPair& pair) const;
 
   std::optional<network::SlirpNetwork> slirp_;
   std::optional<network::VethPair> veth_;

@@ -59,11 +59,15 @@ struct FirewallSpec {
   std::vector<IpAddress> resolvers;  // full mode: DNS servers reachable on port 53
 };
 
+// For a caller that holds the host network lock already (VethPair's `while_linking`).
+struct HostLockHeld {};
+
 class SandboxFirewall {
  public:
   // Adds this run's elements (and the table, if it is missing) in one nft transaction, on a
   // context this object keeps until it is destroyed (see above). Throws Error.
   explicit SandboxFirewall(FirewallSpec spec);
+  SandboxFirewall(FirewallSpec spec, HostLockHeld);
   ~SandboxFirewall();  // remove(), then closes the context
   SandboxFirewall(const SandboxFirewall&) = delete;
   SandboxFirewall& operator=(const SandboxFirewall&) = delete;
@@ -78,6 +82,8 @@ class SandboxFirewall {
   const std::string& script() const { return add_script_; }
 
  private:
+  SandboxFirewall(FirewallSpec spec, HostLockHeld, bool take_lock);
+  void install();
   bool install_with_table();  // false: the table is not what made the add fail
   std::optional<long> first_element_seconds_left();  // nullopt: not listed (expired or gone)
 
