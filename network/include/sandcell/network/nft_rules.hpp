@@ -1,8 +1,8 @@
 #pragma once
 // The firewall of the sandboxes: one nftables table, `inet sandcell`, whose chains and rules never
-// change while sandcell runs. A run only adds its elements to the table's sets (and deletes them
-// at its end): one small netlink transaction each way. Per-run base chains, the first design,
-// cost ~40 ms a run, most of it waiting for RCU grace periods while netfilter hooks were
+// change while sandcell runs. A run only adds its elements to the table's sets (and expires them
+// at its end, see below): one small netlink transaction each way. Per-run base chains, the first
+// design, cost ~40 ms a run, most of it waiting for RCU grace periods while netfilter hooks were
 // registered and unregistered; set elements involve no hook at all.
 //
 // Every rule matches only links named sc-* (sandcell's veths) or sources in sandcell's
