@@ -287,6 +287,7 @@ bool SandboxFirewall::install_with_table() {
 }
 
 SandboxFirewall::~SandboxFirewall() {
+  if (withdrawn_) return;  // expired (or expiring on the kernel's next tick): nothing to wait for
   try {
     remove();
   } catch (const std::exception&) {
@@ -305,6 +306,11 @@ void SandboxFirewall::withdraw() {
   }
   nft_->run(expire_script_, step);
   withdrawn_ = true;
+  // Still listed with its full time left: this kernel ignored the update, so delete them.
+  if (const auto left = first_element_seconds_left(); left && *left > kExpiringSeconds) {
+    nft_->run(delete_script_, step);
+    installed_ = false;
+  }
 }
 
 void SandboxFirewall::remove() {
@@ -315,18 +321,14 @@ void SandboxFirewall::remove() {
   if (!withdrawn_ && !expire_script_.empty() && !first_element_seconds_left())
     throw Error(ENOENT, "remove nft rules of sc-" + spec_.id + "h: its elements are gone");
   withdraw();
-  if (!installed_) return;
   // Expired elements match nothing and are not listed; the kernel's set GC frees them later.
-  // Listed with their full time left: this kernel ignored the update, so delete them.
-  for (int tick = 0; tick < 100; ++tick) {
-    const std::optional<long> left = first_element_seconds_left();
-    if (!left) {
+  for (int tick = 0; installed_ && tick < 100; ++tick) {
+    if (!first_element_seconds_left())
       installed_ = false;
-      return;
-    }
-    if (*left > kExpiringSeconds) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // expires on the next jiffy
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // expires on the next jiffy
   }
+  if (!installed_) return;
   HostNetworkLock lock;
   nft_->run(delete_script_, "remove nft rules of sc-" + spec_.id + "h");
   installed_ = false;

@@ -244,7 +244,6 @@ void SandboxNetwork::withdraw() noexcept {
   auto expire = [this]() noexcept {
     try {
       firewall_->withdraw();
-      firewall_->remove();  // waits for the expiry (the next jiffy) here, not in the destructor
     } catch (const std::exception&) {
       // ~SandboxFirewall tries again; `sandcell gc` removes what a failed run left.
     }

@@ -70,11 +70,11 @@ class SandboxNetwork {
   SandboxNetwork& operator=(const SandboxNetwork&) = delete;
 
   // As soon as the program has exited (Supervised::on_program_exit): expires the run's nft
-  // elements (nft_rules.hpp), which only takes the way out from what is left of the sandbox
-  // while the kernel tears it down, and waits until they are no longer listed (deletes them
-  // where they could not expire). On a thread of its own, so the supervisor's own teardown goes
-  // on meanwhile; the destructor joins it (and tries again after a failure, which otherwise
-  // leaves them to `sandcell gc`).
+  // elements (nft_rules.hpp; deletes them where they cannot expire), which only takes the way
+  // out from what is left of the sandbox while the kernel tears it down; they stop matching on
+  // the kernel's next tick. On a thread of its own, so the supervisor's own teardown goes on
+  // meanwhile; the destructor joins it (and tries again after a failure, which otherwise leaves
+  // them to `sandcell gc`).
   void withdraw() noexcept;
 
   // After the sandbox is gone: stops the proxy and copies its decisions into the record; the

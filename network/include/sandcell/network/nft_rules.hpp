@@ -68,15 +68,16 @@ class SandboxFirewall {
   // context this object keeps until it is destroyed (see above). Throws Error.
   explicit SandboxFirewall(FirewallSpec spec);
   SandboxFirewall(FirewallSpec spec, HostLockHeld);
-  ~SandboxFirewall();  // remove(), then closes the context
+  ~SandboxFirewall();  // remove() unless withdrawn, then closes the context
   SandboxFirewall(const SandboxFirewall&) = delete;
   SandboxFirewall& operator=(const SandboxFirewall&) = delete;
 
-  // Expires this run's elements (deletes them where they cannot expire; see above), without
-  // waiting for the expiry (at most one jiffy). Throws Error.
+  // Expires this run's elements (deletes them where they cannot expire; see above). They stop
+  // matching, and are no longer listed, from the kernel's next tick (<= 4 ms at HZ=250): it
+  // does not wait for that. Throws Error.
   void withdraw();
-  // withdraw(), then waits until the elements are no longer listed (deletes them if they do not
-  // expire). Idempotent. Throws Error, also when the elements were gone before the first call.
+  // withdraw(), then waits until the elements are no longer listed. Idempotent. Throws Error,
+  // also when the elements were gone before the first call.
   void remove();
   // The elements this run adds, as the body of nft set statements (for tests and debugging).
   const std::string& script() const { return add_script_; }
