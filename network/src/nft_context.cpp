@@ -31,4 +31,17 @@ std::string NftContext::run(const std::string& commands, const std::string& step
   return nft_ctx_get_output_buffer(ctx_);
 }
 
+std::string NftContext::run_json(const std::string& commands, const std::string& step) {
+  const unsigned int flags = nft_ctx_output_get_flags(ctx_);
+  nft_ctx_output_set_flags(ctx_, flags | NFT_CTX_OUTPUT_JSON);
+  try {
+    std::string output = run(commands, step);
+    nft_ctx_output_set_flags(ctx_, flags);
+    return output;
+  } catch (...) {
+    nft_ctx_output_set_flags(ctx_, flags);
+    throw;
+  }
+}
+
 }  // namespace sandcell::network

@@ -17,6 +17,8 @@ class NftContext {
 
   // Runs `commands` as one transaction and returns nft's output. Throws Error naming `step`.
   std::string run(const std::string& commands, const std::string& step);
+  // The same with JSON output, whatever the context was made with.
+  std::string run_json(const std::string& commands, const std::string& step);
 
  private:
   nft_ctx* ctx_ = nullptr;

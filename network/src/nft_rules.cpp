@@ -2,9 +2,11 @@
 #include "sandcell/network/nft_rules.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "host_lock.hpp"
 #include "netns_thread.hpp"
@@ -25,6 +27,13 @@ constexpr const char* kOpenCidrsSet = "open_cidrs";
 constexpr const char* kResolversSet = "resolvers";
 constexpr const char* kRunSets[] = {kProxySet, kNatLinksSet, kNatSourcesSet, kOpenCidrsSet,
                                     kResolversSet};
+// A run's elements carry a timeout only so that the run can expire them in place at its end
+// (SandboxFirewall::withdraw); ten years is no limit on how long a run may last.
+constexpr const char* kAlive = " timeout 3650d expires 3650d";
+constexpr const char* kExpired = " timeout 3650d expires 1ms";
+// An element listed with more left than this was not expired: the kernel (before Linux 6.10)
+// ignores an update of an existing element's expiration.
+constexpr long kExpiringSeconds = 60;
 
 void check_id(const std::string& id) {
   const bool ok = id.size() == 8 && std::all_of(id.begin(), id.end(), [](char c) {
@@ -49,7 +58,8 @@ Elements elements_of(const FirewallSpec& s) {
   }
   Elements elements{{kNatLinksSet, link + " . " + sandbox}, {kNatSourcesSet, sandbox}};
   for (const auto& cidr : s.allowed_cidrs) {
-    if (cidr.network().family == AF_INET) elements.emplace_back(kOpenCidrsSet, link + " . " + cidr.to_string());
+    if (cidr.network().family == AF_INET)
+      elements.emplace_back(kOpenCidrsSet, link + " . " + cidr.to_string());
   }
   std::set<std::string> resolvers;  // a set: adding an element twice in one transaction fails
   for (const auto& r : s.resolvers) {
@@ -59,10 +69,12 @@ Elements elements_of(const FirewallSpec& s) {
   return elements;
 }
 
-std::string element_script(const char* verb, const Elements& elements) {
+// `options`: what follows each element inside the braces (timeout and expiry), or "".
+std::string element_script(const char* verb, const Elements& elements, const char* options = "") {
   std::string script;
   for (const auto& [set, element] : elements)
-    script += std::string(verb) + " element " + kTable + " " + set + " { " + element + " }\n";
+    script +=
+        std::string(verb) + " element " + kTable + " " + set + " { " + element + options + " }\n";
   return script;
 }
 
@@ -97,7 +109,8 @@ std::string element_text(const nlohmann::json& value) {
   if (value.is_object() && value.contains("elem")) return element_text(value["elem"]["val"]);
   if (value.is_object() && value.contains("concat")) {
     std::string text;
-    for (const auto& part : value["concat"]) text += (text.empty() ? "" : " . ") + element_text(part);
+    for (const auto& part : value["concat"])
+      text += (text.empty() ? "" : " . ") + element_text(part);
     return text;
   }
   throw Error(EIO, "unexpected element in nft table inet sandcell: " + value.dump());
@@ -122,13 +135,25 @@ std::string id_of(const std::string& element) {
   return element.substr(4, 8);
 }
 
-bool sets_exist() {
+enum class TableFormat { Missing, Expirable, WithoutTimeouts };
+
+// Whether `inet sandcell` has our sets, and whether they take element timeouts (tables made by
+// sandcell before run elements were expired in place do not).
+TableFormat table_format() {
+  std::string listed;
   try {
-    NftContext(true).run(std::string("list set ") + kTable + " " + kProxySet, "list nft set");
-    return true;
+    listed =
+        NftContext(true).run(std::string("list set ") + kTable + " " + kProxySet, "list nft set");
   } catch (const Error&) {
-    return false;
+    return TableFormat::Missing;
   }
+  for (const auto& item :
+       nlohmann::json::parse(listed).value("nftables", nlohmann::json::array())) {
+    if (!item.contains("set")) continue;
+    for (const auto& flag : item["set"].value("flags", nlohmann::json::array()))
+      if (flag == "timeout") return TableFormat::Expirable;
+  }
+  return TableFormat::WithoutTimeouts;
 }
 
 }  // namespace
@@ -136,34 +161,33 @@ bool sets_exist() {
 std::string sandcell_table_script() {
   const std::string t = std::string(kTable) + " ";
   const std::string add = "add rule " + t;
-  return "add table " + t + "\n" +
-         "add set " + t + kProxySet + " { type ifname . ipv4_addr . ipv4_addr . inet_service; }\n" +
-         "add set " + t + kNatLinksSet + " { type ifname . ipv4_addr; }\n" +
-         "add set " + t + kNatSourcesSet + " { type ipv4_addr; }\n" +
-         "add set " + t + kOpenCidrsSet + " { type ifname . ipv4_addr; flags interval; }\n" +
-         "add set " + t + kResolversSet + " { type ifname . ipv4_addr; }\n" +
-         "add set " + t + "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
-         join(blocked_ipv4_ranges()) + " }; }\n" +
-         "add chain " + t + "input { type filter hook input priority filter; policy accept; }\n" +
-         "add chain " + t + "forward { type filter hook forward priority filter; policy accept; }\n" +
-         "add chain " + t + "postrouting { type nat hook postrouting priority srcnat; policy accept; }\n" +
+  return "add table " + t + "\n" + "add set " + t + kProxySet +
+         " { type ifname . ipv4_addr . ipv4_addr . inet_service; flags timeout; }\n" + "add set " +
+         t + kNatLinksSet + " { type ifname . ipv4_addr; flags timeout; }\n" + "add set " + t +
+         kNatSourcesSet + " { type ipv4_addr; flags timeout; }\n" + "add set " + t + kOpenCidrsSet +
+         " { type ifname . ipv4_addr; flags interval, timeout; }\n" + "add set " + t +
+         kResolversSet + " { type ifname . ipv4_addr; flags timeout; }\n" + "add set " + t +
+         "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
+         join(blocked_ipv4_ranges()) + " }; }\n" + "add chain " + t +
+         "input { type filter hook input priority filter; policy accept; }\n" + "add chain " + t +
+         "forward { type filter hook forward priority filter; policy accept; }\n" + "add chain " +
+         t + "postrouting { type nat hook postrouting priority srcnat; policy accept; }\n" +
          "add chain " + t + "sandbox_to_host\n" + "add chain " + t + "into_sandbox\n" +
-         "add chain " + t + "from_sandbox\n" +
-         add + "input iifname \"sc-*\" jump sandbox_to_host\n" +
-         add + "sandbox_to_host ct state established,related accept\n" +
-         add + "sandbox_to_host iifname . ip saddr . ip daddr . tcp dport @" + kProxySet + " ct state new accept\n" +
-         add + "sandbox_to_host drop\n" +
-         add + "forward oifname \"sc-*\" jump into_sandbox\n" +
-         add + "forward iifname \"sc-*\" jump from_sandbox\n" +
-         add + "into_sandbox ct state established,related accept\n" +
-         add + "into_sandbox drop\n" +
-         add + "from_sandbox meta nfproto != ipv4 drop\n" +
+         "add chain " + t + "from_sandbox\n" + add +
+         "input iifname \"sc-*\" jump sandbox_to_host\n" + add +
+         "sandbox_to_host ct state established,related accept\n" + add +
+         "sandbox_to_host iifname . ip saddr . ip daddr . tcp dport @" + kProxySet +
+         " ct state new accept\n" + add + "sandbox_to_host drop\n" + add +
+         "forward oifname \"sc-*\" jump into_sandbox\n" + add +
+         "forward iifname \"sc-*\" jump from_sandbox\n" + add +
+         "into_sandbox ct state established,related accept\n" + add + "into_sandbox drop\n" + add +
+         "from_sandbox meta nfproto != ipv4 drop\n" +
          // Allow-mode links have no nat_links element: nothing of theirs is forwarded.
-         add + "from_sandbox iifname . ip saddr != @" + kNatLinksSet + " drop\n" +
-         add + "from_sandbox iifname . ip daddr @" + kOpenCidrsSet + " accept\n" +
-         add + "from_sandbox iifname . ip daddr @" + kResolversSet + " meta l4proto { tcp, udp } th dport 53 accept\n" +
-         add + "from_sandbox ip daddr @blocked drop\n" +
-         add + "from_sandbox accept\n" +
+         add + "from_sandbox iifname . ip saddr != @" + kNatLinksSet + " drop\n" + add +
+         "from_sandbox iifname . ip daddr @" + kOpenCidrsSet + " accept\n" + add +
+         "from_sandbox iifname . ip daddr @" + kResolversSet +
+         " meta l4proto { tcp, udp } th dport 53 accept\n" + add +
+         "from_sandbox ip daddr @blocked drop\n" + add + "from_sandbox accept\n" +
          // No iifname in postrouting (the kernel has no input device there): match the source.
          add + "postrouting ip saddr @" + kNatSourcesSet + " oifname != \"sc-*\" masquerade\n";
 }
@@ -178,15 +202,16 @@ std::string sandbox_filter_script(const std::vector<Cidr>& allowed_cidrs,
   std::set<std::string> dns;
   for (const auto& r : resolvers)
     if (r.family == AF_INET) dns.insert(r.to_string());
-  std::string script = "add table " + t + "\n" +
-                       "add set " + t + "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
-                       join(blocked_ipv4_ranges()) + " }; }\n" +
-                       "add chain " + t + "output { type filter hook output priority filter; policy accept; }\n" +
+  std::string script = "add table " + t + "\n" + "add set " + t +
+                       "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
+                       join(blocked_ipv4_ranges()) + " }; }\n" + "add chain " + t +
+                       "output { type filter hook output priority filter; policy accept; }\n" +
                        add + "oifname \"lo\" accept\n" + add + "meta nfproto != ipv4 drop\n";
   if (!open.empty()) script += add + "ip daddr { " + join(open) + " } accept\n";
   std::string dns_list;
   for (const auto& r : dns) dns_list += (dns_list.empty() ? "" : ", ") + r;
-  if (!dns.empty()) script += add + "ip daddr { " + dns_list + " } meta l4proto { tcp, udp } th dport 53 accept\n";
+  if (!dns.empty())
+    script += add + "ip daddr { " + dns_list + " } meta l4proto { tcp, udp } th dport 53 accept\n";
   return script + add + "ip daddr @blocked drop\n";
 }
 
@@ -199,7 +224,14 @@ void install_sandbox_filter(pid_t sandbox_pid, const std::vector<Cidr>& allowed_
   });
 }
 
-SandboxFirewall::SandboxFirewall(FirewallSpec spec) : spec_(std::move(spec)) {
+SandboxFirewall::SandboxFirewall(FirewallSpec spec)
+    : SandboxFirewall(std::move(spec), HostLockHeld{}, true) {}
+
+SandboxFirewall::SandboxFirewall(FirewallSpec spec, HostLockHeld)
+    : SandboxFirewall(std::move(spec), HostLockHeld{}, false) {}
+
+SandboxFirewall::SandboxFirewall(FirewallSpec spec, HostLockHeld, bool take_lock)
+    : spec_(std::move(spec)) {
   check_id(spec_.id);
   if (spec_.host_address.family != AF_INET || spec_.sandbox_address.family != AF_INET) {
     throw Error::invalid("firewall addresses must be IPv4");
@@ -208,22 +240,54 @@ SandboxFirewall::SandboxFirewall(FirewallSpec spec) : spec_(std::move(spec)) {
     throw Error::invalid("firewall in allow mode needs the proxy port");
   }
   const Elements elements = elements_of(spec_);
-  add_script_ = element_script("add", elements);
+  add_script_ = element_script("add", elements, kAlive);
+  expire_script_ = element_script("add", elements, kExpired);
   delete_script_ = element_script("delete", elements);
-  const std::string step = "install nft rules for sc-" + spec_.id + "h";
-  HostNetworkLock lock;
+  first_set_ = elements.front().first;
+  first_element_ = elements.front().second;
+  nft_ = std::make_unique<NftContext>();
+  std::optional<HostNetworkLock> lock;
+  if (take_lock) lock.emplace();
+  install();
+}
+
+void SandboxFirewall::install() {
   try {
-    NftContext().run(add_script_, step);  // the common case: the table is there
+    nft_->run(add_script_, "install nft rules for sc-" + spec_.id + "h");  // the common case
   } catch (const Error&) {
-    // No table, or a table without our sets (made by hand, or an older sandcell's, whose
-    // per-run chains stay untouched): add what is missing, then the elements.
-    if (sets_exist()) throw;
-    NftContext().run(sandcell_table_script() + add_script_, step);
+    if (!install_with_table()) throw;  // the table is fine: the add failed for its own reason
   }
   installed_ = true;
 }
 
+// No table, a table without our sets (made by hand, or an older sandcell's, whose per-run chains
+// stay untouched) or one whose sets take no timeouts: makes or remakes what is needed.
+bool SandboxFirewall::install_with_table() {
+  const std::string step = "install nft rules for sc-" + spec_.id + "h";
+  switch (table_format()) {
+    case TableFormat::Expirable:
+      return false;
+    case TableFormat::Missing:
+      nft_->run(sandcell_table_script() + add_script_, step);
+      return true;
+    case TableFormat::WithoutTimeouts:
+      break;
+  }
+  const auto table = list_table();
+  if (table && listed_elements(*table).empty()) {  // idle: remade once, in the current form
+    nft_->run(std::string("delete table ") + kTable + "\n", "delete the idle old nft table");
+    nft_->run(sandcell_table_script() + add_script_, step);
+    return true;
+  }
+  // Runs of an older sandcell use it: elements without timeouts, deleted at the end.
+  add_script_ = element_script("add", elements_of(spec_));
+  expire_script_.clear();
+  nft_->run(add_script_, step);
+  return true;
+}
+
 SandboxFirewall::~SandboxFirewall() {
+  if (withdrawn_) return;  // expired (or expiring on the kernel's next tick): nothing to wait for
   try {
     remove();
   } catch (const std::exception&) {
@@ -231,11 +295,57 @@ SandboxFirewall::~SandboxFirewall() {
   }
 }
 
+void SandboxFirewall::withdraw() {
+  if (!installed_ || withdrawn_) return;
+  const std::string step = "remove nft rules of sc-" + spec_.id + "h";
+  HostNetworkLock lock;
+  if (expire_script_.empty()) {
+    nft_->run(delete_script_, step);
+    installed_ = false;
+    return;
+  }
+  nft_->run(expire_script_, step);
+  withdrawn_ = true;
+  // Still listed with its full time left: this kernel ignored the update, so delete them.
+  if (const auto left = first_element_seconds_left(); left && *left > kExpiringSeconds) {
+    nft_->run(delete_script_, step);
+    installed_ = false;
+  }
+}
+
 void SandboxFirewall::remove() {
   if (!installed_) return;
+  // An update of an element that is not there adds it (expiring): fail as a delete would
+  // instead, when gc has removed the elements of a run it judged dead. A live run's elements
+  // are never gc's, so withdraw() at the program's exit needs no such check.
+  if (!withdrawn_ && !expire_script_.empty() && !first_element_seconds_left())
+    throw Error(ENOENT, "remove nft rules of sc-" + spec_.id + "h: its elements are gone");
+  withdraw();
+  // Expired elements match nothing and are not listed; the kernel's set GC frees them later.
+  for (int tick = 0; installed_ && tick < 100; ++tick) {
+    if (!first_element_seconds_left())
+      installed_ = false;
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // expires on the next jiffy
+  }
+  if (!installed_) return;
   HostNetworkLock lock;
-  NftContext().run(delete_script_, "remove nft rules of sc-" + spec_.id + "h");
+  nft_->run(delete_script_, "remove nft rules of sc-" + spec_.id + "h");
   installed_ = false;
+}
+
+std::optional<long> SandboxFirewall::first_element_seconds_left() {
+  const std::string listed = nft_->run_json(std::string("list set ") + kTable + " " + first_set_,
+                                            "list nft set " + first_set_);
+  for (const auto& item :
+       nlohmann::json::parse(listed).value("nftables", nlohmann::json::array())) {
+    if (!item.contains("set")) continue;
+    for (const auto& element : item["set"].value("elem", nlohmann::json::array())) {
+      if (element_text(element) != first_element_) continue;
+      return element.contains("elem") ? element["elem"].value("expires", 0L) : 0L;
+    }
+  }
+  return std::nullopt;
 }
 
 bool sandcell_table_exists() {
@@ -274,7 +384,8 @@ void remove_firewall(const std::string& id) {
         if (s == kNatSourcesSet && e == source) doomed.emplace_back(s, e);
     }
   }
-  if (!doomed.empty()) NftContext().run(element_script("delete", doomed), "remove nft rules of sc-" + id + "h");
+  if (!doomed.empty())
+    NftContext().run(element_script("delete", doomed), "remove nft rules of sc-" + id + "h");
 }
 
 void remove_idle_sandcell_table() {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "host_lock.hpp"
 #include "netlink.hpp"
@@ -63,6 +64,32 @@ void disable_ipv6(const std::string& link_name) {
   std::ofstream("/proc/sys/net/ipv6/conf/" + link_name + "/disable_ipv6") << "1\n";
 }
 
+// Runs `step` on a thread of its own; the destructor joins it (also when the links failed).
+class Alongside {
+ public:
+  Alongside(const std::function<void(const VethPair&)>& step, const VethPair& pair) {
+    if (step)
+      thread_ = std::thread([this, &step, &pair] {
+        try {
+          step(pair);
+        } catch (...) {
+          failure_ = std::current_exception();
+        }
+      });
+  }
+  ~Alongside() {
+    if (thread_.joinable()) thread_.join();
+  }
+  void finish() {
+    if (thread_.joinable()) thread_.join();
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ private:
+  std::exception_ptr failure_;
+  std::thread thread_;
+};
+
 }  // namespace
 
 std::string veth_id_for(std::string_view run_id) {
@@ -73,7 +100,9 @@ std::string veth_id_for(std::string_view run_id) {
   return text;
 }
 
-VethPair::VethPair(std::string id, pid_t sandbox_pid) : id_(std::move(id)) {
+VethPair::VethPair(std::string id, pid_t sandbox_pid,
+                   const std::function<void(const VethPair&)>& while_linking)
+    : id_(std::move(id)) {
   if (!is_veth_id(id_)) throw Error::invalid("veth id must be 8 lower-case hex digits: " + id_);
   host_name_ = "sc-" + id_ + "h";
   sandbox_name_ = "sc-" + id_ + "c";
@@ -82,18 +111,29 @@ VethPair::VethPair(std::string id, pid_t sandbox_pid) : id_(std::move(id)) {
   const uint32_t subnet = kBase + 4 * pick_subnet(sock.get(), id_);
   host_address_ = IpAddress::v4(subnet + 1);
   sandbox_address_ = IpAddress::v4(subnet + 2);
+  Alongside alongside(while_linking, *this);
+  create_links(sock.get(), sandbox_pid);
+  try {
+    alongside.finish();
+  } catch (...) {
+    delete_link_if_present(host_name_);  // no destructor runs for a pair that was not made
+    owned_ = false;
+    throw;
+  }
+}
+
+void VethPair::create_links(nl_sock* sock, pid_t sandbox_pid) {
   netlink::check_nl(
-      rtnl_link_veth_add(sock.get(), host_name_.c_str(), sandbox_name_.c_str(), sandbox_pid),
+      rtnl_link_veth_add(sock, host_name_.c_str(), sandbox_name_.c_str(), sandbox_pid),
       "create veth " + host_name_ + " with " + sandbox_name_ + " in the netns of pid " +
           std::to_string(sandbox_pid));
   owned_ = true;
   try {
-    auto host = netlink::find_link(sock.get(), host_name_);
+    auto host = netlink::find_link(sock, host_name_);
     if (!host) throw Error(ENODEV, "find " + host_name_ + " after creating it");
     disable_ipv6(host_name_);
-    netlink::add_address(sock.get(), rtnl_link_get_ifindex(host.get()), host_address_, 30,
-                         host_name_);
-    netlink::bring_up(sock.get(), host.get(), host_name_);
+    netlink::add_address(sock, rtnl_link_get_ifindex(host.get()), host_address_, 30, host_name_);
+    netlink::bring_up(sock, host.get(), host_name_);
     configure_sandbox_end(sandbox_pid);
   } catch (...) {
     delete_link_if_present(host_name_);
@@ -105,10 +145,12 @@ VethPair::VethPair(std::string id, pid_t sandbox_pid) : id_(std::move(id)) {
 void VethPair::configure_sandbox_end(pid_t sandbox_pid) const {
   run_in_netns_of(sandbox_pid, [&] {
     auto sock = netlink::connect_route();
-    if (auto lo = netlink::find_link(sock.get(), "lo")) netlink::bring_up(sock.get(), lo.get(), "lo");
+    if (auto lo = netlink::find_link(sock.get(), "lo"))
+      netlink::bring_up(sock.get(), lo.get(), "lo");
     auto link = netlink::find_link(sock.get(), sandbox_name_);
     if (!link)
-      throw Error(ENODEV, "find " + sandbox_name_ + " in the netns of pid " + std::to_string(sandbox_pid));
+      throw Error(ENODEV,
+                  "find " + sandbox_name_ + " in the netns of pid " + std::to_string(sandbox_pid));
     const int ifindex = rtnl_link_get_ifindex(link.get());
     disable_ipv6(sandbox_name_);
     netlink::add_address(sock.get(), ifindex, sandbox_address_, 30, sandbox_name_);

@@ -123,7 +123,8 @@ NetworkTransport resolve_transport(const Spec& spec) {
   if (allow && t == NetworkTransport::Slirp)
     throw Error::invalid("--net-transport slirp is for --net full; allow: uses socket or veth");
   if (!allow && t == NetworkTransport::Socket)
-    throw Error::invalid("--net-transport socket carries only the allow: proxy; --net full uses veth or slirp");
+    throw Error::invalid(
+        "--net-transport socket carries only the allow: proxy; --net full uses veth or slirp");
   if (t == NetworkTransport::Veth && rootless())
     throw Error::invalid("--net-transport veth needs root in the host's network namespace");
   if (t == NetworkTransport::Slirp) check_slirp_capabilities(spec);
@@ -210,7 +211,8 @@ void plan_proxy_listener(const NetworkPlan& network, ChildPlan& plan) {
 
 SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox) {
   if (plan.transport == NetworkTransport::Socket) {
-    proxy_ = std::make_unique<network::Proxy>(proxy_config(plan, ""), std::move(sandbox.proxy_listener));
+    proxy_ =
+        std::make_unique<network::Proxy>(proxy_config(plan, ""), std::move(sandbox.proxy_listener));
     return;
   }
   if (plan.transport == NetworkTransport::Slirp) {
@@ -220,12 +222,23 @@ SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox) {
                                       .log_path = sandbox.run_dir + "/slirp4netns.log"});
     return;
   }
+  if (plan.mode == NetworkMode::Full) {
+    // The firewall needs the pair's names and addresses, not its links: installed meanwhile.
+    veth_.emplace(network::veth_id_for(sandbox.run_id), sandbox.pid,
+                  [&](const network::VethPair& pair) {
+                    firewall_ = std::make_unique<network::SandboxFirewall>(
+                        firewall_spec(plan, pair), network::HostLockHeld{});
+                  });
+    return;
+  }
   veth_.emplace(network::veth_id_for(sandbox.run_id), sandbox.pid);
-  if (plan.mode == NetworkMode::Allow) start_proxy(plan, sandbox.proxy_env);
-  install_firewall(plan);
+  start_proxy(plan, sandbox.proxy_env);  // on the host end's address: after the links
+  firewall_ = std::make_unique<network::SandboxFirewall>(firewall_spec(plan, *veth_));
 }
 
-SandboxNetwork::~SandboxNetwork() = default;
+SandboxNetwork::~SandboxNetwork() {
+  if (withdrawal_.joinable()) withdrawal_.join();
+}
 
 void SandboxNetwork::start_proxy(const NetworkPlan& plan, const ProxyEnvPage* proxy_env) {
   const std::string address = veth_->host_address().to_string();
@@ -234,16 +247,31 @@ void SandboxNetwork::start_proxy(const NetworkPlan& plan, const ProxyEnvPage* pr
   proxy_env->fill("http://" + address + ":" + std::to_string(proxy_->port()));
 }
 
-void SandboxNetwork::install_firewall(const NetworkPlan& plan) {
-  firewall_ = std::make_unique<network::SandboxFirewall>(network::FirewallSpec{
-      .id = veth_->id(),
-      .mode = plan.mode == NetworkMode::Full ? network::NetMode::Full : network::NetMode::Allow,
-      .host_address = veth_->host_address(),
-      .sandbox_address = veth_->sandbox_address(),
-      .proxy_port = proxy_ ? proxy_->port() : uint16_t{0},
-      .allowed_cidrs = plan.address_policy.allowed(),
-      .resolvers = plan.dns.resolvers,
-  });
+network::FirewallSpec SandboxNetwork::firewall_spec(const NetworkPlan& plan,
+                                                    const network::VethPair& pair) const {
+  return {.id = pair.id(),
+          .mode = plan.mode == NetworkMode::Full ? network::NetMode::Full : network::NetMode::Allow,
+          .host_address = pair.host_address(),
+          .sandbox_address = pair.sandbox_address(),
+          .proxy_port = proxy_ ? proxy_->port() : uint16_t{0},
+          .allowed_cidrs = plan.address_policy.allowed(),
+          .resolvers = plan.dns.resolvers};
+}
+
+void SandboxNetwork::withdraw() noexcept {
+  if (!firewall_ || withdrawal_.joinable()) return;
+  auto expire = [this]() noexcept {
+    try {
+      firewall_->withdraw();
+    } catch (const std::exception&) {
+      // ~SandboxFirewall tries again; `sandcell gc` removes what a failed run left.
+    }
+  };
+  try {
+    withdrawal_ = std::thread(expire);  // while the supervisor reaps, drains and cleans up
+  } catch (const std::system_error&) {
+    expire();
+  }
 }
 
 void SandboxNetwork::record(Events& events) {

@@ -11,15 +11,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "child_plan.hpp"
-#include "unique_fd.hpp"
 #include "sandcell/network/nft_rules.hpp"
 #include "sandcell/network/proxy.hpp"
 #include "sandcell/network/resolv.hpp"
 #include "sandcell/network/slirp.hpp"
 #include "sandcell/network/veth.hpp"
 #include "sandcell/runtime/result.hpp"
+#include "unique_fd.hpp"
 
 namespace sandcell::runtime {
 
@@ -28,10 +29,10 @@ namespace sandcell::runtime {
 struct NetworkPlan {
   NetworkMode mode = NetworkMode::None;
   NetworkTransport transport = NetworkTransport::Auto;  // resolved: Auto only for none and host
-  network::Allowlist allowlist;               // allow
-  network::AddressPolicy address_policy;      // allow and full (`--net-allow-cidr`)
-  std::optional<network::Resolver> resolver;  // allow: `--net-hosts`, else the system's
-  network::SandboxDns dns;                    // full
+  network::Allowlist allowlist;                         // allow
+  network::AddressPolicy address_policy;                // allow and full (`--net-allow-cidr`)
+  std::optional<network::Resolver> resolver;            // allow: `--net-hosts`, else the system's
+  network::SandboxDns dns;                              // full
 };
 NetworkPlan plan_network(const Spec& spec);
 
@@ -58,13 +59,23 @@ class SandboxNetwork {
     const ProxyEnvPage* proxy_env = nullptr;  // allow mode, veth transport
     UniqueFd proxy_listener;                  // socket transport: from the child
   };
-  // socket: the proxy on the child's listener. veth: veth (needs the child's pid), proxy (needs
-  // the veth's host address), firewall (needs the proxy's port), then the proxy variables into
-  // the child's environment page. slirp: filter and slirp4netns. Throws Error.
+  // socket: the proxy on the child's listener. veth, allow mode: veth (needs the child's pid),
+  // proxy (needs the veth's host address), firewall (needs the proxy's port), then the proxy
+  // variables into the child's environment page; full mode: the firewall while the veth's links
+  // are made (it needs only their names and addresses). slirp: filter and slirp4netns. Throws
+  // Error.
   SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox);
   ~SandboxNetwork();
   SandboxNetwork(const SandboxNetwork&) = delete;
   SandboxNetwork& operator=(const SandboxNetwork&) = delete;
+
+  // As soon as the program has exited (Supervised::on_program_exit): expires the run's nft
+  // elements (nft_rules.hpp; deletes them where they cannot expire), which only takes the way
+  // out from what is left of the sandbox while the kernel tears it down; they stop matching on
+  // the kernel's next tick. On a thread of its own, so the supervisor's own teardown goes on
+  // meanwhile; the destructor joins it (and tries again after a failure, which otherwise leaves
+  // them to `sandcell gc`).
+  void withdraw() noexcept;
 
   // After the sandbox is gone: stops the proxy and copies its decisions into the record; the
   // veth goes with the sandbox's netns.
@@ -72,12 +83,13 @@ class SandboxNetwork {
 
  private:
   void start_proxy(const NetworkPlan& plan, const ProxyEnvPage* proxy_env);
-  void install_firewall(const NetworkPlan& plan);
+  network::FirewallSpec firewall_spec(const NetworkPlan& plan, const network::VethPair& pair) const;
 
   std::optional<network::SlirpNetwork> slirp_;
   std::optional<network::VethPair> veth_;
   std::unique_ptr<network::SandboxFirewall> firewall_;
   std::unique_ptr<network::Proxy> proxy_;  // declared last: stopped first
+  std::thread withdrawal_;                 // joined by the destructor, before any member goes
 };
 
 }  // namespace sandcell::runtime

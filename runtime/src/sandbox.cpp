@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #include "child_messages.hpp"
 #include "child_plan.hpp"
@@ -232,7 +233,51 @@ struct Launch {
   const NetworkPlan& network;
   const std::string& run_id;
   const UsernsMapping* userns;  // --userns=auto
+  std::optional<SandboxNetwork>& sandbox_network;
 };
+
+// veth and slirp: the sandbox's network is made on a thread of its own while the supervisor's
+// main thread writes the id maps and attaches the child to its cgroups (a v1 attach waits for an
+// RCU grace period, several ms). The two need nothing from each other but the child's pid, and
+// the child waits for "go", which comes after finish(). The socket transport needs the child's
+// listener, made at the end of its own setup, so it stays on the main thread.
+class NetworkBuilder {
+ public:
+  NetworkBuilder(std::optional<SandboxNetwork>& network, const NetworkPlan& plan,
+                 SandboxNetwork::Sandbox sandbox)
+      : thread_([this, &network, &plan, sandbox = std::move(sandbox)]() mutable {
+          try {
+            network.emplace(plan, std::move(sandbox));
+          } catch (...) {
+            failure_ = std::current_exception();
+          }
+        }) {}
+  ~NetworkBuilder() { join(); }
+  NetworkBuilder(const NetworkBuilder&) = delete;
+  NetworkBuilder& operator=(const NetworkBuilder&) = delete;
+
+  // Waits for the network; throws what making it threw.
+  void finish() {
+    join();
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+  }
+
+ private:
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::exception_ptr failure_;
+  std::thread thread_;  // last: starts once failure_ exists
+};
+
+bool network_needs_the_childs_listener(const NetworkPlan& network) {
+  return network.transport == NetworkTransport::Socket;
+}
+
+bool has_network_to_make(const NetworkPlan& network) {
+  return network.mode == NetworkMode::Allow || network.mode == NetworkMode::Full;
+}
 
 // A setup step of the supervisor failed because the child had already failed and exited (its
 // namespaces are gone): the child's own message is the cause worth reporting.
@@ -282,26 +327,39 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                       l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
   const SeccompNotifyPlan* notify =
       l.spec.seccomp && l.spec.seccomp->notify ? &*l.spec.seccomp->notify : nullptr;
-  Supervised run{pid,           pidfd.get(),     out_pump,          err_pump, l.cgroup,
-                 l.spec.limits, interrupts.fd(), sync_parent.get(), notify};
-  std::optional<SandboxNetwork> network;  // after the pumps: removed before they close
+  std::optional<SandboxNetwork>& network = l.sandbox_network;
+  Supervised run{pid,
+                 pidfd.get(),
+                 out_pump,
+                 err_pump,
+                 l.cgroup,
+                 l.spec.limits,
+                 interrupts.fd(),
+                 sync_parent.get(),
+                 notify,
+                 [&network] {
+                   if (network) network->withdraw();
+                 }};
   try {
-    if (l.userns) map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
+    SandboxNetwork::Sandbox sandbox{.run_id = l.run_id,
+                                    .run_dir = l.state.dir(),
+                                    .pid = pid,
+                                    .proxy_env = plan.proxy_env.get(),
+                                    .proxy_listener = {}};
+    std::optional<NetworkBuilder> builder;
+    if (has_network_to_make(l.network) && !network_needs_the_childs_listener(l.network))
+      builder.emplace(network, l.network, std::move(sandbox));
+    if (l.userns)
+      map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
     plan.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
     if (plan.own_user_ns) map_sandbox_ids(pid, sync_parent.get());
     l.state.record(pid, l.cgroup.paths());
     if (l.cgroup.clone_into_fd() < 0 && !child_joins_cgroup) l.cgroup.add_process(pid);
-    if (l.network.mode == NetworkMode::Allow || l.network.mode == NetworkMode::Full) {
-      SandboxNetwork::Sandbox sandbox{.run_id = l.run_id,
-                                      .run_dir = l.state.dir(),
-                                      .pid = pid,
-                                      .proxy_env = plan.proxy_env.get(),
-                                      .proxy_listener = {}};
-      if (l.network.transport == NetworkTransport::Socket)
-        sandbox.proxy_listener = wait_for_proxy_listener(sync_parent.get(), interrupts.fd());
+    if (builder) builder->finish();
+    if (has_network_to_make(l.network) && network_needs_the_childs_listener(l.network)) {
+      sandbox.proxy_listener = wait_for_proxy_listener(sync_parent.get(), interrupts.fd());
       // No listener: the child failed first, and supervise() reports its message.
-      if (l.network.transport != NetworkTransport::Socket || sandbox.proxy_listener)
-        network.emplace(l.network, std::move(sandbox));
+      if (sandbox.proxy_listener) network.emplace(l.network, std::move(sandbox));
     }
     // A child that failed a setup step has said why on the socket and exited: nobody is left
     // to tell, and supervise() reads its message and status.
@@ -343,16 +401,20 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   std::string run_id = new_run_id();
   ChildPlan plan =
       make_child_plan(spec, state_root + "/" + run_id + "/scratch");  // input errors here
-  NetworkPlan network = plan_network(spec);                           // and here
+  NetworkPlan network_plan = plan_network(spec);                      // and here
 
   Result result;
   result.limits = spec.limits;
   const CgroupHost& host = cgroup_host();
-  result.isolation = isolation_of(spec, network, host.mode);
+  result.isolation = isolation_of(spec, network_plan, host.mode);
   try {
+    // Declared before the run's state and cgroup, so it is destroyed after them: by then the
+    // elements it expired at the program's exit are gone (nft_rules.hpp), and where they had to
+    // be deleted, the grace period that closing its nft socket waits for ran meanwhile.
+    std::optional<SandboxNetwork> network;
     RunState state(state_root, run_id);
-    plan_sandbox_dns(network, state.dir(), plan);
-    plan_proxy_listener(network, plan);
+    plan_sandbox_dns(network_plan, state.dir(), plan);
+    plan_proxy_listener(network_plan, plan);
     std::optional<UsernsClaim> userns;
     if (plan.user_namespace) {
       userns.emplace(userns_pool(), state_root, run_id);
@@ -364,8 +426,9 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     if (cgroup->mode() == CgroupHost::Mode::None)
       add_rlimit_fallbacks(spec.limits, plan.own_user_ns, plan.rlimits, result.enforced,
                            result.warnings);
-    Launch launch{spec,    options, plan,   state,
-                  *cgroup, network, run_id, userns ? &userns->mapping() : nullptr};
+    Launch launch{spec,    options,      plan,   state,
+                  *cgroup, network_plan, run_id, userns ? &userns->mapping() : nullptr,
+                  network};
     supervise_child(launch, result, start);
     cgroup->remove();
   } catch (const Error& e) {

@@ -121,7 +121,7 @@ class Loop {
       return;
     }
     if (received->message.kind == ChildMessage::ProgramExited)
-      program_wait_status_ = received->message.wait_status;
+      program_exited(received->message.wait_status);
     else if (received->message.kind != ChildMessage::SeccompListener)
       outcome_.child_failure = received->message;
   }
@@ -138,12 +138,23 @@ class Loop {
       denials_.emplace(std::move(received->fd), *run_.notify);
       watch(epoll_.get(), denials_->fd());
     } else if (received->message.kind == ChildMessage::ProgramExited) {
-      program_wait_status_ = received->message.wait_status;
+      program_exited(received->message.wait_status);
     } else if (received->message.kind == ChildMessage::SetupFailed ||
                received->message.kind == ChildMessage::ExecFailed) {
       outcome_.child_failure = received->message;
       stop([] {});
     }
+  }
+
+  void program_exited(int wait_status) {
+    program_wait_status_ = wait_status;
+    notify_program_exit();
+  }
+
+  void notify_program_exit() {
+    if (exit_notified_) return;
+    exit_notified_ = true;
+    if (run_.on_program_exit) run_.on_program_exit();
   }
 
   // Records why the sandbox is stopped (only the first reason counts) and kills it.
@@ -159,6 +170,7 @@ class Loop {
     if (reaped_) return;
     if (wait4(run_.pid, &outcome_.wait_status, WNOHANG, &outcome_.usage) != run_.pid) return;
     reaped_ = true;
+    notify_program_exit();
     unwatch(epoll_.get(), run_.pidfd);
     // pid 1 is gone, so the kernel has killed the rest of its namespace and the pipes close;
     // give the last output a bounded time to arrive.
@@ -177,7 +189,7 @@ class Loop {
   SupervisionOutcome outcome_;
   std::optional<DeniedSyscallLog> denials_;
   std::optional<int> program_wait_status_;
-  bool reaped_ = false, killed_ = false, sync_closed_ = false;
+  bool reaped_ = false, killed_ = false, sync_closed_ = false, exit_notified_ = false;
   std::chrono::steady_clock::time_point drain_deadline_;
 };
 

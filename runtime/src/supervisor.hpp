@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,15 +17,18 @@
 namespace sandcell::runtime {
 
 struct Supervised {
-  pid_t pid;       // pid 1 of the sandbox's pid namespace
+  pid_t pid;  // pid 1 of the sandbox's pid namespace
   int pidfd;
   OutputPump& out;
   OutputPump& err;
   Cgroup& cgroup;
   const Limits& limits;
-  int signal_fd;   // signalfd for SIGINT/SIGTERM/SIGHUP sent to sandcell
-  int sync_fd;     // parent end of the sync socket: setup failures, the seccomp listener, EOF
+  int signal_fd;  // signalfd for SIGINT/SIGTERM/SIGHUP sent to sandcell
+  int sync_fd;    // parent end of the sync socket: setup failures, the seccomp listener, EOF
   const SeccompNotifyPlan* notify;  // non-null when the filter reports denials
+  // Called once, as soon as the program has exited (the init's report) or the init is reaped,
+  // whichever comes first: what the sandbox no longer needs can go while it finishes exiting.
+  std::function<void()> on_program_exit = {};
 };
 
 struct SupervisionOutcome {
@@ -35,7 +39,7 @@ struct SupervisionOutcome {
   bool wall_timeout = false;
   bool cpu_timeout = false;
   bool output_limit = false;
-  int interrupted_by = 0;  // the signal that interrupted sandcell, if any
+  int interrupted_by = 0;                     // the signal that interrupted sandcell, if any
   std::optional<ChildMessage> child_failure;  // setup or execve failed
   std::vector<DeniedSyscall> denied_syscalls;
   std::string seccomp_kill;  // why the seccomp report killed the sandbox, if it did

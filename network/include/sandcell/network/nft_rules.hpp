@@ -1,12 +1,13 @@
 #pragma once
 // The firewall of the sandboxes: one nftables table, `inet sandcell`, whose chains and rules never
-// change while sandcell runs. A run only adds its elements to the table's sets (and deletes them
-// at its end): one small netlink transaction each way. Per-run base chains, the first design,
-// cost ~40 ms a run, most of it waiting for RCU grace periods while netfilter hooks were
+// change while sandcell runs. A run only adds its elements to the table's sets (and expires them
+// at its end, see below): one small netlink transaction each way. Per-run base chains, the first
+// design, cost ~40 ms a run, most of it waiting for RCU grace periods while netfilter hooks were
 // registered and unregistered; set elements involve no hook at all.
 //
-// Every rule matches only links named sc-* (sandcell's veths) or sources in sandcell's 198.18.0.0/15,
-// so the table never affects the host's own traffic, and sandcell never touches any other table.
+// Every rule matches only links named sc-* (sandcell's veths) or sources in sandcell's
+// 198.18.0.0/15, so the table never affects the host's own traffic, and sandcell never touches any
+// other table.
 //
 // allow mode (element in `proxy`): from its link only TCP from the sandbox address to
 //   host address:proxy port (and established/related replies) reaches the host; everything else
@@ -22,15 +23,29 @@
 //
 // The table stays when the last run ends (creating it again would pay the hook registration the
 // sets avoid); it is inert without elements. `sandcell gc` removes it when no run uses it.
+//
+// A run does not delete its elements: it expires them in place (an update of their expiration,
+// Linux >= 6.10), and the kernel's set GC frees them in the background. Expired elements match
+// no packet and are not listed. Deleting costs a grace period at the end of every run: deleted
+// elements are freed by the netns's nf_tables destroy work after synchronize_rcu (~10 ms at
+// HZ=250), and closing a netfilter netlink socket flushes that work (nft_rcv_nl_event), so the
+// process waited for it on its way out. Where the kernel ignores the update (the element is
+// still listed with its time left), or the table predates element timeouts and older runs use
+// it, the elements are deleted as before. A run's firewall keeps one libnftables context (one
+// netlink socket) from its add to its end.
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sandcell/network/address_policy.hpp"
 
 namespace sandcell::network {
+
+class NftContext;
 
 enum class NetMode { Allow, Full };
 
@@ -44,24 +59,40 @@ struct FirewallSpec {
   std::vector<IpAddress> resolvers;  // full mode: DNS servers reachable on port 53
 };
 
+// For a caller that holds the host network lock already (VethPair's `while_linking`).
+struct HostLockHeld {};
+
 class SandboxFirewall {
  public:
-  // Adds this run's elements (and the table, if it is missing) in one nft transaction.
-  // Throws Error.
+  // Adds this run's elements (and the table, if it is missing) in one nft transaction, on a
+  // context this object keeps until it is destroyed (see above). Throws Error.
   explicit SandboxFirewall(FirewallSpec spec);
-  ~SandboxFirewall();  // remove()
+  SandboxFirewall(FirewallSpec spec, HostLockHeld);
+  ~SandboxFirewall();  // remove() unless withdrawn, then closes the context
   SandboxFirewall(const SandboxFirewall&) = delete;
   SandboxFirewall& operator=(const SandboxFirewall&) = delete;
 
-  // Deletes this run's elements. Idempotent.
+  // Expires this run's elements (deletes them where they cannot expire; see above). They stop
+  // matching, and are no longer listed, from the kernel's next tick (<= 4 ms at HZ=250): it
+  // does not wait for that. Throws Error.
+  void withdraw();
+  // withdraw(), then waits until the elements are no longer listed. Idempotent. Throws Error,
+  // also when the elements were gone before the first call.
   void remove();
   // The elements this run adds, as the body of nft set statements (for tests and debugging).
   const std::string& script() const { return add_script_; }
 
  private:
+  SandboxFirewall(FirewallSpec spec, HostLockHeld, bool take_lock);
+  void install();
+  bool install_with_table();  // false: the table is not what made the add fail
+  std::optional<long> first_element_seconds_left();  // nullopt: not listed (expired or gone)
+
   FirewallSpec spec_;
-  std::string add_script_, delete_script_;
-  bool installed_ = false;
+  std::string add_script_, expire_script_, delete_script_;  // expire_script_: "" when it cannot
+  std::string first_set_, first_element_;
+  std::unique_ptr<NftContext> nft_;
+  bool installed_ = false, withdrawn_ = false;
 };
 
 // The filter of a sandbox that has no link to the host's stack (slirp.hpp): a table `inet sandcell`

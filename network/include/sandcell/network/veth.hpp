@@ -9,10 +9,13 @@
 // through the proxy or through NAT.
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "sandcell/network/address_policy.hpp"
+
+struct nl_sock;
 
 namespace sandcell::network {
 
@@ -27,7 +30,13 @@ class VethPair {
   // under a host-wide lock, gives the host end .1/30 and brings it up, then configures the sandbox
   // end (see configure_sandbox_end). `id`: 8 lower-case hex digits. Throws Error; on failure
   // nothing is left behind.
-  VethPair(std::string id, pid_t sandbox_pid);
+  // `while_linking`, when given, runs on a thread of its own as soon as the addresses are
+  // chosen, while this constructor makes the links, with the host network lock held for it
+  // (so it must not take that lock: SandboxFirewall(spec, HostLockHeld{})). It is joined, and
+  // what it threw rethrown, before the constructor returns. Full mode installs its firewall so:
+  // the elements need the names and addresses, not the links.
+  VethPair(std::string id, pid_t sandbox_pid,
+           const std::function<void(const VethPair&)>& while_linking = {});
   ~VethPair();  // deletes the host end, which deletes the pair
   VethPair(VethPair&& other) noexcept;
   VethPair& operator=(VethPair&&) = delete;
@@ -49,10 +58,12 @@ class VethPair {
   void leave_to_kernel() { owned_ = false; }
 
  private:
-  // Runs in the sandbox's netns (run_in_netns_of: the caller's threads stay put): brings up lo, gives
-  // sc-<id>c .2/30, brings it up and adds the default route via .1. The sandbox process must be
-  // alive and not yet have dropped into its own program: the parent does this before "go".
+  // Runs in the sandbox's netns (run_in_netns_of: the caller's threads stay put): brings up lo,
+  // gives sc-<id>c .2/30, brings it up and adds the default route via .1. The sandbox process must
+  // be alive and not yet have dropped into its own program: the parent does this before "go".
   void configure_sandbox_end(pid_t sandbox_pid) const;
+  // Creates the pair, configures both ends (deleting the pair again on failure).
+  void create_links(nl_sock* sock, pid_t sandbox_pid);
 
   std::string id_;
   std::string host_name_;
