@@ -151,6 +151,12 @@ bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds lim
   }
 }
 
+bool remove_if_empty(const std::vector<std::string>& dirs_bottom_up) {
+  for (const auto& dir : dirs_bottom_up)
+    if (::rmdir(dir.c_str()) < 0 && errno != ENOENT) return false;
+  return true;
+}
+
 void kill_and_remove(const std::vector<std::string>& dirs_bottom_up) {
   // Each poll kills again: without a freezer a process may fork between two reads.
   wait_until([&] { return kill_procs(dirs_bottom_up) == 0; }, kTeardownLimit);

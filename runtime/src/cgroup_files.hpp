@@ -39,6 +39,11 @@ std::vector<pid_t> procs(const std::string& dir);
 size_t kill_procs(const std::vector<std::string>& dirs);
 // Polls `done` until it is true or `limit` passes; returns the last answer.
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit);
+// The end of a normal run: the sandbox's pid 1 is gone, so the kernel has killed and reaped
+// everything in it. One rmdir per directory, in order, with no listing or reading; true when
+// all are gone. The first that is still busy (a task, a child cgroup) stops it: false, and the
+// caller takes the kill_and_remove() path. Saves ~0.5 ms per run over listing five v1 trees.
+bool remove_if_empty(const std::vector<std::string>& dirs_bottom_up);
 // Kills and waits (bounded) until no directory lists a process, then rmdirs them in order.
 // Throws Error naming the directory that could not be removed.
 void kill_and_remove(const std::vector<std::string>& dirs_bottom_up);

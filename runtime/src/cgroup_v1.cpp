@@ -167,6 +167,10 @@ void CgroupV1::kill_all() {
 
 void CgroupV1::remove() {
   if (removed_) return;
+  if (cgroupfs::remove_if_empty({dirs_.rbegin(), dirs_.rend()})) {
+    removed_ = true;
+    return;
+  }
   kill_all();
   // Only the run directories and what the sandbox may have made below them; never the parent.
   std::vector<std::string> all;

@@ -129,6 +129,11 @@ void CgroupV2::freeze_and_kill() {
 
 void CgroupV2::remove() {
   if (removed_) return;
+  if (cgroupfs::remove_if_empty({dir_})) {
+    dir_fd_.reset();
+    removed_ = true;
+    return;
+  }
   kill_all();
   // Only the run directory and what the sandbox may have made below it; never the parent.
   cgroupfs::kill_and_remove(cgroupfs::tree_bottom_up(dir_));

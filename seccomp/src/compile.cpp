@@ -140,6 +140,12 @@ FilterContext new_context(const Profile& profile, uint32_t foreign_abi_action) {
   // seccomp_profile_test.cpp with live x32 and i386 calls).
   check_libseccomp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, foreign_abi_action),
                    "seccomp attribute bad-arch action");
+  // A binary tree of syscall numbers instead of one long chain of comparisons. Not for the
+  // syscalls themselves but for loading: the kernel runs the filter once per syscall number to
+  // build its allow cache, ~450 walks down a 300-compare chain. Docker's allowlist: 381 us to
+  // load as a chain (334 instructions), 110 us as a tree (408), on this VM; every sandbox pays it.
+  check_libseccomp(seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2),
+                   "seccomp attribute optimize");
   return ctx;
 }
 

@@ -31,7 +31,7 @@ std::optional<std::string> read_file(const std::string& path) {
 // Everything the compiled program depends on, as one string; compared in full on every hit.
 std::string cache_key(const std::string& profile_bytes, const ProfileContext& context, const CompileOptions& options) {
   const scmp_version* version = seccomp_version();
-  std::string key = "sandcell-seccomp-cache 1\n" + context.arch + "\n" + std::to_string(context.kernel.major) + "." +
+  std::string key = "sandcell-seccomp-cache 2\n" + context.arch + "\n" + std::to_string(context.kernel.major) + "." +
                     std::to_string(context.kernel.minor) + "\nlibseccomp " + std::to_string(version->major) + "." +
                     std::to_string(version->minor) + "." + std::to_string(version->micro) + "\nreport " +
                     (options.report_denials ? "1" : "0") + "\ncaps";
