@@ -285,10 +285,23 @@ void hide_command_line() {
 // nothing, and orphans it never waits for stay zombies. So pid 1 is this loop instead, as
 // confined as the program (it runs after seccomp): it reaps everything, and when the program
 // exits it reports the program's wait status and exits, and the kernel kills what is left.
-void fork_program_under_init(const ChildPlan& plan) {
-  pid_t program = fork();
-  if (program < 0) child_fail(plan, "fork the program under the sandbox's init");
-  if (program == 0) return;
+namespace {
+
+int exec_program_entry(void* plan) {
+  exec_program(*static_cast<const ChildPlan*>(plan));
+}
+
+}  // namespace
+
+void run_program_under_init(const ChildPlan& plan) {
+  // CLONE_VM | CLONE_VFORK, as posix_spawn does: the program does not get a copy of the address
+  // space the init inherited from the supervisor (copying its page tables only for execve to
+  // throw them away), and the init sleeps until the execve. Until then the program runs
+  // exec_program() on this stack of its own and touches nothing else of the init's memory.
+  alignas(64) static char program_stack[64 * 1024];
+  pid_t program = clone(exec_program_entry, program_stack + sizeof program_stack,
+                        CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<ChildPlan*>(&plan));
+  if (program < 0) child_fail(plan, "start the program under the sandbox's init");
   hide_command_line();
   // The init keeps only the sync socket. The program's streams end when the program ends, and
   // the supervisor's fds the clone copied (the output pipes' read ends, its epoll and pidfds)

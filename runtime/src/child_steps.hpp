@@ -58,7 +58,8 @@ void apply_apparmor(const ChildPlan& plan);
 void set_no_new_privs(const ChildPlan& plan);
 void apply_landlock(const ChildPlan& plan);
 void install_seccomp(const ChildPlan& plan);
-// Sends `fd` with a message of `kind` over the sync socket (SCM_RIGHTS); the caller closes its copy.
+// Sends `fd` with a message of `kind` over the sync socket (SCM_RIGHTS); the caller closes its
+// copy.
 void send_fd_to_parent(const ChildPlan& plan, ChildMessage::Kind kind, int fd, const char* what);
 [[noreturn]] void exec_program(const ChildPlan& plan);
 // The init is a fork of sandcell: not dumpable, the program (same uid) cannot ptrace it, open
@@ -66,8 +67,8 @@ void send_fd_to_parent(const ChildPlan& plan, ChildMessage::Kind kind, int fd, c
 void set_not_dumpable(const ChildPlan& plan);
 // Writes one message to the supervisor; best effort (nobody is left to tell if it is gone).
 void send_message(const ChildPlan& plan, const ChildMessage& message);
-// Forks: the caller stays behind as the sandbox's pid 1 (reaps, reports the program's status,
-// exits); the function returns only in the child, which goes on to exec the program.
-void fork_program_under_init(const ChildPlan& plan);
+// Starts the program as a child (pid 2) that execs it, and stays behind as the sandbox's pid 1:
+// reaps, reports the program's status, exits. Never returns.
+[[noreturn]] void run_program_under_init(const ChildPlan& plan);
 
 }  // namespace sandcell::runtime
