@@ -32,7 +32,7 @@ host_state() {
   echo "netns $(ip netns list 2>/dev/null | grep -c sandcell || true)"
   echo "nft_tables $(nft list tables 2>/dev/null | grep -c sandcell || true)"
   echo "processes $(pgrep -c -f '^/bin/sc-probe' || true)"
-  echo "run_states $(find /run/sandcell -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
+  echo "run_states $(find /run/sandcell -mindepth 1 -maxdepth 1 ! -name scratch 2>/dev/null | wc -l)"
 }
 
 before=$(host_state)

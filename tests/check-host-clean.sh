@@ -12,9 +12,13 @@ for d in /sys/fs/cgroup/*/sandcell /sys/fs/cgroup/sandcell; do
   n=$(find "$d" -mindepth 1 -type d | wc -l)
   [ "$n" -eq 0 ] || say "$n cgroups under $d"
 done
+# /run/sandcell/scratch stays, empty: every run's child mounts its scratch tmpfs on it, in its own
+# mount namespace (runtime/src/run_state.hpp).
 if [ -d /run/sandcell ]; then
-  n=$(find /run/sandcell -mindepth 1 -maxdepth 1 | wc -l)
+  n=$(find /run/sandcell -mindepth 1 -maxdepth 1 ! -name scratch | wc -l)
   [ "$n" -eq 0 ] || say "$n run state entries under /run/sandcell"
+  n=$(find /run/sandcell/scratch -mindepth 1 2>/dev/null | wc -l)
+  [ "$n" -eq 0 ] || say "$n entries in /run/sandcell/scratch (a mount point that must stay empty)"
 fi
 n=$(ip -o link show 2>/dev/null | grep -c ' sc-' || true)
 [ "$n" -eq 0 ] || say "$n links named sc-*"

@@ -4,13 +4,14 @@
 // claim of a `--userns=auto` run on its id range (userns_pool.hpp) and, for `--net
 // allow:`/`full`, the run's chains in the nftables table `sandcell` (its veth dies with the
 // sandbox's netns, unless something kept that alive).
+#include "sandcell/network/gc.hpp"
+
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "run_state.hpp"
-#include "sandcell/network/gc.hpp"
 #include "sandcell/network/veth.hpp"
 #include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/runtime/rootless.hpp"
@@ -38,7 +39,8 @@ void collect_run_states(const std::string& state_root, std::vector<std::string>&
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(state_root, ec)) {
     std::string id = entry.path().filename();
-    if (id == kUsernsPoolDir || run_is_live(id)) continue;
+    // Only run directories are judged: not the userns pool, not the shared scratch mount point.
+    if (supervisor_of_run_id(id) < 0 || run_is_live(id)) continue;
     for (const std::string& cgroup : cgroups_in_state(entry.path()))
       if (fs::exists(cgroup) && remove_cgroup_dir(cgroup)) removed.push_back("cgroup " + cgroup);
     remove_state_dir(entry.path());
@@ -49,7 +51,8 @@ void collect_run_states(const std::string& state_root, std::vector<std::string>&
 void collect_cgroups(std::vector<std::string>& removed) {
   CgroupHost host = probe_cgroups();
   std::vector<std::string> parents;
-  for (const auto& [controller, root] : host.v1_roots) parents.push_back(root + "/" + kCgroupParent);
+  for (const auto& [controller, root] : host.v1_roots)
+    parents.push_back(root + "/" + kCgroupParent);
   if (!host.v2_root.empty()) parents.push_back(host.v2_root + "/" + kCgroupParent);
   for (const std::string& parent : parents) {
     std::error_code ec;
@@ -88,7 +91,8 @@ std::vector<std::string> collect_garbage(const std::string& state_root) {
   const std::string root = state_root.empty() ? default_state_root() : state_root;
   const std::set<std::string> live_networks = live_network_ids(root);
   collect_run_states(root, removed);
-  for (std::string& line : collect_userns_claims(root, run_is_live)) removed.push_back(std::move(line));
+  for (std::string& line : collect_userns_claims(root, run_is_live))
+    removed.push_back(std::move(line));
   // Rootless runs make no host cgroups (a delegated subtree goes with the user's own cgroup), no
   // veths and no nft elements; those of root's runs are not the user's to judge.
   if (rootless()) return removed;

@@ -18,18 +18,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Rootless: $XDG_RUNTIME_DIR/sandcell, else /tmp/sandcell-UID. /tmp is shared: the directory must be
-// ours, a real directory and 0700, or another user could plant a symlink or read run state.
+// Rootless: $XDG_RUNTIME_DIR/sandcell, else /tmp/sandcell-UID. /tmp is shared: the directory must
+// be ours, a real directory and 0700, or another user could plant a symlink or read run state.
 std::string rootless_state_root() {
-  if (const char* runtime_dir = getenv("XDG_RUNTIME_DIR"); runtime_dir != nullptr && *runtime_dir == '/')
+  if (const char* runtime_dir = getenv("XDG_RUNTIME_DIR");
+      runtime_dir != nullptr && *runtime_dir == '/')
     return std::string(runtime_dir) + "/sandcell";
   std::string dir = "/tmp/sandcell-" + std::to_string(rootless_host_uid());
-  if (mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST) throw Error(errno, "create state directory " + dir);
+  if (mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST)
+    throw Error(errno, "create state directory " + dir);
   struct stat st {};
   if (lstat(dir.c_str(), &st) < 0) throw Error(errno, "stat " + dir);
   if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0)
-    throw Error::invalid(dir + " is not a private directory of this user (0700, owned by it): remove it or set "
-                         "SANDCELL_STATE");
+    throw Error::invalid(
+        dir +
+        " is not a private directory of this user (0700, owned by it): remove it or set "
+        "SANDCELL_STATE");
   return dir;
 }
 
@@ -62,24 +66,36 @@ bool supervisor_alive(pid_t pid) {
   return !ec && exe.filename().string().rfind("sandcell", 0) == 0;
 }
 
+std::string scratch_mount_point(const std::string& state_root) {
+  return state_root + "/" + kScratchDir;
+}
+
 RunState::RunState(const std::string& state_root, const std::string& run_id)
     : dir_(state_root + "/" + run_id) {
   std::error_code ec;
   fs::create_directories(state_root, ec);
   if (ec) throw Error(ec.value(), "create state root " + state_root);
-  check(mkdir(dir_.c_str(), 0700), "create run state " + dir_);
-  if (mkdir(scratch_dir().c_str(), 0700) < 0) {
-    int err = errno;
-    rmdir(dir_.c_str());
-    throw Error(err, "create " + scratch_dir());
-  }
+  const std::string scratch = scratch_mount_point(state_root);
+  if (mkdir(scratch.c_str(), 0700) < 0 && errno != EEXIST) throw Error(errno, "create " + scratch);
 }
 
-RunState::~RunState() { remove_state_dir(dir_); }
+RunState::~RunState() {
+  if (made_) remove_state_dir(dir_);
+}
 
-void RunState::record(pid_t child, const std::vector<std::string>& cgroup_paths) const {
-  nlohmann::json state = {{"supervisor_pid", getpid()}, {"child_pid", child}, {"cgroups", cgroup_paths}};
-  std::string tmp = dir_ + "/state.json.tmp";
+const std::string& RunState::dir() {
+  if (!made_) {
+    check(mkdir(dir_.c_str(), 0700), "create run state " + dir_);
+    made_ = true;
+  }
+  return dir_;
+}
+
+void RunState::record(pid_t child, const std::vector<std::string>& cgroup_paths) {
+  if (!rootless() || cgroup_paths.empty()) return;
+  nlohmann::json state = {
+      {"supervisor_pid", getpid()}, {"child_pid", child}, {"cgroups", cgroup_paths}};
+  std::string tmp = dir() + "/state.json.tmp";
   {
     std::ofstream out(tmp);
     out << state.dump() << '\n';
@@ -89,8 +105,7 @@ void RunState::record(pid_t child, const std::vector<std::string>& cgroup_paths)
 }
 
 void remove_state_dir(const std::string& dir) {
-  // The scratch dir was only ever a mount point inside the run's own mount namespace, so on the
-  // host it is an empty directory; remove_all never crosses into a mount anyway.
+  // Only files the supervisor wrote; remove_all never crosses into a mount anyway.
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

@@ -228,7 +228,7 @@ struct Launch {
   const Spec& spec;
   const RunOptions& options;
   ChildPlan& plan;
-  const RunState& state;
+  RunState& state;
   Cgroup& cgroup;
   const NetworkPlan& network;
   const std::string& run_id;
@@ -399,9 +399,8 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::string state_root = options.state_root.empty() ? default_state_root() : options.state_root;
   std::string run_id = new_run_id();
-  ChildPlan plan =
-      make_child_plan(spec, state_root + "/" + run_id + "/scratch");  // input errors here
-  NetworkPlan network_plan = plan_network(spec);                      // and here
+  ChildPlan plan = make_child_plan(spec, scratch_mount_point(state_root));  // input errors here
+  NetworkPlan network_plan = plan_network(spec);                            // and here
 
   Result result;
   result.limits = spec.limits;

@@ -11,10 +11,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Directories of runs ("<pid>-<hex>"), not the shared scratch mount point or the userns pool.
 size_t run_state_entries() {
   std::error_code ec;
   size_t n = 0;
-  for (auto it = fs::directory_iterator("/run/sandcell", ec); !ec && it != fs::directory_iterator(); ++it) ++n;
+  for (auto it = fs::directory_iterator("/run/sandcell", ec); !ec && it != fs::directory_iterator();
+       ++it)
+    n += it->path().filename().string().find('-') != std::string::npos;
   return n;
 }
 
@@ -61,22 +64,34 @@ TEST(BadInput, NotExecutableIs126) {
 // refuses any other user with the fix in the message.
 TEST(BadInput, NonRootCallerWithoutSubIdsRunsAsItsOnlyIdAndRefusesOthers) {
   auto ok = run_sandcell({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                          sandcell_binary(), "run", "--rootfs", test_rootfs(), "--", "/bin/sc-probe", "ids"});
+                          sandcell_binary(), "run", "--rootfs", test_rootfs(), "--",
+                          "/bin/sc-probe", "ids"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(ok.out, "uid 0 0 0 gid 0 0 0\n");
   auto r = run_sandcell({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                         sandcell_binary(), "run", "--rootfs", test_rootfs(), "--user", "1000", "--", "/bin/true"});
+                         sandcell_binary(), "run", "--rootfs", test_rootfs(), "--user", "1000",
+                         "--", "/bin/true"});
   expect_one_line_error(r, 125, "/etc/subuid");
   std::error_code ec;
   std::filesystem::remove("/tmp/sandcell-65534", ec);  // its run state root, empty after the runs
 }
 
 TEST(BadInput, BadMountAndUserSpecs) {
-  expect_one_line_error(run_sandcell({"run", "--rootfs", test_rootfs(), "--mount", "/tmp", "--", "/bin/true"}), 125, "--mount");
-  expect_one_line_error(run_sandcell({"run", "--rootfs", test_rootfs(), "--user", "alice", "--", "/bin/true"}), 125, "--user");
-  expect_one_line_error(run_sandcell({"run", "--rootfs", test_rootfs(), "--cap-add", "CAP_NOPE", "--", "/bin/true"}), 125, "CAP_NOPE");
-  expect_one_line_error(run_sandcell({"run", "--rootfs", test_rootfs(), "--workdir", "relative", "--", "/bin/true"}), 125, "working directory");
-  expect_one_line_error(run_sandcell({"run", "--rootfs", test_rootfs(), "--net", "bogus", "--", "/bin/true"}), 125, "--net");
+  expect_one_line_error(
+      run_sandcell({"run", "--rootfs", test_rootfs(), "--mount", "/tmp", "--", "/bin/true"}), 125,
+      "--mount");
+  expect_one_line_error(
+      run_sandcell({"run", "--rootfs", test_rootfs(), "--user", "alice", "--", "/bin/true"}), 125,
+      "--user");
+  expect_one_line_error(
+      run_sandcell({"run", "--rootfs", test_rootfs(), "--cap-add", "CAP_NOPE", "--", "/bin/true"}),
+      125, "CAP_NOPE");
+  expect_one_line_error(
+      run_sandcell({"run", "--rootfs", test_rootfs(), "--workdir", "relative", "--", "/bin/true"}),
+      125, "working directory");
+  expect_one_line_error(
+      run_sandcell({"run", "--rootfs", test_rootfs(), "--net", "bogus", "--", "/bin/true"}), 125,
+      "--net");
 }
 
 TEST(BadInput, HelpTeachesAndExitsZero) {

@@ -29,11 +29,11 @@ class Rootless : public ::testing::Test {
     std::ifstream mountinfo("/proc/self/mountinfo");
     for (std::string line; std::getline(mountinfo, line);)
       EXPECT_EQ(line.find(user_->dir()), std::string::npos) << "mount left on the host: " << line;
-    if (fs::exists(user_->state_dir())) {
-      EXPECT_TRUE(fs::is_empty(user_->state_dir())) << "run state left in " << user_->state_dir();
-    }
+    for (const std::string& left : user_->leftover_state())
+      ADD_FAILURE() << "run state left: " << left;
   }
-  static CliRun run(const std::vector<std::string>& flags, const std::vector<std::string>& command) {
+  static CliRun run(const std::vector<std::string>& flags,
+                    const std::vector<std::string>& command) {
     std::vector<std::string> args = {"run", "--json", "--rootfs", user_->rootfs()};
     args.insert(args.end(), flags.begin(), flags.end());
     args.push_back("--");
@@ -41,7 +41,8 @@ class Rootless : public ::testing::Test {
     return user_->sandcell(args);
   }
   static std::string status_of(const CliRun& r) {
-    return r.record.is_object() ? r.record["status"].get<std::string>() : "no record: " + r.out + r.err;
+    return r.record.is_object() ? r.record["status"].get<std::string>()
+                                : "no record: " + r.out + r.err;
   }
   static std::unique_ptr<RootlessUser> user_;
 };
@@ -52,8 +53,9 @@ TEST_F(Rootless, RunIsRootOfItsOwnUserNamespaceAndSaysHowLimitsAreEnforced) {
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_EQ(status_of(r), "ok");
   // uid 0 is the user, 1..65536 its subordinate range: the sandbox's map is the identity of that.
-  EXPECT_EQ(r.record["stdout"], "uid 0 0 0 gid 0 0 0\n         0          0          1\n"
-                                "         1          1      65536\n");
+  EXPECT_EQ(r.record["stdout"],
+            "uid 0 0 0 gid 0 0 0\n         0          0          1\n"
+            "         1          1      65536\n");
   EXPECT_TRUE(r.record["isolation"]["rootless"].get<bool>());
   EXPECT_EQ(r.record["isolation"]["cgroup"], "none");
   EXPECT_NE(r.record["isolation"]["namespaces"].dump().find("\"user\""), std::string::npos);
@@ -68,7 +70,8 @@ TEST_F(Rootless, MemoryLimitByRlimitAsStopsABigAllocation) {
   auto r = run({"--memory", "64m"}, {"/bin/sc-probe", "mem", "512"});
   EXPECT_EQ(r.record["enforced"]["memory_bytes"], "rlimit");
   EXPECT_EQ(status_of(r), "exit_nonzero");  // the allocation fails; there is no OOM kill to see
-  EXPECT_NE(r.record["stdout"].get<std::string>().find("malloc failed after"), std::string::npos) << r.out;
+  EXPECT_NE(r.record["stdout"].get<std::string>().find("malloc failed after"), std::string::npos)
+      << r.out;
 }
 
 TEST_F(Rootless, PidsLimitByRlimitNprocCountsThisSandboxOnly) {
@@ -254,7 +257,8 @@ TEST_F(Rootless, VethTransportAndUsernsAutoAreRefusedWithAReason) {
                                "--net-transport", "veth", "--", "/bin/true"});
   EXPECT_EQ(veth.exit_code, 125);
   EXPECT_NE(veth.err.find("needs root"), std::string::npos) << veth.err;
-  auto userns = user_->sandcell({"run", "--rootfs", user_->rootfs(), "--userns", "auto", "--", "/bin/true"});
+  auto userns =
+      user_->sandcell({"run", "--rootfs", user_->rootfs(), "--userns", "auto", "--", "/bin/true"});
   EXPECT_EQ(userns.exit_code, 125);
   EXPECT_NE(userns.err.find("needs root"), std::string::npos) << userns.err;
 }
@@ -263,11 +267,14 @@ TEST_F(Rootless, VethTransportAndUsernsAutoAreRefusedWithAReason) {
 TEST_F(Rootless, SetupApparmorPrintsTheProfileForTheUsersBinariesAndNeedsRootToInstall) {
   auto install = user_->sandcell({"setup", "apparmor"});
   EXPECT_EQ(install.exit_code, 125);
-  EXPECT_NE(install.err.find("run it as root (sudo sandcell setup apparmor)"), std::string::npos) << install.err;
+  EXPECT_NE(install.err.find("run it as root (sudo sandcell setup apparmor)"), std::string::npos)
+      << install.err;
   auto print = user_->sandcell({"setup", "apparmor", "--print"});
   EXPECT_EQ(print.exit_code, 0) << print.err;
-  EXPECT_NE(print.out.find("profile sandcell " + user_->dir() + "/bin/sandcell{,-images} flags=(unconfined) {"),
-            std::string::npos) << print.out;
+  EXPECT_NE(print.out.find("profile sandcell " + user_->dir() +
+                           "/bin/sandcell{,-images} flags=(unconfined) {"),
+            std::string::npos)
+      << print.out;
   EXPECT_NE(print.out.find("\n  userns,\n"), std::string::npos) << print.out;
 }
 

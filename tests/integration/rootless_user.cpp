@@ -41,9 +41,10 @@ RootlessUser::RootlessUser() : name_(kPrefix + std::to_string(getpid())) {
   if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp");
   dir_ = tmpl;
   fs::permissions(dir_, fs::perms(0755));
-  const std::string range = std::to_string(kSubIdStart) + "-" + std::to_string(kSubIdStart + kSubIdCount - 1);
-  run_or_throw({"/usr/sbin/useradd", "--system", "--user-group", "--no-create-home", "--home-dir", home(),
-                "--shell", "/usr/sbin/nologin", name_});
+  const std::string range =
+      std::to_string(kSubIdStart) + "-" + std::to_string(kSubIdStart + kSubIdCount - 1);
+  run_or_throw({"/usr/sbin/useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
+                home(), "--shell", "/usr/sbin/nologin", name_});
   run_or_throw({"/usr/sbin/usermod", "--add-subuids", range, "--add-subgids", range, name_});
   const passwd* pw = getpwnam(name_.c_str());
   if (pw == nullptr) throw std::runtime_error("getpwnam " + name_);
@@ -82,9 +83,20 @@ std::vector<pid_t> RootlessUser::processes() const {
     auto pid = parse_number<pid_t>(entry.path().filename().string());
     struct stat st {};
     if (!pid || stat(entry.path().c_str(), &st) != 0) continue;
-    if (st.st_uid == uid_ || (st.st_uid >= kSubIdStart && st.st_uid < kSubIdStart + kSubIdCount)) found.push_back(*pid);
+    if (st.st_uid == uid_ || (st.st_uid >= kSubIdStart && st.st_uid < kSubIdStart + kSubIdCount))
+      found.push_back(*pid);
   }
   return found;
+}
+
+std::vector<std::string> RootlessUser::leftover_state() const {
+  std::vector<std::string> left;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(state_dir(), ec)) {
+    if (entry.path().filename() == "scratch" && fs::is_empty(entry.path(), ec)) continue;
+    left.push_back(entry.path().string());
+  }
+  return left;
 }
 
 }  // namespace sandcell::test

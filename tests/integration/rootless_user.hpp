@@ -34,6 +34,9 @@ class RootlessUser {
   std::string rootfs() const { return dir_ + "/rootfs"; }
   std::string store() const { return home() + "/.local/share/sandcell"; }
   std::string state_dir() const { return "/tmp/sandcell-" + std::to_string(uid_); }
+  // What runs left in state_dir(): every entry but the shared scratch mount point, which stays
+  // and must be empty (runtime/src/run_state.hpp). Empty when the runs cleaned up.
+  std::vector<std::string> leftover_state() const;
   // Processes running as this user or one of its subordinate ids now.
   std::vector<pid_t> processes() const;
 
