@@ -342,7 +342,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                  }};
   try {
     SandboxNetwork::Sandbox sandbox{.run_id = l.run_id,
-                                    .run_dir = l.state.dir(),
+                                    .run_dir = has_network_to_make(l.network) ? l.state.dir() : "",
                                     .pid = pid,
                                     .proxy_env = plan.proxy_env.get(),
                                     .proxy_listener = {}};
@@ -412,7 +412,7 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     // be deleted, the grace period that closing its nft socket waits for ran meanwhile.
     std::optional<SandboxNetwork> network;
     RunState state(state_root, run_id);
-    plan_sandbox_dns(network_plan, state.dir(), plan);
+    if (network_plan.mode == NetworkMode::Full) plan_sandbox_dns(network_plan, state.dir(), plan);
     plan_proxy_listener(network_plan, plan);
     std::optional<UsernsClaim> userns;
     if (plan.user_namespace) {
