@@ -18,16 +18,17 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string status_of(const CliRun& r) {
-  return r.record.is_object() ? r.record["status"].get<std::string>() : "no record: " + r.out + r.err;
+  return r.record.is_object() ? r.record["status"].get<std::string>()
+                              : "no record: " + r.out + r.err;
 }
 
 TEST(Limits, CleanExitIsOkWithUsageAndEnforcement) {
   auto r = run_in_sandbox({}, {"/bin/true"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(status_of(r), "ok");
-  for (const char* field : {"exit_code", "signal", "wall_ms", "cpu_ms", "peak_memory_bytes", "stdout_bytes",
-                            "stderr_bytes", "stdout_truncated", "stderr_truncated", "limits", "enforced",
-                            "isolation", "events"})
+  for (const char* field : {"exit_code", "signal", "wall_ms", "cpu_ms", "peak_memory_bytes",
+                            "stdout_bytes", "stderr_bytes", "stdout_truncated", "stderr_truncated",
+                            "limits", "enforced", "isolation", "events"})
     EXPECT_TRUE(r.record.contains(field)) << field;
   EXPECT_EQ(r.record["limits"]["memory_bytes"], 512ull << 20);
   EXPECT_EQ(r.record["limits"]["pids"], 128);
@@ -83,7 +84,8 @@ TEST(Limits, FloodIsOutputLimitAndSupervisorMemoryStaysBounded) {
   EXPECT_EQ(r.record["stdout"].get<std::string>().size(), 1u << 20);
   EXPECT_GE(r.record["stdout_bytes"].get<uint64_t>(), 1u << 20);
   // Passed through (not captured), 256 MiB of output must not grow the supervisor.
-  auto plain = run_sandcell({"run", "--rootfs", test_rootfs(), "--output-limit", "256m", "--", "/bin/sc-probe", "flood"});
+  auto plain = run_sandcell(
+      {"run", "--rootfs", test_rootfs(), "--output-limit", "256m", "--", "/bin/sc-probe", "flood"});
   EXPECT_EQ(plain.exit_code, 128 + SIGKILL);
   EXPECT_GE(plain.out.size(), 256u << 20);
   EXPECT_LT(plain.max_rss_kb, 64 * 1024) << "supervisor peak RSS in KiB";
@@ -115,13 +117,15 @@ TEST(Supervisor, TwentyParallelRunsStayIndependent) {
   for (int i = 0; i < 20; ++i)
     threads.emplace_back([&runs, i] {
       std::string id = std::to_string(i);
-      runs[i] = run_in_sandbox({"--hostname", "h" + id, "--env", "ID=" + id},
-                               {"/bin/sh", "-c", "echo $ID > /tmp/id; sleep 0.3; echo $(hostname) $(cat /tmp/id) $$"});
+      runs[i] = run_in_sandbox(
+          {"--hostname", "h" + id, "--env", "ID=" + id},
+          {"/bin/sh", "-c", "echo $ID > /tmp/id; sleep 0.3; echo $(hostname) $(cat /tmp/id) $$"});
     });
   for (auto& t : threads) t.join();
   for (int i = 0; i < 20; ++i) {
     EXPECT_EQ(status_of(runs[i]), "ok") << runs[i].err;
-    EXPECT_EQ(runs[i].record.value("stdout", ""), "h" + std::to_string(i) + " " + std::to_string(i) + " 2\n");
+    EXPECT_EQ(runs[i].record.value("stdout", ""),
+              "h" + std::to_string(i) + " " + std::to_string(i) + " 2\n");
   }
 }
 
@@ -129,7 +133,8 @@ TEST(Supervisor, SigkilledSupervisorLeavesNothingAfterGc) {
   // The sandbox's pid 1 is orphaned when its supervisor dies; as subreaper this test inherits
   // and reaps it, instead of leaving a zombie for the host's init.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  pid_t supervisor = spawn_sandcell({"run", "--rootfs", test_rootfs(), "--", "/bin/sc-probe", "sleep", "3002"});
+  pid_t supervisor =
+      spawn_sandcell({"run", "--rootfs", test_rootfs(), "--", "/bin/sc-probe", "sleep", "3002"});
   // Wait until the program runs inside the sandbox.
   for (int i = 0; i < 100 && processes_matching("/bin/sc-probe sleep 3002").empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -138,7 +143,8 @@ TEST(Supervisor, SigkilledSupervisorLeavesNothingAfterGc) {
   waitpid(supervisor, nullptr, 0);
   for (int i = 0; i < 100 && !processes_matching("/bin/sc-probe sleep 3002").empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3002").empty()) << "the sandbox outlived its supervisor";
+  EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3002").empty())
+      << "the sandbox outlived its supervisor";
   std::string id_prefix = "/sandcell/" + std::to_string(supervisor) + "-";
   bool left = false;
   for (const auto& dir : sandcell_cgroups()) left |= dir.find(id_prefix) != std::string::npos;
@@ -146,11 +152,33 @@ TEST(Supervisor, SigkilledSupervisorLeavesNothingAfterGc) {
   auto gc = run_sandcell({"gc"});
   EXPECT_EQ(gc.exit_code, 0) << gc.err;
   EXPECT_NE(gc.out.find("removed cgroup"), std::string::npos) << gc.out;
-  for (const auto& dir : sandcell_cgroups()) EXPECT_EQ(dir.find(id_prefix), std::string::npos) << dir;
+  for (const auto& dir : sandcell_cgroups())
+    EXPECT_EQ(dir.find(id_prefix), std::string::npos) << dir;
   EXPECT_FALSE(fs::exists("/run/sandcell/" + std::to_string(supervisor)));
   while (waitpid(-1, nullptr, WNOHANG) > 0) {
   }
   prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+// A plain run leaves nothing under the state root but the shared scratch mount point; gc removes
+// the directory of a dead run and leaves alone what is not a run's (the mount point, a `sandcell
+// serve` socket someone put there).
+TEST(Supervisor, GcJudgesOnlyRunDirectoriesUnderTheStateRoot) {
+  auto r = run_in_sandbox({}, {"/bin/true"});
+  ASSERT_EQ(status_of(r), "ok") << r.err;
+  ASSERT_TRUE(fs::is_directory("/run/sandcell/scratch"));
+  EXPECT_TRUE(fs::is_empty("/run/sandcell/scratch"));
+  // pid 1 can never be a sandcell supervisor: a dead run's id.
+  const std::string dead = "/run/sandcell/1-0badc0de", foreign = "/run/sandcell/api-test.sock";
+  fs::create_directories(dead);
+  std::ofstream(dead + "/resolv.conf") << "nameserver 192.0.2.1\n";
+  std::ofstream(foreign) << "";
+  auto gc = run_sandcell({"gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_FALSE(fs::exists(dead)) << gc.out;
+  EXPECT_TRUE(fs::exists(foreign)) << gc.out;
+  EXPECT_TRUE(fs::is_directory("/run/sandcell/scratch")) << gc.out;
+  fs::remove(foreign);
 }
 
 }  // namespace
@@ -169,7 +197,8 @@ TEST(Limits, CpuQuotaThrottlesToTheRequestedShare) {
 
 TEST(Limits, ReportFileHoldsTheRecord) {
   std::string report = "/tmp/sandcell-report-" + std::to_string(getpid()) + ".json";
-  auto r = run_sandcell({"run", "--rootfs", test_rootfs(), "--report", report, "--", "/bin/sh", "-c", "echo hi; exit 4"});
+  auto r = run_sandcell({"run", "--rootfs", test_rootfs(), "--report", report, "--", "/bin/sh",
+                         "-c", "echo hi; exit 4"});
   EXPECT_EQ(r.exit_code, 4);
   EXPECT_EQ(r.out, "hi\n");  // passed through, not captured
   std::ifstream in(report);
