@@ -19,17 +19,22 @@ const std::set<std::string> kNetworkLibraries = {
     "libgmp.so.10",     "libxtables.so.12",  "libnl-3.so.200",       "libnl-route-3.so.200",
     "libidn2.so.0",     "libunistring.so.2", "libhttp_parser.so.2.9"};
 
-// The file names of the shared objects ld.so mapped for `sandcell ARGS...` ("file=libc.so.6 [0];
-// needed by ..." for a NEEDED entry, "file=/usr/lib/.../libidn2.so.0 [0];" for a dlopen).
-std::set<std::string> libraries_loaded_by(const std::vector<std::string>& args, CliRun& run) {
+// `sandcell ARGS...` with the dynamic loader reporting on stderr what it maps.
+CliRun run_with_ld_debug(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"/usr/bin/env", "LD_DEBUG=files", sandcell_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
-  run = run_program(argv);
-  std::set<std::string> loaded;
+  return run_program(argv);
+}
+
+// The file names of the shared objects ld.so mapped: "file=libc.so.6 [0];  needed by ..." for a
+// NEEDED entry, "file=libidn2.so.0 [0];  dynamically loaded by ..." for a dlopen (and
+// "opening file=/usr/lib/.../libidn2.so.0 [0]" for it too).
+std::set<std::string> libraries_mapped(const CliRun& run) {
+  std::set<std::string> mapped;
   static const std::regex file(R"(file=(?:\S*/)?(\S+) \[)");
   for (std::sregex_iterator it(run.err.begin(), run.err.end(), file), end; it != end; ++it)
-    loaded.insert((*it)[1]);
-  return loaded;
+    mapped.insert((*it)[1]);
+  return mapped;
 }
 
 std::set<std::string> network_libraries_in(const std::set<std::string>& loaded) {
@@ -40,10 +45,9 @@ std::set<std::string> network_libraries_in(const std::set<std::string>& loaded) 
 }
 
 TEST(LeanBinary, NetNoneRun_LoadsNoNetworkLibrary) {
-  CliRun run;
-  const auto loaded =
-      libraries_loaded_by({"run", "--rootfs", test_rootfs(), "--", "/bin/true"}, run);
+  const CliRun run = run_with_ld_debug({"run", "--rootfs", test_rootfs(), "--", "/bin/true"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto loaded = libraries_mapped(run);
   // What it does link: proves ld.so reported, so an empty answer below means something.
   ASSERT_TRUE(loaded.contains("libseccomp.so.2")) << run.err;
   EXPECT_EQ(network_libraries_in(loaded), std::set<std::string>{});
@@ -51,10 +55,10 @@ TEST(LeanBinary, NetNoneRun_LoadsNoNetworkLibrary) {
 
 // The other half: a library opened with dlopen shows up too, so the test above would see one.
 TEST(LeanBinary, AllowRun_LoadsLibidn2ForTheHostName) {
-  CliRun run;
-  const auto loaded = libraries_loaded_by(
-      {"run", "--rootfs", test_rootfs(), "--net", "allow:example.test", "--", "/bin/true"}, run);
+  const CliRun run = run_with_ld_debug(
+      {"run", "--rootfs", test_rootfs(), "--net", "allow:example.test", "--", "/bin/true"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto loaded = libraries_mapped(run);
   EXPECT_TRUE(network_libraries_in(loaded).contains("libidn2.so.0")) << run.err;
 }
 
