@@ -34,8 +34,8 @@ std::vector<std::string> sandcell_link_ids() {
   auto sock = netlink::connect_route();
   const auto cache = netlink::link_cache(sock.get());
   std::vector<std::string> ids;
-  for (nl_object* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
-    const char* name = rtnl_link_get_name(reinterpret_cast<rtnl_link*>(o));
+  for (nl_object* o = nl().cache_get_first(cache.get()); o != nullptr; o = nl().cache_get_next(o)) {
+    const char* name = rtnl().link_get_name(reinterpret_cast<rtnl_link*>(o));
     const std::string_view n = name != nullptr ? name : "";
     if (n.size() == 12 && n.back() == 'h') {
       if (auto id = id_in(n, "h"); !id.empty()) ids.push_back(id);

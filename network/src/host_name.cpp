@@ -3,13 +3,13 @@
 // means userinfo), IP literals are recognised before IDNA (inet_aton's legacy forms "127.1" and
 // "2130706433" must not pass as names), and the A-label result is checked again.
 #include <arpa/inet.h>
-#include <idn2.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 
+#include "dynamic_libs.hpp"
 #include "sandcell/network/address_policy.hpp"
 #include "sandcell/network/host_policy.hpp"
 #include "sandcell/runtime/error.hpp"
@@ -74,9 +74,9 @@ std::optional<NormalisedHost> ipv4_literal(const std::string& name) {
 
 std::string to_a_label(const std::string& name) {
   char* out = nullptr;
-  const int rc = idn2_to_ascii_8z(name.c_str(), &out, IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
+  const int rc = idn2().to_ascii_8z(name.c_str(), &out, IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
   std::unique_ptr<char, decltype(&std::free)> owned(out, &std::free);
-  if (rc != IDN2_OK) bad_host(std::string("IDNA: ") + idn2_strerror(rc));
+  if (rc != IDN2_OK) bad_host(std::string("IDNA: ") + idn2().strerror(rc));
   return lower_ascii(owned.get());
 }
 

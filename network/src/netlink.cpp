@@ -38,77 +38,78 @@ int errno_for(int nl_error) {
 }
 
 struct AddrPut {
-  void operator()(nl_addr* a) const { nl_addr_put(a); }
+  void operator()(nl_addr* a) const { nl().addr_put(a); }
 };
 using Address = std::unique_ptr<nl_addr, AddrPut>;
 
 Address to_nl(const IpAddress& address, unsigned prefix_length) {
   Address out(
-      nl_addr_build(address.family, address.bytes.data(), address.family == AF_INET ? 4 : 16));
+      nl().addr_build(address.family, address.bytes.data(), address.family == AF_INET ? 4 : 16));
   if (!out) throw Error(ENOMEM, "nl_addr_build");
-  nl_addr_set_prefixlen(out.get(), static_cast<int>(prefix_length));
+  nl().addr_set_prefixlen(out.get(), static_cast<int>(prefix_length));
   return out;
 }
 
 }  // namespace
 
 int check_nl(int nl_error, const std::string& step) {
-  if (nl_error < 0) throw Error(errno_for(nl_error), step + " (" + nl_geterror(nl_error) + ")");
+  if (nl_error < 0) throw Error(errno_for(nl_error), step + " (" + nl().geterror(nl_error) + ")");
   return nl_error;
 }
 
 Socket connect_route() {
-  Socket sock(nl_socket_alloc());
+  Socket sock(nl().socket_alloc());
   if (!sock) throw Error(ENOMEM, "nl_socket_alloc");
-  check_nl(nl_connect(sock.get(), NETLINK_ROUTE), "connect to route netlink");
+  check_nl(nl().connect(sock.get(), NETLINK_ROUTE), "connect to route netlink");
   return sock;
 }
 
 Link find_link(nl_sock* sock, const std::string& name) {
   rtnl_link* link = nullptr;
-  if (rtnl_link_get_kernel(sock, 0, name.c_str(), &link) < 0) return nullptr;
+  if (rtnl().link_get_kernel(sock, 0, name.c_str(), &link) < 0) return nullptr;
   return Link(link);
 }
 
 void add_address(nl_sock* sock, int ifindex, const IpAddress& address, unsigned prefix_length,
                  const std::string& link_name) {
-  std::unique_ptr<rtnl_addr, decltype(&rtnl_addr_put)> addr(rtnl_addr_alloc(), &rtnl_addr_put);
+  std::unique_ptr<rtnl_addr, decltype(&rtnl_addr_put)> addr(rtnl().addr_alloc(), rtnl().addr_put);
   if (!addr) throw Error(ENOMEM, "rtnl_addr_alloc");
-  rtnl_addr_set_ifindex(addr.get(), ifindex);
+  rtnl().addr_set_ifindex(addr.get(), ifindex);
   const auto local = to_nl(address, prefix_length);
   const std::string step = "add address " + address.to_string() + "/" +
                            std::to_string(prefix_length) + " to " + link_name;
-  check_nl(rtnl_addr_set_local(addr.get(), local.get()), step);
-  check_nl(rtnl_addr_add(sock, addr.get(), 0), step);
+  check_nl(rtnl().addr_set_local(addr.get(), local.get()), step);
+  check_nl(rtnl().addr_add(sock, addr.get(), 0), step);
 }
 
 void bring_up(nl_sock* sock, rtnl_link* link, const std::string& link_name) {
-  Link change(rtnl_link_alloc());
+  Link change(rtnl().link_alloc());
   if (!change) throw Error(ENOMEM, "rtnl_link_alloc");
-  rtnl_link_set_flags(change.get(), IFF_UP);
-  check_nl(rtnl_link_change(sock, link, change.get(), 0), "bring up " + link_name);
+  rtnl().link_set_flags(change.get(), IFF_UP);
+  check_nl(rtnl().link_change(sock, link, change.get(), 0), "bring up " + link_name);
 }
 
 void add_default_route(nl_sock* sock, int ifindex, const IpAddress& gateway,
                        const std::string& link_name) {
-  std::unique_ptr<rtnl_route, decltype(&rtnl_route_put)> route(rtnl_route_alloc(), &rtnl_route_put);
+  std::unique_ptr<rtnl_route, decltype(&rtnl_route_put)> route(rtnl().route_alloc(),
+                                                               rtnl().route_put);
   if (!route) throw Error(ENOMEM, "rtnl_route_alloc");
   const std::string step = "add default route via " + gateway.to_string() + " on " + link_name;
   const auto any = to_nl(IpAddress{.family = gateway.family}, 0);
-  rtnl_route_set_family(route.get(), static_cast<uint8_t>(gateway.family));
-  check_nl(rtnl_route_set_dst(route.get(), any.get()), step);
-  rtnl_nexthop* hop = rtnl_route_nh_alloc();
+  rtnl().route_set_family(route.get(), static_cast<uint8_t>(gateway.family));
+  check_nl(rtnl().route_set_dst(route.get(), any.get()), step);
+  rtnl_nexthop* hop = rtnl().route_nh_alloc();
   if (hop == nullptr) throw Error(ENOMEM, "rtnl_route_nh_alloc");
-  rtnl_route_nh_set_ifindex(hop, ifindex);
+  rtnl().route_nh_set_ifindex(hop, ifindex);
   const auto via = to_nl(gateway, gateway.family == AF_INET ? 32 : 128);
-  rtnl_route_nh_set_gateway(hop, via.get());
-  rtnl_route_add_nexthop(route.get(), hop);  // the route owns the hop now
-  check_nl(rtnl_route_add(sock, route.get(), NLM_F_CREATE | NLM_F_EXCL), step);
+  rtnl().route_nh_set_gateway(hop, via.get());
+  rtnl().route_add_nexthop(route.get(), hop);  // the route owns the hop now
+  check_nl(rtnl().route_add(sock, route.get(), NLM_F_CREATE | NLM_F_EXCL), step);
 }
 
 Cache link_cache(nl_sock* sock) {
   nl_cache* cache = nullptr;
-  check_nl(rtnl_link_alloc_cache(sock, AF_UNSPEC, &cache), "list links");
+  check_nl(rtnl().link_alloc_cache(sock, AF_UNSPEC, &cache), "list links");
   return Cache(cache);
 }
 

@@ -1,25 +1,22 @@
 #pragma once
 // Owned libnl objects and the route-netlink steps the veth code needs, each failing with an Error
 // that names the step and carries the errno libnl's code stands for.
-#include <netlink/addr.h>
-#include <netlink/netlink.h>
-#include <netlink/route/link.h>
-
 #include <memory>
 #include <string>
 
+#include "dynamic_libs.hpp"
 #include "sandcell/network/address_policy.hpp"
 
 namespace sandcell::network::netlink {
 
 struct SocketFree {
-  void operator()(nl_sock* s) const { nl_socket_free(s); }
+  void operator()(nl_sock* s) const { nl().socket_free(s); }
 };
 struct LinkPut {
-  void operator()(rtnl_link* l) const { rtnl_link_put(l); }
+  void operator()(rtnl_link* l) const { rtnl().link_put(l); }
 };
 struct CachePut {
-  void operator()(nl_cache* c) const { nl_cache_put(c); }
+  void operator()(nl_cache* c) const { nl().cache_put(c); }
 };
 using Socket = std::unique_ptr<nl_sock, SocketFree>;
 using Link = std::unique_ptr<rtnl_link, LinkPut>;

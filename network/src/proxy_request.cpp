@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "dynamic_libs.hpp"
+
 namespace sandcell::network {
 namespace {
 
@@ -38,9 +40,9 @@ std::string_view url_field(const std::string& url, const http_parser_url& u, int
 }  // namespace
 
 RequestParser::RequestParser(size_t max_header_bytes) : max_header_bytes_(max_header_bytes) {
-  http_parser_init(&parser_, HTTP_REQUEST);
+  http().parser_init(&parser_, HTTP_REQUEST);
   parser_.data = this;
-  http_parser_settings_init(&settings_);
+  http().parser_settings_init(&settings_);
   settings_.on_url = on_url;
   settings_.on_header_field = on_header_field;
   settings_.on_header_value = on_header_value;
@@ -54,16 +56,16 @@ void RequestParser::fail(int status, std::string reason) {
 }
 
 size_t RequestParser::feed_head(const char* data, size_t size) {
-  const size_t n = http_parser_execute(&parser_, &settings_, data, size);
+  const size_t n = http().parser_execute(&parser_, &settings_, data, size);
   header_bytes_ += n;
   if (header_bytes_ > max_header_bytes_) {
     fail(431, "request header too large");
   } else if (head_complete_) {
-    http_parser_pause(&parser_, 0);
+    http().parser_pause(&parser_, 0);
     finish_head();
   } else if (HTTP_PARSER_ERRNO(&parser_) != HPE_OK) {
-    fail(400,
-         std::string("malformed request: ") + http_errno_description(HTTP_PARSER_ERRNO(&parser_)));
+    fail(400, std::string("malformed request: ") +
+                  http().errno_description(HTTP_PARSER_ERRNO(&parser_)));
   }
   return n;
 }
@@ -71,15 +73,15 @@ size_t RequestParser::feed_head(const char* data, size_t size) {
 void RequestParser::finish_head() {
   RequestHead head;
   head.connect = parser_.method == HTTP_CONNECT;
-  head.method = http_method_str(static_cast<http_method>(parser_.method));
+  head.method = http().method_str(static_cast<http_method>(parser_.method));
   head.headers = headers_;
   http_parser_url u{};
-  http_parser_url_init(&u);
+  http().parser_url_init(&u);
   // http_parser refuses "user@host:443" as a CONNECT target; name the reason for the log.
   if (head.connect && url_.find('@') != std::string::npos) {
     return fail(403, "userinfo in request target");
   }
-  if (http_parser_parse_url(url_.data(), url_.size(), head.connect ? 1 : 0, &u) != 0) {
+  if (http().parser_parse_url(url_.data(), url_.size(), head.connect ? 1 : 0, &u) != 0) {
     return fail(400, head.connect ? "malformed CONNECT target" : "malformed request target");
   }
   if (u.field_set & (1 << UF_USERINFO)) return fail(403, "userinfo in request target");
@@ -104,12 +106,12 @@ size_t RequestParser::feed_body(const char* data, size_t size,
                                 const std::function<bool(std::string_view)>& sink) {
   if (complete_) return 0;
   sink_ = &sink;
-  const size_t n = http_parser_execute(&parser_, &settings_, data, size);
+  const size_t n = http().parser_execute(&parser_, &settings_, data, size);
   sink_ = nullptr;
   if (!complete_ && HTTP_PARSER_ERRNO(&parser_) != HPE_OK) {
     fail(400, sink_failed_ ? "upstream write failed"
                            : std::string("malformed request body: ") +
-                                 http_errno_description(HTTP_PARSER_ERRNO(&parser_)));
+                                 http().errno_description(HTTP_PARSER_ERRNO(&parser_)));
   }
   return n;
 }
@@ -148,7 +150,7 @@ int RequestParser::on_header_value(http_parser* p, const char* at, size_t length
 
 int RequestParser::on_headers_complete(http_parser* p) {
   self(p).head_complete_ = true;
-  http_parser_pause(p, 1);
+  http().parser_pause(p, 1);
   return 0;
 }
 
@@ -175,7 +177,7 @@ int RequestParser::on_message_complete(http_parser* p) {
     return -1;
   }
   r.complete_ = true;
-  http_parser_pause(p, 1);
+  http().parser_pause(p, 1);
   return 0;
 }
 

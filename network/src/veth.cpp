@@ -32,15 +32,15 @@ bool is_veth_id(std::string_view id) {
 // The /30s already used by a host end in this netns.
 std::set<uint32_t> used_subnets(nl_sock* sock) {
   nl_cache* raw = nullptr;
-  netlink::check_nl(rtnl_addr_alloc_cache(sock, &raw), "list addresses");
+  netlink::check_nl(rtnl().addr_alloc_cache(sock, &raw), "list addresses");
   netlink::Cache cache(raw);
   std::set<uint32_t> used;
-  for (nl_object* o = nl_cache_get_first(raw); o != nullptr; o = nl_cache_get_next(o)) {
+  for (nl_object* o = nl().cache_get_first(raw); o != nullptr; o = nl().cache_get_next(o)) {
     auto* addr = reinterpret_cast<rtnl_addr*>(o);
-    nl_addr* local = rtnl_addr_get_local(addr);
-    if (rtnl_addr_get_family(addr) != AF_INET || local == nullptr) continue;
+    nl_addr* local = rtnl().addr_get_local(addr);
+    if (rtnl().addr_get_family(addr) != AF_INET || local == nullptr) continue;
     uint32_t net = 0;
-    std::memcpy(&net, nl_addr_get_binary_addr(local), 4);
+    std::memcpy(&net, nl().addr_get_binary_addr(local), 4);
     const uint32_t host = ntohl(net);
     if ((host & 0xFFFE0000) == kBase) used.insert((host - kBase) / 4);
   }
@@ -124,7 +124,7 @@ VethPair::VethPair(std::string id, pid_t sandbox_pid,
 
 void VethPair::create_links(nl_sock* sock, pid_t sandbox_pid) {
   netlink::check_nl(
-      rtnl_link_veth_add(sock, host_name_.c_str(), sandbox_name_.c_str(), sandbox_pid),
+      rtnl().link_veth_add(sock, host_name_.c_str(), sandbox_name_.c_str(), sandbox_pid),
       "create veth " + host_name_ + " with " + sandbox_name_ + " in the netns of pid " +
           std::to_string(sandbox_pid));
   owned_ = true;
@@ -132,7 +132,7 @@ void VethPair::create_links(nl_sock* sock, pid_t sandbox_pid) {
     auto host = netlink::find_link(sock, host_name_);
     if (!host) throw Error(ENODEV, "find " + host_name_ + " after creating it");
     disable_ipv6(host_name_);
-    netlink::add_address(sock, rtnl_link_get_ifindex(host.get()), host_address_, 30, host_name_);
+    netlink::add_address(sock, rtnl().link_get_ifindex(host.get()), host_address_, 30, host_name_);
     netlink::bring_up(sock, host.get(), host_name_);
     configure_sandbox_end(sandbox_pid);
   } catch (...) {
@@ -151,7 +151,7 @@ void VethPair::configure_sandbox_end(pid_t sandbox_pid) const {
     if (!link)
       throw Error(ENODEV,
                   "find " + sandbox_name_ + " in the netns of pid " + std::to_string(sandbox_pid));
-    const int ifindex = rtnl_link_get_ifindex(link.get());
+    const int ifindex = rtnl().link_get_ifindex(link.get());
     disable_ipv6(sandbox_name_);
     netlink::add_address(sock.get(), ifindex, sandbox_address_, 30, sandbox_name_);
     netlink::bring_up(sock.get(), link.get(), sandbox_name_);
@@ -186,7 +186,7 @@ void delete_link_if_present(const std::string& name) {
   auto sock = netlink::connect_route();
   auto link = netlink::find_link(sock.get(), name);
   if (!link) return;
-  const int rc = rtnl_link_delete(sock.get(), link.get());
+  const int rc = rtnl().link_delete(sock.get(), link.get());
   if (rc < 0 && rc != -NLE_OBJ_NOTFOUND && rc != -NLE_NODEV)
     netlink::check_nl(rc, "delete link " + name);
 }
