@@ -23,13 +23,17 @@ struct PlannedMount {
   std::string data;         // mount(2) data (tmpfs options)
   bool read_only = false;
   bool source_is_dir = true;
-  int tree_fd = -1;         // --userns=auto: a detached clone of the source (open_bind_trees)
-  bool idmap = false;       // --userns=auto: the supervisor idmaps tree_fd (BindMount::idmap)
+  int tree_fd = -1;    // --userns=auto: a detached clone of the source (open_bind_trees)
+  bool idmap = false;  // --userns=auto: the supervisor idmaps tree_fd (BindMount::idmap)
 };
 
 // The most layers an idmapped rootfs may have: they travel to the child in one SCM_RIGHTS
 // message (the kernel's limit is 253 fds), and Docker's own limit is 127.
 constexpr size_t kMaxIdmappedLayers = 128;
+
+// v1: the `tasks` files of the sandbox's cgroup, one per hierarchy, come with "go"
+// (sandbox.cpp, send_go); the child writes "0" into each and so moves itself.
+constexpr size_t kMaxCgroupTasksFds = 8;
 
 struct CapFree {
   void operator()(void* state) const { cap_free(state); }
@@ -169,9 +173,6 @@ struct ChildPlan {
   // socket open itself and never see the supervisor die.
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
   int sync_fd = -1, supervisor_sync_fd = -1;
-  // v1 cgroups: each hierarchy's `tasks` file; the child writes "0" to each as its first act
-  // (Cgroup::open_self_attach_files). Empty when the supervisor attaches it or clone3 does.
-  std::vector<int> cgroup_tasks_fds;
 
   std::unique_ptr<ContainerPlan> container;  // OCI containers only
 };

@@ -38,10 +38,28 @@ void reset_signals() {
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
 }
 
-void wait_for_go(const ChildPlan& plan) {
-  char go = 0;
-  ssize_t n = read(plan.sync_fd, &go, 1);
+GoMessage wait_for_go(const ChildPlan& plan) {
+  GoMessage go;
+  char tag = 0;
+  iovec data{.iov_base = &tag, .iov_len = 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxCgroupTasksFds)];
+  msghdr header{};
+  header.msg_iov = &data;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  ssize_t n = recvmsg(plan.sync_fd, &header, MSG_CMSG_CLOEXEC);
   if (n != 1) _exit(125);  // the supervisor is gone: run nothing
+  cmsghdr* fds = CMSG_FIRSTHDR(&header);
+  if (fds != nullptr && fds->cmsg_level == SOL_SOCKET && fds->cmsg_type == SCM_RIGHTS) {
+    go.cgroup_tasks_count = (fds->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    memcpy(go.cgroup_tasks_fds, CMSG_DATA(fds), go.cgroup_tasks_count * sizeof(int));
+  }
+  if (header.msg_flags & MSG_CTRUNC) {
+    errno = EPROTO;
+    child_fail(plan, "receive the cgroup's tasks files with the go-ahead");
+  }
+  return go;
 }
 
 void enter_cgroup_namespace(const ChildPlan& plan) {
@@ -57,10 +75,10 @@ void install_stdio(const ChildPlan& plan) {
 
 // v1: "0" in a `tasks` file moves the writing thread; we are the only thread, so the whole
 // process moves, and the kernel skips the grace period a write of another pid waits for.
-void join_cgroup(const ChildPlan& plan) {
-  for (int fd : plan.cgroup_tasks_fds) {
-    if (write(fd, "0", 1) != 1) child_fail(plan, "join the sandbox's cgroup");
-    close(fd);
+void join_cgroup(const ChildPlan& plan, const GoMessage& go) {
+  for (size_t i = 0; i < go.cgroup_tasks_count; ++i) {
+    if (write(go.cgroup_tasks_fds[i], "0", 1) != 1) child_fail(plan, "join the sandbox's cgroup");
+    close(go.cgroup_tasks_fds[i]);
   }
 }
 

@@ -11,42 +11,44 @@
 
 namespace sandcell::runtime {
 
+// One step per line, the reason in a column beside it.
+// clang-format off
 [[noreturn]] void run_child(const ChildPlan& plan) {
   close(plan.supervisor_sync_fd);  // so a supervisor killed before "go" is a hang-up, not a hang
   reset_signals();
   install_stdio(plan);
-  join_cgroup(plan);  // v1: before anything is charged; single-threaded, so cheap
-  IdmappedLayers layers =
-      wait_for_id_maps(plan);  // own user namespace: the supervisor wrote the maps
+  IdmappedLayers layers = wait_for_id_maps(plan);  // own user namespace: the supervisor wrote the maps
   make_mounts_private(plan);
-  mount_scratch(plan);             // a tmpfs for the overlay's upper layer, and our cwd
-  switch_to_namespace_root(plan);  // --userns=auto: files are created as the mapped root from here
+  mount_scratch(plan);            // a tmpfs for the overlay's upper layer, and our cwd
+  switch_to_namespace_root(plan); // --userns=auto: files are created as the mapped root from here
   attach_idmapped_layers(plan, layers);
-  mount_rootfs(plan);  // overlay: read-only lowers + tmpfs upper
+  mount_rootfs(plan);             // overlay: read-only lowers + tmpfs upper
   apply_declared_mounts(plan);
   mount_proc_dev_sys(plan);
   pivot_into_rootfs(plan);
-  mask_and_protect_paths(plan);  // Docker's masked and read-only lists
+  mask_and_protect_paths(plan);   // Docker's masked and read-only lists
   set_hostname(plan);
   bring_up_loopback(plan);
-  open_proxy_listener(plan);  // socket transport: the proxy's listener, made in our netns
+  open_proxy_listener(plan);      // socket transport: the proxy's listener, made in our netns
   apply_rlimits(plan);
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
-  // The steps above are sandcell's own code and run while the parent sets up the network;
-  // nothing the user gave runs before this point.
-  wait_for_go(plan);
-  enter_cgroup_namespace(plan);  // after joining the cgroup, so it is the namespace's root
-  drop_bounding_set(plan);       // needs CAP_SETPCAP, so before the uid changes
+  // The steps above are sandcell's own code and run while the parent makes the cgroup (v1) and
+  // the network; nothing the user gave runs before this point.
+  GoMessage go = wait_for_go(plan);
+  join_cgroup(plan, go);          // v1: its tasks files came with "go"; single-threaded, so cheap
+  enter_cgroup_namespace(plan);   // after joining the cgroup, so it is the namespace's root
+  drop_bounding_set(plan);        // needs CAP_SETPCAP, so before the uid changes
   switch_user(plan);
   set_capabilities(plan);
-  die_with_supervisor(plan);  // after switch_user: a credential change clears PDEATHSIG
-  apply_apparmor(plan);       // AppArmor hosts: profile for execve; refused after no_new_privs
+  die_with_supervisor(plan);      // after switch_user: a credential change clears PDEATHSIG
+  apply_apparmor(plan);           // AppArmor hosts: profile for execve; refused after no_new_privs
   set_no_new_privs(plan);
-  apply_landlock(plan);          // hosts without AppArmor; needs no_new_privs
-  set_not_dumpable(plan);        // for the init; the program's execve makes it dumpable again
-  install_seccomp(plan);         // last
-  run_program_under_init(plan);  // the program is pid 2; pid 1 only reaps and reports
+  apply_landlock(plan);           // hosts without AppArmor; needs no_new_privs
+  set_not_dumpable(plan);         // for the init; the program's execve makes it dumpable again
+  install_seccomp(plan);          // last
+  run_program_under_init(plan);   // the program is pid 2; pid 1 only reaps and reports
 }
+// clang-format on
 
 void send_message(const ChildPlan& plan, const ChildMessage& message) {
   // Best effort: if the parent is gone there is nobody to tell.

@@ -42,8 +42,14 @@ void make_device_nodes(const ChildPlan& plan, int devfd);  // null zero full ran
 // child_process.cpp
 void reset_signals();
 void install_stdio(const ChildPlan& plan);
-void join_cgroup(const ChildPlan& plan);
-void wait_for_go(const ChildPlan& plan);
+// The supervisor's go-ahead, and what came with it.
+struct GoMessage {
+  int cgroup_tasks_fds[kMaxCgroupTasksFds];
+  size_t cgroup_tasks_count = 0;
+};
+GoMessage wait_for_go(const ChildPlan& plan);
+// v1: writes "0" into each `tasks` file that came with "go" (and closes it).
+void join_cgroup(const ChildPlan& plan, const GoMessage& go);
 void enter_cgroup_namespace(const ChildPlan& plan);
 void set_hostname(const ChildPlan& plan);
 void bring_up_loopback(const ChildPlan& plan);

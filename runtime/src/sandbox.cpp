@@ -88,7 +88,7 @@ Pipe make_output_pipe(const char* name) {
   return pipe;
 }
 
-pid_t clone_child(const ChildPlan& plan, const Cgroup& cgroup, UniqueFd& pidfd) {
+pid_t clone_child(const ChildPlan& plan, const Cgroup* cgroup, UniqueFd& pidfd) {
   int pidfd_raw = -1;
   clone_args args{};
   args.flags = kNamespaces | CLONE_PIDFD;
@@ -98,9 +98,9 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup& cgroup, UniqueFd& pidfd) 
   if (plan.user_namespace || plan.own_user_ns) args.flags |= CLONE_NEWUSER;  // and rootless
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd_raw);
   args.exit_signal = SIGCHLD;
-  if (cgroup.clone_into_fd() >= 0) {
+  if (cgroup != nullptr && cgroup->clone_into_fd() >= 0) {
     args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(cgroup.clone_into_fd());
+    args.cgroup = static_cast<uint64_t>(cgroup->clone_into_fd());
   }
   long pid = syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) run_child(plan);
@@ -229,7 +229,10 @@ struct Launch {
   const RunOptions& options;
   ChildPlan& plan;
   RunState& state;
-  Cgroup& cgroup;
+  // Made before the clone (v2: CLONE_INTO_CGROUP; none), or by make_cgroup() while the child
+  // sets up its mounts (v1, which the child joins by itself after "go").
+  std::unique_ptr<Cgroup>& cgroup;
+  const std::function<void()>& make_cgroup;
   const NetworkPlan& network;
   const std::string& run_id;
   const UsernsMapping* userns;  // --userns=auto
@@ -297,6 +300,35 @@ void rethrow_child_failure(int sync_fd) {
                 std::string(failure->step, strnlen(failure->step, sizeof failure->step)));
 }
 
+// "Go", with the cgroup's `tasks` files when the child joins by itself (v1: writing "0" moves only
+// the writer, without the grace period a write of another pid waits for, ~12 ms here).
+void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks) {
+  char go = 'g';
+  iovec data{.iov_base = &go, .iov_len = 1};
+  msghdr header{};
+  header.msg_iov = &data;
+  header.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxCgroupTasksFds)] = {};
+  if (cgroup_tasks.size() > kMaxCgroupTasksFds)
+    throw Error(E2BIG, "more cgroup hierarchies than the child takes");
+  if (!cgroup_tasks.empty()) {
+    header.msg_control = control;
+    header.msg_controllen = CMSG_SPACE(sizeof(int) * cgroup_tasks.size());
+    cmsghdr* fds = CMSG_FIRSTHDR(&header);
+    fds->cmsg_level = SOL_SOCKET;
+    fds->cmsg_type = SCM_RIGHTS;
+    fds->cmsg_len = CMSG_LEN(sizeof(int) * cgroup_tasks.size());
+    for (size_t i = 0; i < cgroup_tasks.size(); ++i) {
+      const int fd = cgroup_tasks[i].get();
+      memcpy(CMSG_DATA(fds) + i * sizeof(int), &fd, sizeof fd);
+    }
+  }
+  // A child that failed a setup step has said why on the socket and exited: nobody is left to
+  // tell, and supervise() reads its message and status.
+  if (sendmsg(sync_fd, &header, MSG_NOSIGNAL) < 0 && errno != EPIPE)
+    throw Error(errno, "tell the child to go");
+}
+
 void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock::time_point start) {
   Pipe out = make_output_pipe("stdout"), err = make_output_pipe("stderr");
   int sync_fds[2];
@@ -309,16 +341,10 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   plan.sync_fd = sync_child.get();
   plan.supervisor_sync_fd = sync_parent.get();
 
-  std::vector<UniqueFd> cgroup_tasks = l.cgroup.open_self_attach_files();
-  for (const UniqueFd& fd : cgroup_tasks) plan.cgroup_tasks_fds.push_back(fd.get());
-  const bool child_joins_cgroup = !cgroup_tasks.empty();
-
   InterruptSignals interrupts;
   UniqueFd pidfd;
-  pid_t pid = clone_child(plan, l.cgroup, pidfd);
+  pid_t pid = clone_child(plan, l.cgroup.get(), pidfd);
   sync_child.reset();
-  cgroup_tasks.clear();  // the child joins by itself
-  plan.cgroup_tasks_fds.clear();
   out.write_end.reset();
   err.write_end.reset();
   OutputPump out_pump(std::move(out.read_end), Stream::Stdout,
@@ -328,18 +354,6 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   const SeccompNotifyPlan* notify =
       l.spec.seccomp && l.spec.seccomp->notify ? &*l.spec.seccomp->notify : nullptr;
   std::optional<SandboxNetwork>& network = l.sandbox_network;
-  Supervised run{pid,
-                 pidfd.get(),
-                 out_pump,
-                 err_pump,
-                 l.cgroup,
-                 l.spec.limits,
-                 interrupts.fd(),
-                 sync_parent.get(),
-                 notify,
-                 [&network] {
-                   if (network) network->withdraw();
-                 }};
   try {
     SandboxNetwork::Sandbox sandbox{.run_id = l.run_id,
                                     .run_dir = has_network_to_make(l.network) ? l.state.dir() : "",
@@ -349,34 +363,46 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
     std::optional<NetworkBuilder> builder;
     if (has_network_to_make(l.network) && !network_needs_the_childs_listener(l.network))
       builder.emplace(network, l.network, std::move(sandbox));
+    if (!l.cgroup) l.make_cgroup();  // v1: while the child mounts; it joins after "go"
+    std::vector<UniqueFd> cgroup_tasks = l.cgroup->open_self_attach_files();
     if (l.userns)
       map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
     plan.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
     if (plan.own_user_ns) map_sandbox_ids(pid, sync_parent.get());
-    l.state.record(pid, l.cgroup.paths());
-    if (l.cgroup.clone_into_fd() < 0 && !child_joins_cgroup) l.cgroup.add_process(pid);
+    l.state.record(pid, l.cgroup->paths());
+    if (l.cgroup->clone_into_fd() < 0 && cgroup_tasks.empty()) l.cgroup->add_process(pid);
     if (builder) builder->finish();
     if (has_network_to_make(l.network) && network_needs_the_childs_listener(l.network)) {
       sandbox.proxy_listener = wait_for_proxy_listener(sync_parent.get(), interrupts.fd());
       // No listener: the child failed first, and supervise() reports its message.
       if (sandbox.proxy_listener) network.emplace(l.network, std::move(sandbox));
     }
-    // A child that failed a setup step has said why on the socket and exited: nobody is left
-    // to tell, and supervise() reads its message and status.
-    if (send(sync_parent.get(), "g", 1, MSG_NOSIGNAL) < 0 && errno != EPIPE)
-      throw Error(errno, "tell the child to go");
+    send_go(sync_parent.get(), cgroup_tasks);
   } catch (...) {
-    kill_sandbox(run);
+    // Before "go" the child is alone (it forks nothing before), in the cgroup or not yet.
+    syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
     waitpid(pid, nullptr, 0);
     rethrow_child_failure(sync_parent.get());
     throw;
   }
+  Supervised run{pid,
+                 pidfd.get(),
+                 out_pump,
+                 err_pump,
+                 *l.cgroup,
+                 l.spec.limits,
+                 interrupts.fd(),
+                 sync_parent.get(),
+                 notify,
+                 [&network] {
+                   if (network) network->withdraw();
+                 }};
   SupervisionOutcome outcome = supervise(run);
   if (network) network->record(result.events);
   result.wall_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                              std::chrono::steady_clock::now() - start)
                                              .count());
-  CgroupUsage usage = l.cgroup.usage();
+  CgroupUsage usage = l.cgroup->usage();
   fill_outcome(result, outcome, usage, l.spec.limits);
   if (cpu_rlimit_hit(result)) result.status = Status::TimeoutCpu;
   result.events.denied_syscalls = outcome.denied_syscalls;
@@ -420,13 +446,20 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
       result.isolation.userns = userns->mapping();
       open_bind_trees(plan);
     }
-    std::unique_ptr<Cgroup> cgroup = create_cgroup(host, run_id);
-    result.enforced = enforce_limits(*cgroup, spec.limits);
-    if (cgroup->mode() == CgroupHost::Mode::None)
+    std::unique_ptr<Cgroup> cgroup;
+    const std::function<void()> make_cgroup = [&] {
+      cgroup = create_cgroup(host, run_id);
+      result.enforced = enforce_limits(*cgroup, spec.limits);
+    };
+    // v1's five hierarchies (mkdir, limits: ~0.2 ms) are made while the child sets up its
+    // mounts; v2 must exist for clone3 (CLONE_INTO_CGROUP) and "none" decides the rlimits.
+    if (host.mode != CgroupHost::Mode::V1) make_cgroup();
+    if (host.mode == CgroupHost::Mode::None)
       add_rlimit_fallbacks(spec.limits, plan.own_user_ns, plan.rlimits, result.enforced,
                            result.warnings);
-    Launch launch{spec,    options,      plan,   state,
-                  *cgroup, network_plan, run_id, userns ? &userns->mapping() : nullptr,
+    Launch launch{spec,         options, plan,
+                  state,        cgroup,  make_cgroup,
+                  network_plan, run_id,  userns ? &userns->mapping() : nullptr,
                   network};
     supervise_child(launch, result, start);
     cgroup->remove();

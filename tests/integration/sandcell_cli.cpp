@@ -16,7 +16,9 @@ extern char** environ;
 namespace sandcell::test {
 namespace fs = std::filesystem;
 
-std::string test_rootfs() { return SANDCELL_TEST_ROOTFS; }
+std::string test_rootfs() {
+  return SANDCELL_TEST_ROOTFS;
+}
 
 std::string shell_output(const std::string& command) {
   std::string out;
@@ -27,7 +29,9 @@ std::string shell_output(const std::string& command) {
   int status = pclose(pipe);
   return (WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "FAILED: ") + out;
 }
-std::string sandcell_binary() { return SANDCELL_BIN; }
+std::string sandcell_binary() {
+  return SANDCELL_BIN;
+}
 
 namespace {
 
@@ -61,6 +65,11 @@ pid_t spawn(std::vector<std::string> args, const std::string& in, const std::str
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_TRUNC, 0);
   posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_TRUNC, 0);
   auto argv = make_argv(args);
+  // posix_spawn's child shares our memory until its execve, and execve records the peak RSS of
+  // the memory it leaves in the child's ru_maxrss: ours, up to 512 MiB after a test that read
+  // a flood's output. Resetting our peak first (proc(5), clear_refs "5") makes max_rss_kb the
+  // program's own.
+  std::ofstream("/proc/self/clear_refs") << "5";
   pid_t pid = -1;
   int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -94,8 +103,8 @@ CliRun run_program(const std::vector<std::string>& full, const std::string& inpu
   return r;
 }
 
-CliRun run_in_sandbox(const std::vector<std::string>& flags, const std::vector<std::string>& command,
-                      const std::string& input) {
+CliRun run_in_sandbox(const std::vector<std::string>& flags,
+                      const std::vector<std::string>& command, const std::string& input) {
   std::vector<std::string> args{"run", "--json", "--rootfs", test_rootfs()};
   args.insert(args.end(), flags.begin(), flags.end());
   args.push_back("--");
@@ -115,7 +124,8 @@ std::vector<pid_t> processes_matching(const std::string& prefix) {
     std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::string cmdline = read_file(entry.path() / "cmdline");
-    for (char& c : cmdline) if (c == '\0') c = ' ';
+    for (char& c : cmdline)
+      if (c == '\0') c = ' ';
     pid_t pid = std::stoi(name);
     if (pid != getpid() && cmdline.rfind(prefix, 0) == 0) found.push_back(pid);
   }
