@@ -2,8 +2,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <algorithm>
+#include <csignal>
+#include <cstdio>
 #include <iostream>
 
 #include "commands.hpp"
@@ -16,7 +17,24 @@ namespace {
 // with 0, 1 or 2 closed, those numbers would be reused and clobbered.
 void ensure_standard_fds_open() {
   for (int fd = 0; fd <= 2; ++fd)
-    if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) _exit(125);
+    if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd)
+      _exit(125);
+}
+
+// The lean binary's commands (run, gc, setup) have removed whatever they made outside this
+// process by now (the runtime's RAII); what is left is memory, which the kernel frees faster
+// than the destructors of the CLI and the static objects would (~0.1 ms of every run).
+// sandcell-images returns normally (its stores and clients clean up in destructors), and so do
+// sanitizer builds, so LeakSanitizer still looks.
+int finish(int code) {
+#if SANDCELL_WITH_IMAGES || defined(__SANITIZE_ADDRESS__)
+  return code;
+#else
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  _exit(code);
+#endif
 }
 
 }  // namespace
@@ -82,10 +100,11 @@ int main(int argc, char** argv) {
     std::cerr << "sandcell: " << e.what() << " (see sandcell --help)\n";
     return 125;
   }
+  int code = 125;
   try {
-    return action();
+    code = action();
   } catch (const sandcell::Error& e) {
     std::cerr << "sandcell: " << e.what() << "\n";
-    return 125;
   }
+  return finish(code);
 }
