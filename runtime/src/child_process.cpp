@@ -38,27 +38,36 @@ void reset_signals() {
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
 }
 
-GoMessage wait_for_go(const ChildPlan& plan) {
-  GoMessage go;
+size_t receive_from_supervisor(const ChildPlan& plan, int* fds, size_t max, const char* what) {
   char tag = 0;
   iovec data{.iov_base = &tag, .iov_len = 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxCgroupTasksFds)];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxIdmappedLayers)];
+  static_assert(kMaxCgroupTasksFds <= kMaxIdmappedLayers, "the control buffer fits the larger");
   msghdr header{};
   header.msg_iov = &data;
   header.msg_iovlen = 1;
   header.msg_control = control;
-  header.msg_controllen = sizeof control;
+  header.msg_controllen = CMSG_SPACE(sizeof(int) * max);
   ssize_t n = recvmsg(plan.sync_fd, &header, MSG_CMSG_CLOEXEC);
-  if (n != 1) _exit(125);  // the supervisor is gone: run nothing
-  cmsghdr* fds = CMSG_FIRSTHDR(&header);
-  if (fds != nullptr && fds->cmsg_level == SOL_SOCKET && fds->cmsg_type == SCM_RIGHTS) {
-    go.cgroup_tasks_count = (fds->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    memcpy(go.cgroup_tasks_fds, CMSG_DATA(fds), go.cgroup_tasks_count * sizeof(int));
+  if (n == 0) _exit(125);  // the supervisor is gone: run nothing
+  if (n < 0) child_fail(plan, "%s", what);
+  size_t count = 0;
+  cmsghdr* sent = CMSG_FIRSTHDR(&header);
+  if (sent != nullptr && sent->cmsg_level == SOL_SOCKET && sent->cmsg_type == SCM_RIGHTS) {
+    count = (sent->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    memcpy(fds, CMSG_DATA(sent), count * sizeof(int));
   }
   if (header.msg_flags & MSG_CTRUNC) {
     errno = EPROTO;
-    child_fail(plan, "receive the cgroup's tasks files with the go-ahead");
+    child_fail(plan, "%s (more files than expected)", what);
   }
+  return count;
+}
+
+GoMessage wait_for_go(const ChildPlan& plan) {
+  GoMessage go;
+  go.cgroup_tasks_count = receive_from_supervisor(plan, go.cgroup_tasks_fds, kMaxCgroupTasksFds,
+                                                  "wait for the go-ahead");
   return go;
 }
 

@@ -42,6 +42,10 @@ void make_device_nodes(const ChildPlan& plan, int devfd);  // null zero full ran
 // child_process.cpp
 void reset_signals();
 void install_stdio(const ChildPlan& plan);
+// One message of the supervisor's on the sync socket, with up to `max` fds (SCM_RIGHTS) into
+// `fds`; returns how many came. Exits 125 if the supervisor is gone; fails the child with `what`
+// on an error or when more fds came than `max`.
+size_t receive_from_supervisor(const ChildPlan& plan, int* fds, size_t max, const char* what);
 // The supervisor's go-ahead, and what came with it.
 struct GoMessage {
   int cgroup_tasks_fds[kMaxCgroupTasksFds];

@@ -20,23 +20,9 @@ IdmappedLayers wait_for_id_maps(const ChildPlan& plan) {
   IdmappedLayers layers;
   if (plan.own_user_ns) wait_for_go(plan);  // rootless: an identity map, no layers to receive
   if (!plan.user_namespace) return layers;
-  char tag = 0;
-  iovec data{.iov_base = &tag, .iov_len = 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxIdmappedLayers)];
-  msghdr header{};
-  header.msg_iov = &data;
-  header.msg_iovlen = 1;
-  header.msg_control = control;
-  header.msg_controllen = sizeof control;
-  ssize_t n = recvmsg(plan.sync_fd, &header, MSG_CMSG_CLOEXEC);
-  if (n == 0) _exit(125);  // the supervisor is gone: run nothing
-  if (n < 0) child_fail(plan, "wait for the user namespace's id maps");
-  cmsghdr* fds = CMSG_FIRSTHDR(&header);
-  if (fds != nullptr && fds->cmsg_level == SOL_SOCKET && fds->cmsg_type == SCM_RIGHTS) {
-    layers.count = (fds->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    memcpy(layers.fds, CMSG_DATA(fds), layers.count * sizeof(int));
-  }
-  if ((header.msg_flags & MSG_CTRUNC) || layers.count != plan.lower_layers.size()) {
+  layers.count = receive_from_supervisor(plan, layers.fds, kMaxIdmappedLayers,
+                                         "wait for the user namespace's id maps");
+  if (layers.count != plan.lower_layers.size()) {
     errno = EPROTO;
     child_fail(plan, "receive %zu idmapped image layers (got %zu)", plan.lower_layers.size(),
                layers.count);
