@@ -228,7 +228,7 @@ void run_start_hooks(const ChildPlan& plan) {
   reset_signals();
   install_stdio(plan);
   join_namespaces(plan);          // linux.namespaces entries with a path
-  wait_for_go(plan);              // id maps written, in the cgroup
+  join_cgroup(plan, wait_for_go(plan));  // id maps written; v1: joins with the files sent
   become_namespace_root(plan);
   if (plan.container->new_cgroup_ns) enter_cgroup_namespace(plan);
   set_root_propagation(plan);

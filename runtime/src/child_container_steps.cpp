@@ -90,7 +90,7 @@ void attach_terminal(const ChildPlan& plan) {
   reset_signals();
   install_stdio(plan);
   join_namespaces(plan);
-  wait_for_go(plan);  // in the container's cgroups
+  join_cgroup(plan, wait_for_go(plan));  // the container's cgroups (v1: the files sent)
   apply_rlimits(plan);
   set_process_attributes(plan);
   attach_terminal(plan);

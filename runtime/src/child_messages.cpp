@@ -58,4 +58,31 @@ UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd) {
   }
 }
 
+void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks) {
+  char go = 'g';
+  iovec data{.iov_base = &go, .iov_len = 1};
+  msghdr header{};
+  header.msg_iov = &data;
+  header.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxCgroupTasksFds)] = {};
+  if (cgroup_tasks.size() > kMaxCgroupTasksFds)
+    throw Error(E2BIG, "more cgroup hierarchies than the child takes");
+  if (!cgroup_tasks.empty()) {
+    header.msg_control = control;
+    header.msg_controllen = CMSG_SPACE(sizeof(int) * cgroup_tasks.size());
+    cmsghdr* fds = CMSG_FIRSTHDR(&header);
+    fds->cmsg_level = SOL_SOCKET;
+    fds->cmsg_type = SCM_RIGHTS;
+    fds->cmsg_len = CMSG_LEN(sizeof(int) * cgroup_tasks.size());
+    for (size_t i = 0; i < cgroup_tasks.size(); ++i) {
+      const int fd = cgroup_tasks[i].get();
+      memcpy(CMSG_DATA(fds) + i * sizeof(int), &fd, sizeof fd);
+    }
+  }
+  // A child that failed a setup step has said why on the socket and exited: nobody is left to
+  // tell, and supervise() reads its message and status.
+  if (sendmsg(sync_fd, &header, MSG_NOSIGNAL) < 0 && errno != EPIPE)
+    throw Error(errno, "tell the child to go");
+}
+
 }  // namespace sandcell::runtime

@@ -1,6 +1,7 @@
 #pragma once
 // The parent's end of the sync socket: reads what the child reports between clone and execve.
 #include <optional>
+#include <vector>
 
 #include "child_plan.hpp"
 #include "unique_fd.hpp"
@@ -20,5 +21,11 @@ std::optional<ReceivedMessage> receive_child_message(int sync_fd);
 // Returns an empty fd when the child failed or died first: its message stays in the socket for
 // the supervisor loop to report. Throws Error if sandcell is interrupted (`signal_fd` readable).
 UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd);
+
+// "Go", with the cgroup's `tasks` files when the child joins by itself (v1: writing "0" moves only
+// the writer, without the RCU grace period a write of another pid waits for, ~12 ms here). A
+// child that already failed and exited is no error: its message is in the socket. Throws Error
+// otherwise.
+void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks);
 
 }  // namespace sandcell::runtime

@@ -177,8 +177,11 @@ CreatedContainer create_container(const Spec& spec, int start_listener, const Co
   try {
     write_id_maps(c, pid);
     set_oom_score_adj(c, pid);
-    if (cgroup->clone_into_fd() < 0) cgroup->add_process(pid);
-    check(write(sync.parent.get(), "g", 1), "tell the container's init to go");
+    // v1: the init joins by itself with the tasks files sent along (no RCU grace period per
+    // hierarchy); v2 put it there at clone3.
+    std::vector<UniqueFd> cgroup_tasks = cgroup->open_self_attach_files();
+    if (cgroup->clone_into_fd() < 0 && cgroup_tasks.empty()) cgroup->add_process(pid);
+    send_go(sync.parent.get(), cgroup_tasks);
     await_child(sync.parent.get(), pid, true);
   } catch (...) {
     kill_and_reap(pid);
@@ -227,8 +230,17 @@ pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const Contai
   if (own_pid_ns) setns(own_pid_ns.get(), CLONE_NEWPID);
   sync.child.reset();
   try {
-    for (const std::string& dir : target.cgroup_paths) write_file(dir + "/cgroup.procs", std::to_string(pid));
-    check(write(sync.parent.get(), "g", 1), "tell the exec'd process to go");
+    // A v1 hierarchy's `tasks` file goes to the process, which moves itself; a v2 cgroup (no
+    // `tasks` file) takes the pid from us.
+    std::vector<UniqueFd> cgroup_tasks;
+    for (const std::string& dir : target.cgroup_paths) {
+      UniqueFd tasks(open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));
+      if (tasks)
+        cgroup_tasks.push_back(std::move(tasks));
+      else
+        write_file(dir + "/cgroup.procs", std::to_string(pid));
+    }
+    send_go(sync.parent.get(), cgroup_tasks);
     await_child(sync.parent.get(), pid, false);
   } catch (...) {
     kill_and_reap(pid);
