@@ -323,6 +323,8 @@ int exec_program_entry(void* plan) {
 #endif
 
 void run_program_under_init(const ChildPlan& plan) {
+  // Before the program starts: it may read /proc/1/cmdline as soon as its execve returns.
+  hide_command_line();
   // CLONE_VM | CLONE_VFORK, as posix_spawn does: the program does not get a copy of the address
   // space the init inherited from the supervisor (copying its page tables only for execve to
   // throw them away), and the init sleeps until the execve. Until then the program runs
@@ -338,7 +340,6 @@ void run_program_under_init(const ChildPlan& plan) {
                         CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<ChildPlan*>(&plan));
 #endif
   if (program < 0) child_fail(plan, "start the program under the sandbox's init");
-  hide_command_line();
   // The init keeps only the sync socket. The program's streams end when the program ends, and
   // the supervisor's fds the clone copied (the output pipes' read ends, its epoll and pidfds)
   // would keep those files alive, and their epoll entries with them, until the init exits.
