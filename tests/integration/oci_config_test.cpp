@@ -1,9 +1,12 @@
 // config.json features through the real sandcell-oci binary: hooks, masked and read-only paths,
 // sysctl, rlimits, devices, uid mappings, cgroup resources, joining namespaces, CVE-2019-5736.
+#include <elf.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <sys/capability.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -199,6 +202,40 @@ TEST(OciConfig, JoinedNamespaces_AndNoWritablePathBackToTheRuntime) {
   EXPECT_EQ(a.wait_for_status("b", "stopped"), "stopped");
   EXPECT_EQ(read_text(a.path("out/hostname")), "host-a\n") << "b joined a's uts namespace";
   EXPECT_EQ(sha256_of(oci_binary()), before);
+}
+
+// A created container's init waits in the sealed copy of sandcell-oci, not the file on disk. The
+// copy holds only what the loader maps (no debug info or section table): it is sealed against
+// writes, smaller than the binary, and a well-formed ELF without section headers.
+TEST(OciConfig, WaitingInitRunsASealedCopyHoldingOnlyTheLoadedPartOfTheRuntime) {
+  OciBundle b;
+  b.config["process"]["args"] = {"true"};
+  b.write();
+  ASSERT_EQ(b.oci({"create", "-b", b.dir(), "sealed"}).exit_code, 0);
+  pid_t pid = b.oci({"state", "sealed"}).record["pid"];
+  int fd = open(("/proc/" + std::to_string(pid) + "/exe").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  int seals = fcntl(fd, F_GET_SEALS);
+  struct stat copy {
+  }, binary{};
+  fstat(fd, &copy);
+  Elf64_Ehdr header{};
+  ssize_t n = pread(fd, &header, sizeof header, 0);
+  close(fd);
+  ASSERT_EQ(stat(oci_binary().c_str(), &binary), 0);
+  EXPECT_TRUE(seals >= 0 && (seals & F_SEAL_WRITE) && (seals & F_SEAL_SEAL)) << seals;
+  EXPECT_LT(copy.st_size, binary.st_size)
+      << "this build has debug info: the copy should leave it out";
+  ASSERT_EQ(n, static_cast<ssize_t>(sizeof header));
+  EXPECT_EQ(memcmp(header.e_ident, ELFMAG, SELFMAG), 0);
+  EXPECT_EQ(header.e_shoff, 0u);
+  EXPECT_EQ(header.e_shnum, 0u);
+  // Whatever the program headers point at is inside the copy.
+  EXPECT_LE(header.e_phoff + header.e_phnum * sizeof(Elf64_Phdr),
+            static_cast<uint64_t>(copy.st_size));
+  CliRun start = b.oci({"start", "sealed"});
+  ASSERT_EQ(start.exit_code, 0) << start.err;
+  EXPECT_EQ(b.wait_for_status("sealed", "stopped"), "stopped");
 }
 
 }  // namespace
