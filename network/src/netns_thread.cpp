@@ -13,13 +13,17 @@
 namespace sandcell::network {
 
 void run_in_netns_of(pid_t pid, const std::function<void()>& step) {
+  const std::string ns_path = "/proc/" + std::to_string(pid) + "/ns/net";
+  const OwnedFd ns(
+      static_cast<int>(check(open(ns_path.c_str(), O_RDONLY | O_CLOEXEC), "open " + ns_path)));
+  run_in_netns(ns.get(), step);
+}
+
+void run_in_netns(int netns_fd, const std::function<void()>& step) {
   std::exception_ptr failure;
   std::thread([&] {
     try {
-      const std::string ns_path = "/proc/" + std::to_string(pid) + "/ns/net";
-      const OwnedFd ns(
-          static_cast<int>(check(open(ns_path.c_str(), O_RDONLY | O_CLOEXEC), "open " + ns_path)));
-      check(setns(ns.get(), CLONE_NEWNET), "setns into " + ns_path);
+      check(setns(netns_fd, CLONE_NEWNET), "setns into the sandbox's network namespace");
       step();
     } catch (...) {
       failure = std::current_exception();

@@ -11,5 +11,7 @@ namespace sandcell::network {
 // Runs `step` on a thread in the network namespace of `pid` and waits for it; rethrows what it
 // threw. Needs CAP_SYS_ADMIN over that namespace (root, or the user namespace that owns it).
 void run_in_netns_of(pid_t pid, const std::function<void()>& step);
+// The same for a netns already open (an fd of /proc/<pid>/ns/net, which keeps the netns alive).
+void run_in_netns(int netns_fd, const std::function<void()>& step);
 
 }  // namespace sandcell::network

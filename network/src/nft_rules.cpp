@@ -1,6 +1,8 @@
 // The table `inet sandcell` and the elements of one sandbox (see nft_rules.hpp).
 #include "sandcell/network/nft_rules.hpp"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -202,26 +204,76 @@ std::string sandbox_filter_script(const std::vector<Cidr>& allowed_cidrs,
   std::set<std::string> dns;
   for (const auto& r : resolvers)
     if (r.family == AF_INET) dns.insert(r.to_string());
+  const std::string kept = " flags dynamic; size " + std::to_string(kDroppedFlowsKept) + "; }\n";
+  // Remembering a drop: `add @set { key }` adds the key once and is a no-op when it is there.
+  const std::string remember4 = "add @dropped { ip daddr . meta l4proto . ";
   std::string script = "add table " + t + "\n" + "add set " + t +
                        "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
-                       join(blocked_ipv4_ranges()) + " }; }\n" + "add chain " + t +
+                       join(blocked_ipv4_ranges()) + " }; }\n" + "add set " + t +
+                       "dropped { type ipv4_addr . inet_proto . inet_service;" + kept + "add set " +
+                       t + "dropped6 { type ipv6_addr . inet_proto . inet_service;" + kept +
+                       "add chain " + t +
                        "output { type filter hook output priority filter; policy accept; }\n" +
-                       add + "oifname \"lo\" accept\n" + add + "meta nfproto != ipv4 drop\n";
+                       add + "oifname \"lo\" accept\n" + add +
+                       "meta nfproto ipv6 meta l4proto { tcp, udp } add @dropped6 { ip6 daddr . "
+                       "meta l4proto . th dport } drop\n" +
+                       add + "meta nfproto != ipv4 drop\n";
   if (!open.empty()) script += add + "ip daddr { " + join(open) + " } accept\n";
   std::string dns_list;
   for (const auto& r : dns) dns_list += (dns_list.empty() ? "" : ", ") + r;
   if (!dns.empty())
     script += add + "ip daddr { " + dns_list + " } meta l4proto { tcp, udp } th dport 53 accept\n";
-  return script + add + "ip daddr @blocked drop\n";
+  return script + add + "ip daddr @blocked meta l4proto { tcp, udp } " + remember4 +
+         "th dport } drop\n" + add + "ip daddr @blocked " + remember4 + "0 } drop\n";
 }
 
-void install_sandbox_filter(pid_t sandbox_pid, const std::vector<Cidr>& allowed_cidrs,
-                            const std::vector<IpAddress>& resolvers) {
+std::vector<DroppedFlow> parse_dropped_flows(const std::string& nft_json) {
+  std::vector<DroppedFlow> flows;
+  for (const auto& item :
+       nlohmann::json::parse(nft_json).value("nftables", nlohmann::json::array())) {
+    if (!item.contains("set")) continue;
+    for (const auto& element : item["set"].value("elem", nlohmann::json::array())) {
+      // {"concat": [address, protocol, port]}; with counters or timeouts it is wrapped in "elem".
+      const nlohmann::json& key = element.contains("elem") ? element["elem"]["val"] : element;
+      if (!key.is_object() || !key.contains("concat") || key["concat"].size() != 3) continue;
+      const auto& parts = key["concat"];
+      auto address = IpAddress::parse(parts[0].is_string() ? parts[0].get<std::string>() : "");
+      if (!address) continue;
+      // nft names the protocols it knows and prints the others as numbers.
+      std::string protocol =
+          parts[1].is_string() ? parts[1].get<std::string>() : std::to_string(parts[1].get<int>());
+      uint16_t port = parts[2].is_number() ? parts[2].get<uint16_t>() : 0;
+      flows.push_back({.address = *address, .protocol = std::move(protocol), .port = port});
+    }
+  }
+  return flows;
+}
+
+SandboxFilter::SandboxFilter(pid_t sandbox_pid, const std::vector<Cidr>& allowed_cidrs,
+                             const std::vector<IpAddress>& resolvers) {
+  const std::string path = "/proc/" + std::to_string(sandbox_pid) + "/ns/net";
+  netns_.reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!netns_) throw Error(errno, "open " + path);
   const std::string script = sandbox_filter_script(allowed_cidrs, resolvers);
-  run_in_netns_of(sandbox_pid, [&] {
+  run_in_netns(netns_.get(), [&] {
     // The context is made here: libnftables talks to the netns its netlink socket was opened in.
     NftContext().run(script, "install the sandbox's own nft filter");
   });
+}
+
+std::vector<DroppedFlow> SandboxFilter::dropped() const {
+  if (!netns_) return {};
+  std::vector<DroppedFlow> flows;
+  run_in_netns(netns_.get(), [&] {
+    NftContext nft(true);
+    const std::string t = std::string(kTable) + " ";
+    flows = parse_dropped_flows(
+        nft.run("list set " + t + "dropped", "list the sandbox's dropped flows"));
+    auto six = parse_dropped_flows(
+        nft.run("list set " + t + "dropped6", "list the sandbox's dropped flows"));
+    flows.insert(flows.end(), six.begin(), six.end());
+  });
+  return flows;
 }
 
 SandboxFirewall::SandboxFirewall(FirewallSpec spec)

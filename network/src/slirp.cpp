@@ -91,9 +91,8 @@ bool slirp4netns_installed() {
   return false;
 }
 
-SlirpNetwork::SlirpNetwork(const SlirpSpec& spec) {
-  // The filter first: the tap never exists without it.
-  install_sandbox_filter(spec.sandbox_pid, spec.allowed_cidrs, spec.resolvers);
+SlirpNetwork::SlirpNetwork(const SlirpSpec& spec)
+    : filter_(spec.sandbox_pid, spec.allowed_cidrs, spec.resolvers) {
   HighPipe ready = make_pipe("slirp4netns --ready-fd");
   HighPipe exit = make_pipe("slirp4netns --exit-fd");
   pid_ = spawn_slirp(spec, ready.write_end.get(), exit.read_end.get());

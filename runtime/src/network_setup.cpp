@@ -209,7 +209,8 @@ void plan_proxy_listener(const NetworkPlan& network, ChildPlan& plan) {
   plan.proxy_env->fill("http://127.0.0.1:" + std::to_string(kSocketProxyPort));
 }
 
-SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox) {
+SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox)
+    : address_policy_(plan.address_policy) {
   if (plan.transport == NetworkTransport::Socket) {
     proxy_ =
         std::make_unique<network::Proxy>(proxy_config(plan, ""), std::move(sandbox.proxy_listener));
@@ -223,6 +224,9 @@ SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox) {
     return;
   }
   if (plan.mode == NetworkMode::Full) {
+    // The host's firewall enforces; the same filter inside the sandbox's netns drops first and
+    // remembers what it dropped, for the record (and the program sees EPERM, not a silence).
+    filter_.emplace(sandbox.pid, plan.address_policy.allowed(), plan.dns.resolvers);
     // The firewall needs the pair's names and addresses, not its links: installed meanwhile.
     veth_.emplace(network::veth_id_for(sandbox.run_id), sandbox.pid,
                   [&](const network::VethPair& pair) {
@@ -274,11 +278,33 @@ void SandboxNetwork::withdraw() noexcept {
   }
 }
 
+void SandboxNetwork::record_drops(network::SandboxFilter& filter, Events& events) const {
+  try {
+    for (const network::DroppedFlow& flow : filter.dropped()) {
+      std::optional<std::string> range = address_policy_.blocked_range(flow.address);
+      std::string why = flow.address.family == AF_INET6 ? "IPv6 does not leave the sandbox"
+                                                        : range.value_or("a blocked range");
+      events.blocked_connections.push_back(
+          {.host = flow.address.to_string(),
+           .port = flow.port,
+           .reason = flow.protocol + " dropped by the firewall: " + why});
+    }
+  } catch (const Error& e) {
+    events.blocked_connections.push_back(
+        {.host = "",
+         .port = 0,
+         .reason = std::string("the firewall's drops could not be listed: ") + e.what()});
+  }
+  filter.release();  // the netns, and the veth in it, may go now
+}
+
 void SandboxNetwork::record(Events& events) {
+  if (filter_) record_drops(*filter_, events);
+  if (slirp_) record_drops(slirp_->filter(), events);
   if (veth_) veth_->leave_to_kernel();
   if (!proxy_) return;
   proxy_->stop();
-  events.blocked_connections = proxy_->blocked();
+  for (auto& blocked : proxy_->blocked()) events.blocked_connections.push_back(std::move(blocked));
   events.allowed_connections = proxy_->allowed_count();
 }
 

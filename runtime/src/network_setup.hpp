@@ -85,6 +85,11 @@ class SandboxNetwork {
   void start_proxy(const NetworkPlan& plan, const ProxyEnvPage* proxy_env);
   network::FirewallSpec firewall_spec(const NetworkPlan& plan, const network::VethPair& pair) const;
 
+  // Full mode: what the sandbox's own filter dropped (veth: filter_; slirp: slirp_->filter()).
+  void record_drops(network::SandboxFilter& filter, Events& events) const;
+
+  network::AddressPolicy address_policy_;         // names the blocked range a drop went to
+  std::optional<network::SandboxFilter> filter_;  // full mode over veth
   std::optional<network::SlirpNetwork> slirp_;
   std::optional<network::VethPair> veth_;
   std::unique_ptr<network::SandboxFirewall> firewall_;

@@ -221,6 +221,13 @@ bool blocked(const CliRun& run, const std::string& host) {
   return false;
 }
 
+// The reason the record gives for a drop by the firewall to host:port ("" when not recorded).
+std::string dropped_reason(const CliRun& run, const std::string& host, int port) {
+  for (const auto& b : run.record["events"]["blocked_connections"])
+    if (b.value("host", "") == host && b.value("port", -1) == port) return b.value("reason", "");
+  return "";
+}
+
 std::string stdout_of(const CliRun& run) {
   return run.record.is_object() ? run.record.value("stdout", std::string()) : std::string();
 }
@@ -493,6 +500,14 @@ TEST_F(NetworkPolicy, FullMode_NatsToTestHostsButNotToBlockedRanges) {
   EXPECT_EQ(run.record["isolation"]["network_transport"], "veth");
   EXPECT_EQ(stdout_of(run), "allowed-ok\nconnect timeout\nconnect timeout\n1\n")
       << run.record.dump(2);
+  // Each blocked destination is in the record once, with the range that blocked it; the
+  // allowed one is not.
+  EXPECT_EQ(dropped_reason(run, kMetadataIp, 80),
+            "tcp dropped by the firewall: link-local/metadata 169.254.0.0/16")
+      << run.record.dump(2);
+  EXPECT_EQ(dropped_reason(run, kInternalIp, 80), "tcp dropped by the firewall: private 10.0.0.0/8")
+      << run.record.dump(2);
+  EXPECT_EQ(run.record["events"]["blocked_connections"].size(), 2u) << run.record.dump(2);
 
   CliRun opened = run_in_sandbox({"--net", "full", "--net-allow-cidr", "10.0.0.1/32"},
                                  {"sc-probe", "connect", kInternalIp, "80"});
@@ -505,10 +520,18 @@ constexpr const char* kDnsScript =
     "grep nameserver /etc/resolv.conf; nslookup web.test | grep -c 198.51.100.10; "
     "wget -q -O- http://web.test/; sc-probe connect 10.0.0.53 80; sc-probe connect 10.0.0.1 80; "
     "sc-probe udp-send 10.0.0.1 53";
-// The UDP probe's line differs: a datagram the veth path drops on the host just gets no answer,
-// while the slirp filter drops it in the sandbox's own output hook, where sendmsg sees EPERM.
+// Both transports drop in the sandbox's own output hook first (the veth path's host firewall
+// drops too), so the datagram's sendmsg sees EPERM; the record names each drop once.
 constexpr const char* kDnsExpected =
-    "nameserver 10.0.0.53\n1\nallowed-ok\nconnect timeout\nconnect timeout\n";
+    "nameserver 10.0.0.53\n1\nallowed-ok\nconnect timeout\nconnect timeout\nudp errno=EPERM\n";
+
+void expect_dns_script_drops(const CliRun& run) {
+  EXPECT_EQ(dropped_reason(run, "10.0.0.53", 80), "tcp dropped by the firewall: private 10.0.0.0/8")
+      << run.record.dump(2);
+  EXPECT_EQ(dropped_reason(run, "10.0.0.1", 80), "tcp dropped by the firewall: private 10.0.0.0/8");
+  EXPECT_EQ(dropped_reason(run, "10.0.0.1", 53), "udp dropped by the firewall: private 10.0.0.0/8");
+  EXPECT_EQ(dropped_reason(run, "10.0.0.53", 53), "") << "the resolver is open on port 53";
+}
 
 TEST_F(NetworkPolicy, FullMode_DnsThroughTheConfiguredPrivateResolver) {
   if (shell_output("cat /proc/sys/net/ipv4/ip_forward") != "1\n")
@@ -516,7 +539,8 @@ TEST_F(NetworkPolicy, FullMode_DnsThroughTheConfiguredPrivateResolver) {
   ASSERT_TRUE(host_reaches(kResolverIp, 80));  // the test routes 10.0.0.53 to its namespace
   CliRun run = run_in_sandbox({"--net", "full", "--net-resolv-conf", internet_->resolv_conf()},
                               {"sh", "-c", kDnsScript});
-  EXPECT_EQ(stdout_of(run), std::string(kDnsExpected) + "udp timeout\n") << run.record.dump(2);
+  EXPECT_EQ(stdout_of(run), kDnsExpected) << run.record.dump(2);
+  expect_dns_script_drops(run);
 }
 
 TEST_F(NetworkPolicy, SlirpTransport_FullModeWithoutBlockedRangesAndWithDns) {
@@ -525,8 +549,11 @@ TEST_F(NetworkPolicy, SlirpTransport_FullModeWithoutBlockedRangesAndWithDns) {
       std::string(kDnsScript) + "; sc-probe connect " + kMetadataIp + " 80; ip -o link | grep -c tap0");
   ASSERT_TRUE(run.record.is_object()) << run.out << run.err;
   EXPECT_EQ(run.record["isolation"]["network_transport"], "slirp4netns");
-  EXPECT_EQ(stdout_of(run), std::string(kDnsExpected) + "udp errno=EPERM\nconnect timeout\n1\n")
+  EXPECT_EQ(stdout_of(run), std::string(kDnsExpected) + "connect timeout\n1\n")
       << run.record.dump(2);
+  expect_dns_script_drops(run);
+  EXPECT_EQ(dropped_reason(run, kMetadataIp, 80),
+            "tcp dropped by the firewall: link-local/metadata 169.254.0.0/16");
 
   CliRun opened = run_slirp_in_test_internet({"--net-allow-cidr", "10.0.0.1/32"},
                                              "sc-probe connect 10.0.0.1 80");

@@ -261,10 +261,38 @@ TEST(SandboxFilter, DropsBlockedRangesButOpensResolversOnPort53AndAllowedCidrs) 
   EXPECT_NE(script.find("output ip daddr { 10.1.2.0/24 } accept\n"), std::string::npos) << script;
   EXPECT_NE(script.find("output ip daddr { 10.0.0.53 } meta l4proto { tcp, udp } th dport 53 accept\n"),
             std::string::npos) << script;
-  // The drop comes last: the openings above it win.
-  EXPECT_TRUE(script.ends_with("output ip daddr @blocked drop\n")) << script;
+  // The drops come last (the openings above them win), and remember where they went.
+  EXPECT_TRUE(script.ends_with(
+      "output ip daddr @blocked meta l4proto { tcp, udp } add @dropped { ip daddr . meta l4proto . "
+      "th dport } drop\n"
+      "add rule inet sandcell output ip daddr @blocked add @dropped { ip daddr . meta l4proto . 0 "
+      "} "
+      "drop\n"))
+      << script;
+  EXPECT_NE(script.find(
+                "dropped { type ipv4_addr . inet_proto . inet_service; flags dynamic; size 256; }"),
+            std::string::npos)
+      << script;
   const std::string bare = sandbox_filter_script({}, {});  // nothing opened: no accept after lo
   EXPECT_EQ(bare.find("accept\n", bare.find("nfproto")), std::string::npos) << bare;
+}
+
+// `nft -j list set inet sandcell dropped` as nft 1.0.6 prints it (a protocol it has no name for
+// comes as a number); an empty set has no "elem".
+TEST(SandboxFilter, DroppedFlowsAreReadFromNftsJsonListing) {
+  const auto flows = parse_dropped_flows(R"({"nftables": [{"metainfo": {"version": "1.0.6"}},
+    {"set": {"family": "inet", "name": "dropped", "table": "sandcell",
+     "type": ["ipv4_addr", "inet_proto", "inet_service"], "handle": 2, "size": 256,
+     "elem": [{"concat": ["169.254.169.254", "tcp", 80]}, {"concat": ["10.0.0.1", "icmp", 0]},
+              {"concat": ["10.0.0.2", 132, 0]}]}}]})");
+  ASSERT_EQ(flows.size(), 3u);
+  EXPECT_EQ(flows[0].address.to_string(), "169.254.169.254");
+  EXPECT_EQ(flows[0].protocol, "tcp");
+  EXPECT_EQ(flows[0].port, 80);
+  EXPECT_EQ(flows[1].protocol, "icmp");
+  EXPECT_EQ(flows[1].port, 0);
+  EXPECT_EQ(flows[2].protocol, "132");
+  EXPECT_TRUE(parse_dropped_flows(R"({"nftables": [{"set": {"name": "dropped6"}}]})").empty());
 }
 
 TEST(Veth, IdForRun_IsEightHexDigitsAndStable) {

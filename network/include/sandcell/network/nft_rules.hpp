@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "sandcell/network/address_policy.hpp"
+#include "sandcell/runtime/unique_fd.hpp"
 
 namespace sandcell::network {
 
@@ -98,11 +99,40 @@ class SandboxFirewall {
 // The filter of a sandbox that has no link to the host's stack (slirp.hpp): a table `inet sandcell`
 // in the sandbox's own netns whose output hook drops IPv6 and everything to
 // blocked_ipv4_ranges() except `allowed_cidrs` and the resolvers on port 53; loopback stays.
-// It dies with the netns. install_sandbox_filter runs the script in the netns of `sandbox_pid`.
+// It dies with the netns. Each drop is also remembered, once per destination, in the table's
+// dynamic sets `dropped` (IPv4: address . protocol . port, 0 for ICMP and other protocols) and
+// `dropped6` (IPv6 TCP and UDP; the kernel's own ICMPv6 chatter is dropped unremembered), at most
+// kDroppedFlowsKept each, so the run's record can name its blocked connections.
+inline constexpr unsigned kDroppedFlowsKept = 256;
 std::string sandbox_filter_script(const std::vector<Cidr>& allowed_cidrs,
                                   const std::vector<IpAddress>& resolvers);
-void install_sandbox_filter(pid_t sandbox_pid, const std::vector<Cidr>& allowed_cidrs,
-                            const std::vector<IpAddress>& resolvers);
+
+// One destination the sandbox filter dropped packets to.
+struct DroppedFlow {
+  IpAddress address;
+  std::string protocol;  // "tcp", "udp", "icmp", ...
+  uint16_t port = 0;     // TCP and UDP only
+};
+
+// The filter in one sandbox's netns. It holds that netns open, so what the filter remembered can
+// still be read after the sandbox's last process has exited (and the netns, with the sandbox end
+// of any veth, lives until this is destroyed or released).
+class SandboxFilter {
+ public:
+  // Opens the netns of `sandbox_pid` and installs sandbox_filter_script() there. Throws Error.
+  SandboxFilter(pid_t sandbox_pid, const std::vector<Cidr>& allowed_cidrs,
+                const std::vector<IpAddress>& resolvers);
+  // Every destination dropped so far (each once). Throws Error.
+  std::vector<DroppedFlow> dropped() const;
+  // Lets the netns go (the kernel tears it down when nothing else holds it).
+  void release() { netns_.reset(); }
+
+ private:
+  runtime::UniqueFd netns_;
+};
+
+// The flows listed in `nft -j list set ... dropped|dropped6` output; unit-testable.
+std::vector<DroppedFlow> parse_dropped_flows(const std::string& nft_json);
 
 // The nft script that creates `inet sandcell` with its sets and rules.
 std::string sandcell_table_script();

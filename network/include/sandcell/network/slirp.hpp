@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sandcell/network/address_policy.hpp"
+#include "sandcell/network/nft_rules.hpp"
 #include "sandcell/runtime/unique_fd.hpp"
 
 namespace sandcell::network {
@@ -39,12 +40,15 @@ class SlirpNetwork {
   // configured the tap. Throws Error; on failure nothing is left running.
   explicit SlirpNetwork(const SlirpSpec& spec);
   ~SlirpNetwork();  // stops slirp4netns (its exit fd closes) and reaps it
+  // The sandbox's filter, which remembers what it dropped (nft_rules.hpp).
+  SandboxFilter& filter() { return filter_; }
   SlirpNetwork(const SlirpNetwork&) = delete;
   SlirpNetwork& operator=(const SlirpNetwork&) = delete;
 
  private:
   void stop();
 
+  SandboxFilter filter_;  // first: the tap never exists without it
   pid_t pid_ = -1;
   runtime::UniqueFd exit_fd_;  // slirp4netns exits when this closes (also when we die)
 };
