@@ -12,9 +12,9 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kFields = {"skill", "language", "code", "session", "timeout", "memory", "pids",
-                                          "cpus", "cpu_time", "output_limit", "packages", "net", "env",
-                                          "stdin", "files", "get"};
+const std::vector<std::string> kRequestFields = {
+    "skill",    "language",     "code",     "session", "timeout", "memory", "pids",  "cpus",
+    "cpu_time", "output_limit", "packages", "net",     "env",     "stdin",  "files", "get"};
 
 std::string text(const json& j, const std::string& key) {
   if (!j[key].is_string()) throw Error::invalid("request: \"" + key + "\" must be a string");
@@ -56,7 +56,7 @@ std::vector<InputFile> input_files(const json& j) {
 CodeRequest parse_code_request(const json& j) {
   if (!j.is_object()) throw Error::invalid("request: must be a JSON object");
   for (const auto& [key, value] : j.items())
-    if (std::find(kFields.begin(), kFields.end(), key) == kFields.end())
+    if (std::find(kRequestFields.begin(), kRequestFields.end(), key) == kRequestFields.end())
       throw Error::invalid("request: unknown field \"" + key + "\"");
   CodeRequest r;
   if (j.contains("skill")) r.skill = text(j, "skill");

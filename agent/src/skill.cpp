@@ -16,8 +16,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::vector<std::string> kFields = {"name", "description", "aliases", "source_file", "compile", "run",
-                                          "session_run", "install", "limits", "network", "artifacts", "errors"};
+const std::vector<std::string> kSkillFields = {
+    "name",        "description", "aliases", "source_file", "compile",   "run",
+    "session_run", "install",     "limits",  "network",     "artifacts", "errors"};
 
 std::string text_field(const json& j, const char* key, const std::string& file, bool required) {
   if (!j.contains(key)) {
@@ -80,7 +81,7 @@ Skill load_skill(const std::string& dir) {
   json j = read_json_file(file);
   if (!j.is_object()) throw Error::invalid(file + ": must be a JSON object");
   for (const auto& [key, value] : j.items())
-    if (std::find(kFields.begin(), kFields.end(), key) == kFields.end())
+    if (std::find(kSkillFields.begin(), kSkillFields.end(), key) == kSkillFields.end())
       throw Error::invalid(file + ": unknown field \"" + key + "\"");
   Skill s;
   s.dir = dir;

@@ -29,7 +29,7 @@ int wait_hook(pid_t pid, std::optional<int> timeout_s, const std::string& name) 
     if (done == pid) return status;
     if (done < 0 && errno != EINTR) throw Error(errno, "wait for hook " + name);
     if (timeout_s && std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
+      ::kill(pid, SIGKILL);
       waitpid(pid, nullptr, 0);
       throw Error(ETIMEDOUT, "hook " + name + " timed out after " + std::to_string(*timeout_s) + "s");
     }

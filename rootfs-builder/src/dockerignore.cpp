@@ -17,7 +17,7 @@ struct DockerIgnore::Rule {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_pattern(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
@@ -120,7 +120,7 @@ DockerIgnore DockerIgnore::parse(std::string_view file_text) {
     std::string_view line = file_text.substr(0, nl);
     file_text.remove_prefix(nl == std::string_view::npos ? file_text.size() : nl + 1);
     if (line.starts_with('#')) continue;
-    line = trim(line);
+    line = trim_pattern(line);
     if (!line.empty()) patterns.emplace_back(line);
   }
   return DockerIgnore(patterns);
@@ -128,11 +128,11 @@ DockerIgnore DockerIgnore::parse(std::string_view file_text) {
 
 DockerIgnore::DockerIgnore(const std::vector<std::string>& patterns) {
   for (const auto& raw : patterns) {
-    std::string_view p = trim(raw);
+    std::string_view p = trim_pattern(raw);
     auto rule = std::make_shared<Rule>();
     if (p.starts_with('!')) {
       rule->exclusion = true;
-      p = trim(p.substr(1));
+      p = trim_pattern(p.substr(1));
       if (p.empty()) throw Error::invalid("illegal exclusion pattern: \"!\" in .dockerignore");
     }
     if (p.empty()) continue;

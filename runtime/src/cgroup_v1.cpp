@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kControllers[] = {"freezer", "memory", "pids", "cpu", "cpuacct"};
 
 // A freezer that never reaches FROZEN (a task stuck in the kernel) must not hang teardown.
-constexpr std::chrono::milliseconds kFreezeLimit{1000};
+constexpr std::chrono::milliseconds kV1FreezeLimit{1000};
 
 }  // namespace
 
@@ -142,7 +142,7 @@ bool CgroupV1::freeze(const char* state) {
   cgroupfs::write(path, state);
   const std::string wanted = std::string(state) + "\n";
   cgroupfs::wait_until([&] { return cgroupfs::read_if_exists(path).value_or(wanted) == wanted; },
-                       kFreezeLimit);
+                       kV1FreezeLimit);
   return true;
 }
 

@@ -12,7 +12,7 @@ namespace {
 
 // A frozen cgroup stops forking, so one kill pass catches everything; a task stuck in the kernel
 // may keep the freeze from completing, so the wait is bounded and the kill goes ahead regardless.
-constexpr std::chrono::milliseconds kFreezeLimit{1000};
+constexpr std::chrono::milliseconds kV2FreezeLimit{1000};
 
 bool lists_word(const std::string& text, std::string_view word) {
   std::istringstream words(text);
@@ -119,7 +119,7 @@ void CgroupV2::freeze_and_kill() {
     if (cgroupfs::exists(file("cgroup.events"))) {
       cgroupfs::wait_until(
           [&] { return cgroupfs::keyed_value(file("cgroup.events"), "frozen") == 1; },
-          kFreezeLimit);
+          kV2FreezeLimit);
     }
   }
   // The v2 freezer lets fatal signals through, so frozen tasks die on SIGKILL.

@@ -17,13 +17,15 @@
 #include "sandcell/runtime/number.hpp"
 
 namespace sandcell::agent_service {
-namespace {
 
+// Outside the anonymous namespace: HttpApi::State, declared in the header, holds one.
 struct ListenAddress {
   std::string unix_path;  // set for unix:PATH
   std::string host;
   int port = 0;
 };
+
+namespace {
 
 ListenAddress parse_listen(const std::string& listen) {
   if (listen.rfind("unix:", 0) == 0) {
