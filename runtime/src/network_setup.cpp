@@ -289,7 +289,7 @@ void SandboxNetwork::record_drops(network::SandboxFilter& filter, Events& events
            .port = flow.port,
            .reason = flow.protocol + " dropped by the firewall: " + why});
     }
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // nft's JSON, a thread, a setns: none may lose the record
     events.blocked_connections.push_back(
         {.host = "",
          .port = 0,
