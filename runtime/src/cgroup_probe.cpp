@@ -1,4 +1,4 @@
-#include <fstream>
+#include <cerrno>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -19,9 +19,9 @@ const std::set<std::string_view> kV1Controllers = {
     "memory", "misc", "net_cls", "net_prio", "perf_event", "pids",    "rdma"};
 
 struct CgroupMount {
-  std::string mount_point;
-  std::string fstype;
-  std::string super_options;
+  std::string_view mount_point;  // still escaped (\ooo)
+  std::string_view fstype;
+  std::string_view super_options;
 };
 
 // mountinfo escapes space, tab, newline and backslash in paths as \ooo (proc(5)).
@@ -44,24 +44,34 @@ std::string unescape_octal(std::string_view text) {
 
 // "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue": the mount
 // point is field 5; a variable number of optional fields ends at the lone "-", after which come
-// the fstype, the source and the super options.
-std::optional<CgroupMount> parse_mountinfo_line(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> fields;
-  for (std::string field; in >> field;) fields.push_back(field);
+// the fstype, the source and the super options. Views into `line` (every start of a run
+// reads the whole table, so no stream or copy per line).
+std::optional<CgroupMount> parse_mountinfo_line(std::string_view line) {
+  std::vector<std::string_view> fields;
+  for (size_t pos = 0; pos < line.size();) {
+    size_t start = line.find_first_not_of(" \t", pos);
+    if (start == std::string_view::npos) break;
+    size_t end = line.find_first_of(" \t", start);
+    if (end == std::string_view::npos) end = line.size();
+    fields.push_back(line.substr(start, end - start));
+    pos = end;
+  }
   size_t sep = 6;
   while (sep < fields.size() && fields[sep] != "-") ++sep;
   if (sep + 3 >= fields.size()) return std::nullopt;  // also covers lines shorter than 7 fields
-  return CgroupMount{.mount_point = unescape_octal(fields[4]),
-                     .fstype = fields[sep + 1],
-                     .super_options = fields[sep + 3]};
+  return CgroupMount{
+      .mount_point = fields[4], .fstype = fields[sep + 1], .super_options = fields[sep + 3]};
 }
 
 void add_v1_controllers(const CgroupMount& mount, CgroupHost& host) {
-  std::istringstream options(mount.super_options);
-  for (std::string option; std::getline(options, option, ',');) {
+  std::string_view options = mount.super_options;
+  while (!options.empty()) {
+    size_t comma = options.find(',');
+    std::string_view option = options.substr(0, comma);
     // The first mount of a hierarchy wins; later ones are bind mounts of the same tree.
-    if (kV1Controllers.contains(option)) host.v1_roots.try_emplace(option, mount.mount_point);
+    if (kV1Controllers.contains(option) && !host.v1_roots.contains(std::string(option)))
+      host.v1_roots.emplace(option, unescape_octal(mount.mount_point));
+    options = comma == std::string_view::npos ? std::string_view() : options.substr(comma + 1);
   }
 }
 
@@ -77,13 +87,17 @@ bool unified_has_needed_controllers(const std::string& root) {
 }  // namespace
 
 CgroupHost probe_cgroups(const std::string& mountinfo_path) {
-  std::ifstream in(mountinfo_path);
-  if (!in) throw Error(errno, "open " + mountinfo_path);
+  const std::optional<std::string> table = cgroupfs::read_if_exists(mountinfo_path);
+  if (!table) throw Error(ENOENT, "open " + mountinfo_path);
   CgroupHost host;
-  for (std::string line; std::getline(in, line);) {
-    const auto mount = parse_mountinfo_line(line);
+  std::string_view rest = *table;
+  while (!rest.empty()) {
+    size_t newline = rest.find('\n');
+    const auto mount = parse_mountinfo_line(rest.substr(0, newline));
+    rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
     if (!mount) continue;
-    if (mount->fstype == "cgroup2" && host.v2_root.empty()) host.v2_root = mount->mount_point;
+    if (mount->fstype == "cgroup2" && host.v2_root.empty())
+      host.v2_root = unescape_octal(mount->mount_point);
     if (mount->fstype == "cgroup") add_v1_controllers(*mount, host);
   }
   if (!host.v2_root.empty() && unified_has_needed_controllers(host.v2_root)) {

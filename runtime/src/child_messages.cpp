@@ -1,9 +1,12 @@
 #include "child_messages.hpp"
 
+#include <linux/filter.h>
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "sandcell/runtime/error.hpp"
 
@@ -58,12 +61,28 @@ UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd) {
   }
 }
 
-void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks) {
+void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
+             const SeccompProgram* late_seccomp) {
   char go = 'g';
-  iovec data{.iov_base = &go, .iov_len = 1};
+  LateSeccompHeader late;
+  iovec data[3] = {{.iov_base = &go, .iov_len = 1}};
   msghdr header{};
-  header.msg_iov = &data;
+  header.msg_iov = data;
   header.msg_iovlen = 1;
+  if (late_seccomp != nullptr) {
+    if (late_seccomp->instructions.size() > BPF_MAXINSNS)
+      throw Error(E2BIG, "the seccomp program " + late_seccomp->name + " has " +
+                             std::to_string(late_seccomp->instructions.size()) +
+                             " instructions; the kernel takes at most " +
+                             std::to_string(BPF_MAXINSNS));
+    late.flags = late_seccomp->flags;
+    late.count = static_cast<uint32_t>(late_seccomp->instructions.size());
+    snprintf(late.name, sizeof late.name, "%s", late_seccomp->name.c_str());
+    data[1] = {.iov_base = &late, .iov_len = sizeof late};
+    data[2] = {.iov_base = const_cast<sock_filter*>(late_seccomp->instructions.data()),
+               .iov_len = late.count * sizeof(sock_filter)};
+    header.msg_iovlen = 3;
+  }
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxCgroupTasksFds)] = {};
   if (cgroup_tasks.size() > kMaxCgroupTasksFds)
     throw Error(E2BIG, "more cgroup hierarchies than the child takes");

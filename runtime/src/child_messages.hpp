@@ -26,6 +26,9 @@ UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd);
 // the writer, without the RCU grace period a write of another pid waits for, ~12 ms here). A
 // child that already failed and exited is no error: its message is in the socket. Throws Error
 // otherwise.
-void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks);
+// `late_seccomp`: the program made after the clone (RunOptions::compile_seccomp), sent along;
+// the kernel takes at most BPF_MAXINSNS instructions, so a longer one is an Error here.
+void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
+             const SeccompProgram* late_seccomp = nullptr);
 
 }  // namespace sandcell::runtime

@@ -177,6 +177,14 @@ struct ChildPlan {
   std::unique_ptr<ContainerPlan> container;  // OCI containers only
 };
 
+// What follows the tag of "go" when the supervisor sends a seccomp program made after the clone
+// (RunOptions::compile_seccomp): this header, then `count` sock_filter instructions.
+struct LateSeccompHeader {
+  uint32_t flags = 0;  // SECCOMP_FILTER_FLAG_*
+  uint32_t count = 0;
+  char name[64] = {};  // for the child's error message, truncated
+};
+
 // A message from the child on the sync socket. When all goes well the child sends only its
 // proxy listener (socket transport) and its seccomp listener (if the filter reports denials),
 // and the socket then closes at execve (it is close-on-exec): EOF means the program runs.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/close_range.h>
+#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -38,19 +39,30 @@ void reset_signals() {
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
 }
 
-size_t receive_from_supervisor(const ChildPlan& plan, int* fds, size_t max, const char* what) {
+size_t receive_from_supervisor(const ChildPlan& plan, int* fds, size_t max, const char* what,
+                               const iovec* extra, size_t extra_count, size_t* extra_bytes) {
   char tag = 0;
-  iovec data{.iov_base = &tag, .iov_len = 1};
+  iovec data[4] = {{.iov_base = &tag, .iov_len = 1}};
+  if (extra_count > 3) {
+    errno = EINVAL;
+    child_fail(plan, "%s (too many buffers)", what);
+  }
+  for (size_t i = 0; i < extra_count; ++i) data[i + 1] = extra[i];
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxIdmappedLayers)];
   static_assert(kMaxCgroupTasksFds <= kMaxIdmappedLayers, "the control buffer fits the larger");
   msghdr header{};
-  header.msg_iov = &data;
-  header.msg_iovlen = 1;
+  header.msg_iov = data;
+  header.msg_iovlen = 1 + extra_count;
   header.msg_control = control;
   header.msg_controllen = CMSG_SPACE(sizeof(int) * max);
   ssize_t n = recvmsg(plan.sync_fd, &header, MSG_CMSG_CLOEXEC);
   if (n == 0) _exit(125);  // the supervisor is gone: run nothing
   if (n < 0) child_fail(plan, "%s", what);
+  if (header.msg_flags & MSG_TRUNC) {
+    errno = EMSGSIZE;
+    child_fail(plan, "%s (longer than expected)", what);
+  }
+  if (extra_bytes != nullptr) *extra_bytes = static_cast<size_t>(n) - 1;
   size_t count = 0;
   cmsghdr* sent = CMSG_FIRSTHDR(&header);
   if (sent != nullptr && sent->cmsg_level == SOL_SOCKET && sent->cmsg_type == SCM_RIGHTS) {
@@ -65,9 +77,23 @@ size_t receive_from_supervisor(const ChildPlan& plan, int* fds, size_t max, cons
 }
 
 GoMessage wait_for_go(const ChildPlan& plan) {
+  // Static, not on the stack: 32 KB the child touches only as far as a program fills it.
+  static LateSeccompHeader late;
+  static sock_filter filter[BPF_MAXINSNS];
+  const iovec extra[] = {{.iov_base = &late, .iov_len = sizeof late},
+                         {.iov_base = filter, .iov_len = sizeof filter}};
+  size_t extra_bytes = 0;
   GoMessage go;
   go.cgroup_tasks_count = receive_from_supervisor(plan, go.cgroup_tasks_fds, kMaxCgroupTasksFds,
-                                                  "wait for the go-ahead");
+                                                  "wait for the go-ahead", extra, 2, &extra_bytes);
+  if (extra_bytes == 0) return go;
+  if (extra_bytes < sizeof late || late.count > BPF_MAXINSNS ||
+      extra_bytes != sizeof late + late.count * sizeof(sock_filter)) {
+    errno = EPROTO;
+    child_fail(plan, "receive the seccomp program (%zu bytes)", extra_bytes);
+  }
+  go.late_seccomp = &late;
+  go.late_seccomp_filter = filter;
   return go;
 }
 
@@ -245,15 +271,26 @@ void apply_landlock(const ChildPlan& plan) {
   if (apparmor::restrict_with_landlock(plan.landlock, &step) < 0) child_fail(plan, "%s", step);
 }
 
-void install_seccomp(const ChildPlan& plan) {
-  if (plan.seccomp == nullptr) return;
-  sock_fprog program{
-      .len = static_cast<unsigned short>(plan.seccomp->instructions.size()),
-      .filter = const_cast<sock_filter*>(plan.seccomp->instructions.data()),
-  };
-  long listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, plan.seccomp->flags, &program);
-  if (listener < 0) child_fail(plan, "install seccomp filter %s", plan.seccomp->name.c_str());
-  if (!(plan.seccomp->flags & SECCOMP_FILTER_FLAG_NEW_LISTENER)) return;
+void install_seccomp(const ChildPlan& plan, const GoMessage& go) {
+  sock_fprog program{};
+  unsigned int flags = 0;
+  const char* name = nullptr;
+  if (go.late_seccomp != nullptr) {
+    program.len = static_cast<unsigned short>(go.late_seccomp->count);
+    program.filter = const_cast<sock_filter*>(go.late_seccomp_filter);
+    flags = go.late_seccomp->flags;
+    name = go.late_seccomp->name;
+  } else if (plan.seccomp != nullptr) {
+    program.len = static_cast<unsigned short>(plan.seccomp->instructions.size());
+    program.filter = const_cast<sock_filter*>(plan.seccomp->instructions.data());
+    flags = plan.seccomp->flags;
+    name = plan.seccomp->name.c_str();
+  } else {
+    return;
+  }
+  long listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &program);
+  if (listener < 0) child_fail(plan, "install seccomp filter %s", name);
+  if (!(flags & SECCOMP_FILTER_FLAG_NEW_LISTENER)) return;
   // The supervisor answers the filter's notifications; the program must never hold the
   // listener itself (it could approve its own denied calls), so it is closed right after.
   send_fd_to_parent(plan, ChildMessage::SeccompListener, static_cast<int>(listener),

@@ -1,6 +1,8 @@
 #pragma once
 // The child-side steps, in the order child_setup.cpp runs them. Each either succeeds or calls
 // child_fail(), which reports "<step>: <errno text>" to the parent and exits 125.
+#include <sys/uio.h>
+
 #include "child_plan.hpp"
 
 namespace sandcell::runtime {
@@ -45,11 +47,19 @@ void install_stdio(const ChildPlan& plan);
 // One message of the supervisor's on the sync socket, with up to `max` fds (SCM_RIGHTS) into
 // `fds`; returns how many came. Exits 125 if the supervisor is gone; fails the child with `what`
 // on an error or when more fds came than `max`.
-size_t receive_from_supervisor(const ChildPlan& plan, int* fds, size_t max, const char* what);
+// `extra`: more of the message is read into these buffers (scatter), and `*extra_bytes` says how
+// many bytes landed there.
+size_t receive_from_supervisor(const ChildPlan& plan, int* fds, size_t max, const char* what,
+                               const iovec* extra = nullptr, size_t extra_count = 0,
+                               size_t* extra_bytes = nullptr);
 // The supervisor's go-ahead, and what came with it.
 struct GoMessage {
   int cgroup_tasks_fds[kMaxCgroupTasksFds];
   size_t cgroup_tasks_count = 0;
+  // A seccomp program made after the clone (RunOptions::compile_seccomp), in a static buffer
+  // of the child's: count 0 when none came.
+  const LateSeccompHeader* late_seccomp = nullptr;
+  const sock_filter* late_seccomp_filter = nullptr;
 };
 GoMessage wait_for_go(const ChildPlan& plan);
 // v1: writes "0" into each `tasks` file that came with "go" (and closes it).
@@ -67,7 +77,11 @@ void die_with_supervisor(const ChildPlan& plan);
 void apply_apparmor(const ChildPlan& plan);
 void set_no_new_privs(const ChildPlan& plan);
 void apply_landlock(const ChildPlan& plan);
-void install_seccomp(const ChildPlan& plan);
+// The program that came with "go" if one did, else the plan's.
+void install_seccomp(const ChildPlan& plan, const GoMessage& go);
+inline void install_seccomp(const ChildPlan& plan) {
+  install_seccomp(plan, GoMessage{});
+}
 // Sends `fd` with a message of `kind` over the sync socket (SCM_RIGHTS); the caller closes its
 // copy.
 void send_fd_to_parent(const ChildPlan& plan, ChildMessage::Kind kind, int fd, const char* what);

@@ -237,7 +237,28 @@ struct Launch {
   const std::string& run_id;
   const UsernsMapping* userns;  // --userns=auto
   std::optional<SandboxNetwork>& sandbox_network;
+  // RunOptions::compile_seccomp: its program, and what it threw (for run_sandbox()).
+  std::optional<SeccompProgram>& late_seccomp;
+  std::exception_ptr& late_failure;
 };
+
+// RunOptions::compile_seccomp, called while the child mounts. Returns the notify plan of the
+// program (nullptr: none). What it throws (an unreadable or bad profile) run_sandbox() throws
+// once the child is killed and the run cleaned up, as if the spec had failed to compile before.
+const SeccompNotifyPlan* compile_late_seccomp(Launch& l, Result& result) {
+  try {
+    l.late_seccomp = l.options.compile_seccomp();
+  } catch (...) {
+    l.late_failure = std::current_exception();
+    throw Error(ECANCELED, "compile the seccomp profile");  // unwinds the launch
+  }
+  result.isolation.seccomp = l.late_seccomp ? l.late_seccomp->name : "unconfined";
+  return l.late_seccomp && l.late_seccomp->notify ? &*l.late_seccomp->notify : nullptr;
+}
+
+bool seccomp_comes_late(const Launch& l) {
+  return l.options.compile_seccomp && !l.spec.seccomp;
+}
 
 // veth and slirp: the sandbox's network is made on a thread of its own while the supervisor's
 // main thread writes the id maps and attaches the child to its cgroups (a v1 attach waits for an
@@ -335,6 +356,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
     if (has_network_to_make(l.network) && !network_needs_the_childs_listener(l.network))
       builder.emplace(network, l.network, std::move(sandbox));
     if (!l.cgroup) l.make_cgroup();  // v1: while the child mounts; it joins after "go"
+    if (seccomp_comes_late(l)) notify = compile_late_seccomp(l, result);
     std::vector<UniqueFd> cgroup_tasks = l.cgroup->open_self_attach_files();
     if (l.userns)
       map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
@@ -348,7 +370,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
       // No listener: the child failed first, and supervise() reports its message.
       if (sandbox.proxy_listener) network.emplace(l.network, std::move(sandbox));
     }
-    send_go(sync_parent.get(), cgroup_tasks);
+    send_go(sync_parent.get(), cgroup_tasks, l.late_seccomp ? &*l.late_seccomp : nullptr);
   } catch (...) {
     // Before "go" the child is alone (it forks nothing before), in the cgroup or not yet.
     syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
@@ -401,6 +423,8 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
 
   Result result;
   result.limits = spec.limits;
+  std::optional<SeccompProgram> late_seccomp;
+  std::exception_ptr late_failure;
   const CgroupHost& host = cgroup_host();
   result.isolation = isolation_of(spec, network_plan, host.mode);
   try {
@@ -428,16 +452,18 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     if (host.mode == CgroupHost::Mode::None)
       add_rlimit_fallbacks(spec.limits, plan.own_user_ns, plan.rlimits, result.enforced,
                            result.warnings);
-    Launch launch{spec,         options, plan,
-                  state,        cgroup,  make_cgroup,
-                  network_plan, run_id,  userns ? &userns->mapping() : nullptr,
-                  network};
+    Launch launch{spec,         options,      plan,
+                  state,        cgroup,       make_cgroup,
+                  network_plan, run_id,       userns ? &userns->mapping() : nullptr,
+                  network,      late_seccomp, late_failure};
     supervise_child(launch, result, start);
     cgroup->remove();
   } catch (const Error& e) {
     result.status = Status::RuntimeError;
     result.error = e.what();
   }
+  // The run's state and cgroup are gone by now.
+  if (late_failure) std::rethrow_exception(late_failure);
   return result;
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "sandcell_cli.hpp"
 
@@ -52,6 +53,27 @@ TEST(BadInput, CommandMissingInRootfsIs127) {
   EXPECT_EQ(json.record["status"], "runtime_error");
   EXPECT_EQ(run_state_entries(), 0u);
   EXPECT_TRUE(sandcell_cgroups().empty());
+}
+
+// The profile is read after the clone, while the child mounts (RunOptions::compile_seccomp):
+// a bad one must still be one line and exit 125, with the child killed and nothing left.
+TEST(BadInput, BadSeccompProfileAfterTheCloneLeavesNothing) {
+  const std::string bad_json = fs::temp_directory_path() / "sandcell-bad-profile.json";
+  {
+    std::ofstream(bad_json) << "{\"defaultAction\": ";  // cut short
+  }
+  for (const std::string& profile : {std::string("/nonexistent/profile.json"), bad_json}) {
+    auto r =
+        run_sandcell({"run", "--rootfs", test_rootfs(), "--seccomp", profile, "--", "/bin/true"});
+    expect_one_line_error(r, 125, profile);
+    auto json = run_sandcell(
+        {"run", "--rootfs", test_rootfs(), "--seccomp", profile, "--json", "--", "/bin/true"});
+    EXPECT_EQ(json.exit_code, 125);
+    EXPECT_TRUE(json.out.empty()) << "an input error prints no record: " << json.out;
+    EXPECT_EQ(run_state_entries(), 0u);
+    EXPECT_TRUE(sandcell_cgroups().empty());
+  }
+  fs::remove(bad_json);
 }
 
 TEST(BadInput, NotExecutableIs126) {
