@@ -2,6 +2,7 @@
 // Everything the child needs between clone and execve, prepared by the parent. The child may
 // run in a copy of a multi-threaded process (servers), so it must not allocate or take locks:
 // it only reads this plan and makes syscalls.
+#include <sched.h>
 #include <sys/capability.h>
 
 #include <memory>
@@ -173,6 +174,11 @@ struct ChildPlan {
   // socket open itself and never see the supervisor die.
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
   int sync_fd = -1, supervisor_sync_fd = -1;
+
+  // The supervisor cloned while pinned to its CPU (cpu_handoff.hpp): the child's first step puts
+  // back this mask, sandcell's own, which the program then inherits.
+  bool restore_cpus = false;
+  cpu_set_t cpus{};
 
   std::unique_ptr<ContainerPlan> container;  // OCI containers only
 };

@@ -39,6 +39,11 @@ void reset_signals() {
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
 }
 
+void restore_cpu_mask(const ChildPlan& plan) {
+  if (plan.restore_cpus && sched_setaffinity(0, sizeof plan.cpus, &plan.cpus) < 0)
+    child_fail(plan, "restore sandcell's CPU affinity");
+}
+
 size_t receive_from_supervisor(const ChildPlan& plan, int* fds, size_t max, const char* what,
                                const iovec* extra, size_t extra_count, size_t* extra_bytes) {
   char tag = 0;

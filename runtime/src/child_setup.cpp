@@ -14,6 +14,7 @@ namespace sandcell::runtime {
 // One step per line, the reason in a column beside it.
 // clang-format off
 [[noreturn]] void run_child(const ChildPlan& plan) {
+  restore_cpu_mask(plan);         // the supervisor cloned pinned to its CPU (cpu_handoff.hpp)
   close(plan.supervisor_sync_fd);  // so a supervisor killed before "go" is a hang-up, not a hang
   reset_signals();
   install_stdio(plan);

@@ -43,6 +43,7 @@ void make_device_nodes(const ChildPlan& plan, int devfd);  // null zero full ran
 
 // child_process.cpp
 void reset_signals();
+void restore_cpu_mask(const ChildPlan& plan);  // ChildPlan::cpus, when the supervisor pinned
 void install_stdio(const ChildPlan& plan);
 // One message of the supervisor's on the sync socket, with up to `max` fds (SCM_RIGHTS) into
 // `fds`; returns how many came. Exits 125 if the supervisor is gone; fails the child with `what`

@@ -20,6 +20,7 @@
 
 #include "child_messages.hpp"
 #include "child_plan.hpp"
+#include "cpu_handoff.hpp"
 #include "network_setup.hpp"
 #include "rootless_limits.hpp"
 #include "run_state.hpp"
@@ -335,7 +336,15 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
 
   InterruptSignals interrupts;
   UniqueFd pidfd;
+  // Not with a network to make: its threads (and the proxy's) would inherit the narrowed mask.
+  std::optional<CpuHandOff> handoff;
+  if (!has_network_to_make(l.network)) handoff.emplace();
+  if (handoff && handoff->original()) {
+    plan.restore_cpus = true;
+    plan.cpus = *handoff->original();
+  }
   pid_t pid = clone_child(plan, l.cgroup.get(), pidfd);
+  if (handoff) handoff->leave();
   sync_child.reset();
   out.write_end.reset();
   err.write_end.reset();
@@ -371,6 +380,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
       if (sandbox.proxy_listener) network.emplace(l.network, std::move(sandbox));
     }
     send_go(sync_parent.get(), cgroup_tasks, l.late_seccomp ? &*l.late_seccomp : nullptr);
+    if (handoff) handoff->restore();
   } catch (...) {
     // Before "go" the child is alone (it forks nothing before), in the cgroup or not yet.
     syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);

@@ -1,0 +1,115 @@
+// The supervisor clones pinned to its CPU and then moves away (runtime/src/cpu_handoff.hpp), and
+// the seccomp program is made after the clone (RunOptions::compile_seccomp). Neither may show:
+// the program gets sandcell's own CPU mask, a caller of run_sandbox() gets its mask back, and the
+// late program confines and reports as the spec's would.
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/sandbox.hpp"
+#include "sandcell/seccomp/docker_profile.hpp"
+#include "sandcell/seccomp/profile.hpp"
+#include "sandcell_cli.hpp"
+
+namespace sandcell::test {
+namespace {
+
+std::string own_status_field(const std::string& name) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(name + ":", 0) == 0)
+      return line.substr(line.find_first_not_of(" \t", name.size() + 1));
+  return "";
+}
+
+runtime::Result run_direct(runtime::Spec spec, const runtime::RunOptions& base, std::string& out) {
+  runtime::RunOptions options = base;
+  options.output = [&](runtime::Stream, std::span<const char> bytes) {
+    out.append(bytes.begin(), bytes.end());
+  };
+  options.stdin_fd = -1;
+  return runtime::run_sandbox(spec, options);
+}
+
+runtime::Spec spec_running(std::vector<std::string> args) {
+  runtime::Spec spec = runtime::default_spec();
+  spec.rootfs_layers = {test_rootfs()};
+  spec.args = std::move(args);
+  return spec;
+}
+
+TEST(CpuHandOff, ProgramGetsSandcellsOwnCpuMask) {
+  const std::string mine = own_status_field("Cpus_allowed_list");
+  ASSERT_FALSE(mine.empty());
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"});
+  EXPECT_EQ(r.record.value("stdout", ""), "Cpus_allowed_list:\t" + mine + "\n") << r.out;
+  // A one-CPU mask has nowhere to hand off to; it still reaches the program unchanged.
+  const unsigned last = std::thread::hardware_concurrency() - 1;
+  auto pinned = run_program({"/usr/bin/taskset", "-c", std::to_string(last), sandcell_binary(),
+                             "run", "--json", "--rootfs", test_rootfs(), "--", "/bin/sh", "-c",
+                             "grep Cpus_allowed_list /proc/self/status"});
+  ASSERT_EQ(pinned.exit_code, 0) << pinned.err;
+  EXPECT_NE(pinned.out.find("Cpus_allowed_list:\\t" + std::to_string(last) + "\\n"),
+            std::string::npos)
+      << pinned.out;
+}
+
+TEST(CpuHandOff, CallerGetsItsMaskBackAfterTheRun) {
+  cpu_set_t before, after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  std::string out;
+  runtime::Result result = run_direct(spec_running({"/bin/true"}), {}, out);
+  EXPECT_EQ(result.status, runtime::Status::Ok) << result.error;
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after))
+      << "CPUs before " << CPU_COUNT(&before) << ", after " << CPU_COUNT(&after);
+}
+
+TEST(LateSeccomp, ProgramMadeAfterTheCloneConfinesAndReports) {
+  runtime::RunOptions options;
+  bool compiled = false;
+  options.compile_seccomp = [&]() -> std::optional<runtime::SeccompProgram> {
+    compiled = true;
+    auto profile = seccomp::load_profile_arg("default", {});
+    runtime::SeccompProgram program = seccomp::compile(*profile, {.report_denials = true});
+    program.name = "default";
+    return program;
+  };
+  std::string out;
+  runtime::Result result =
+      run_direct(spec_running({"/bin/sh", "-c",
+                               "grep '^Seccomp:' /proc/self/status; /bin/sc-probe syscall keyctl"}),
+                 options, out);
+  EXPECT_TRUE(compiled);
+  EXPECT_EQ(out, "Seccomp:\t2\nkeyctl errno=EPERM\n") << result.error;
+  EXPECT_EQ(result.isolation.seccomp, "default");
+  ASSERT_EQ(result.events.denied_syscalls.size(), 1u);
+  EXPECT_EQ(result.events.denied_syscalls[0].name, "keyctl");
+}
+
+TEST(LateSeccomp, NulloptMeansUnconfined) {
+  runtime::RunOptions options;
+  options.compile_seccomp = [] { return std::optional<runtime::SeccompProgram>(); };
+  std::string out;
+  runtime::Result result = run_direct(
+      spec_running({"/bin/sh", "-c", "grep '^Seccomp:' /proc/self/status"}), options, out);
+  EXPECT_EQ(out, "Seccomp:\t0\n") << result.error;
+  EXPECT_EQ(result.isolation.seccomp, "unconfined");
+}
+
+TEST(LateSeccomp, WhatItThrowsComesOutOfRunSandboxAfterCleanup) {
+  runtime::RunOptions options;
+  options.compile_seccomp = []() -> std::optional<runtime::SeccompProgram> {
+    throw sandcell::Error::invalid("no such profile: test");
+  };
+  std::string out;
+  EXPECT_THROW(run_direct(spec_running({"/bin/true"}), options, out), sandcell::Error);
+  EXPECT_TRUE(sandcell_cgroups().empty());
+}
+
+}  // namespace
+}  // namespace sandcell::test
