@@ -17,12 +17,13 @@ uint64_t cpu_quota_us(double cpus) {
   return std::max<uint64_t>(1000, static_cast<uint64_t>(quota));
 }
 
-std::unique_ptr<Cgroup> create_cgroup(const CgroupHost& host, const std::string& run_id) {
+std::unique_ptr<Cgroup> create_cgroup(const CgroupHost& host, const std::string& run_id,
+                                      CgroupNeeds needs) {
   switch (host.mode) {
     case CgroupHost::Mode::V2:
       return std::make_unique<CgroupV2>(host.v2_root, run_id);
     case CgroupHost::Mode::V1:
-      return std::make_unique<CgroupV1>(host.v1_roots, run_id);
+      return std::make_unique<CgroupV1>(host.v1_roots, run_id, needs);
     case CgroupHost::Mode::None:
       break;
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <string_view>
 #include <utility>
 
 #include "cgroup_files.hpp"
@@ -24,14 +25,20 @@ constexpr std::chrono::milliseconds kV1FreezeLimit{1000};
 }  // namespace
 
 CgroupV1::CgroupV1(const std::map<std::string, std::string>& controller_mounts,
-                   const std::string& run_id) {
+                   const std::string& run_id, CgroupNeeds needs) {
   cgroupfs::check_run_id(run_id);
   try {
     for (const char* controller : kControllers) {
       const auto mount = controller_mounts.find(controller);
       if (mount == controller_mounts.end()) continue;
       const std::string dir = mount->second + "/" + kCgroupParent + "/" + run_id;
-      if (std::find(dirs_.begin(), dirs_.end(), dir) == dirs_.end()) {
+      const bool made = std::find(dirs_.begin(), dirs_.end(), dir) != dirs_.end();
+      const std::string_view name = controller;
+      // Not needed: left out, unless co-mounted with one that is ("cpu,cpuacct"): free then.
+      if (!made &&
+          ((name == "freezer" && !needs.freezer) || (name == "cpuacct" && !needs.cpu_usage)))
+        continue;
+      if (!made) {
         cgroupfs::make_dir(mount->second + "/" + kCgroupParent);
         cgroupfs::make_dir(dir);
         dirs_.push_back(dir);

@@ -37,7 +37,8 @@ class CgroupV2 final : public Cgroup {
 // point, so co-mounted "cpu,cpuacct" share one).
 class CgroupV1 final : public Cgroup {
  public:
-  CgroupV1(const std::map<std::string, std::string>& controller_mounts, const std::string& run_id);
+  CgroupV1(const std::map<std::string, std::string>& controller_mounts, const std::string& run_id,
+           CgroupNeeds needs = {});
   ~CgroupV1() override;
   CgroupHost::Mode mode() const override { return CgroupHost::Mode::V1; }
   std::map<std::string, Enforcement> apply(const Limits& limits) override;

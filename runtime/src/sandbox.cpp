@@ -453,11 +453,12 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     }
     std::unique_ptr<Cgroup> cgroup;
     const std::function<void()> make_cgroup = [&] {
-      cgroup = create_cgroup(host, run_id);
+      cgroup = create_cgroup(host, run_id, {.freezer = false});
       result.enforced = enforce_limits(*cgroup, spec.limits);
     };
-    // v1's five hierarchies (mkdir, limits: ~0.2 ms) are made while the child sets up its
-    // mounts; v2 must exist for clone3 (CLONE_INTO_CGROUP) and "none" decides the rlimits.
+    // v1's hierarchies (memory, pids, cpu, cpuacct; no freezer: the pid namespace ends the
+    // tree, see CgroupNeeds) are made while the child sets up its mounts; v2 must exist for
+    // clone3 (CLONE_INTO_CGROUP) and "none" decides the rlimits.
     if (host.mode != CgroupHost::Mode::V1) make_cgroup();
     if (host.mode == CgroupHost::Mode::None)
       add_rlimit_fallbacks(spec.limits, plan.own_user_ns, plan.rlimits, result.enforced,

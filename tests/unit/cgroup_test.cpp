@@ -381,6 +381,34 @@ TEST(CgroupV1Fake, Usage_ReadsCpuacctMaxUsageOomControlAndPidsEvents) {
   EXPECT_EQ(usage.pids_limit_hits, 5u);
 }
 
+// A sandbox (pid namespace: no freezer; no --cpu-time: no live CPU counter) makes only what it
+// uses; cpuacct co-mounted with cpu comes free and is still read.
+TEST(CgroupV1Fake, Create_WithoutFreezerAndCpuUsage_SkipsThoseHierarchies) {
+  FakeV1Tree tree;
+  tree.host.v1_roots["cpu"] = tree.tmp.path() + "/cpu";
+  tree.host.v1_roots["cpuacct"] = tree.tmp.path() + "/cpuacct";
+  for (const auto& [controller, mount] : tree.host.v1_roots) fs::create_directories(mount);
+  auto cgroup = create_cgroup(tree.host, "run1", {.freezer = false, .cpu_usage = false});
+
+  const std::vector<std::string> expected = {tree.memory, tree.pids,
+                                             tree.tmp.path() + "/cpu/sandcell/run1"};
+  EXPECT_EQ(cgroup->paths(), expected);
+  EXPECT_FALSE(fs::exists(tree.tmp.path() + "/freezer/sandcell/run1"));
+  EXPECT_FALSE(fs::exists(tree.tmp.path() + "/cpuacct/sandcell/run1"));
+  for (const std::string& dir : expected) put(dir + "/tasks", "");
+  EXPECT_EQ(cgroup->open_self_attach_files().size(), 3u);
+  EXPECT_EQ(cgroup->usage().cpu_ns, 0u);  // the caller falls back to rusage
+}
+
+TEST(CgroupV1Fake, Create_WithoutCpuUsage_StillReadsACoMountedCpuacct) {
+  FakeV1Tree tree;
+  auto cgroup = create_cgroup(tree.host, "run1", {.freezer = false, .cpu_usage = false});
+  put(tree.cpu + "/cpuacct.usage", "2000000\n");
+
+  EXPECT_EQ(cgroup->paths().size(), 3u);
+  EXPECT_EQ(cgroup->usage().cpu_ns, 2000000u);
+}
+
 TEST(CgroupNoneTest, None_AppliesNothingAndReportsZeros) {
   auto cgroup = create_cgroup(CgroupHost{}, "run1");
 

@@ -64,8 +64,20 @@ class Cgroup {
   virtual std::vector<std::string> paths() const = 0;
 };
 
+// The v1 hierarchies a cgroup needs besides memory, pids and cpu (v2 has all in one directory).
+// Each v1 cgroup made and removed costs a run ~0.1 ms, and as much again in the kernel's deferred
+// work (bench/README.md, floor.sh). A sandbox's pid namespace already ends the whole tree when
+// its init dies, so it needs no freezer. It does need cpuacct: rusage misses the CPU time of the
+// processes the kernel kills with the namespace (the dying init ignores SIGCHLD, so they are
+// reaped without being counted).
+struct CgroupNeeds {
+  bool freezer = true;    // kill_all() without a window for forks (no pid namespace to rely on)
+  bool cpu_usage = true;  // cpuacct: usage().cpu_ns
+};
+
 // Creates <root>/sandcell/<run_id> in each hierarchy the mode uses (the parent too, if missing).
-std::unique_ptr<Cgroup> create_cgroup(const CgroupHost& host, const std::string& run_id);
+std::unique_ptr<Cgroup> create_cgroup(const CgroupHost& host, const std::string& run_id,
+                                      CgroupNeeds needs = {});
 
 // For tests and gc: a v2 cgroup below an explicit root directory (a real unified mount or a fake
 // cgroupfs directory).
