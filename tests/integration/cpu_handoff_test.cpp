@@ -7,7 +7,6 @@
 
 #include <fstream>
 #include <string>
-#include <thread>
 
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/sandbox.hpp"
@@ -48,7 +47,10 @@ TEST(CpuHandOff, ProgramGetsSandcellsOwnCpuMask) {
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"});
   EXPECT_EQ(r.record.value("stdout", ""), "Cpus_allowed_list:\t" + mine + "\n") << r.out;
   // A one-CPU mask has nowhere to hand off to; it still reaches the program unchanged.
-  const unsigned last = std::thread::hardware_concurrency() - 1;
+  cpu_set_t own;
+  ASSERT_EQ(sched_getaffinity(0, sizeof own, &own), 0);
+  int last = CPU_SETSIZE - 1;
+  while (last > 0 && !CPU_ISSET(last, &own)) --last;  // the highest CPU this test may use
   auto pinned = run_program({"/usr/bin/taskset", "-c", std::to_string(last), sandcell_binary(),
                              "run", "--json", "--rootfs", test_rootfs(), "--", "/bin/sh", "-c",
                              "grep Cpus_allowed_list /proc/self/status"});
