@@ -196,11 +196,15 @@ void SafeExtractor::extract(archive* a, archive_entry* e, const std::vector<std:
         throw Error(errno, "mkdir " + dest_ + "/" + join(parts, parts.size()));
       dirs_[join(parts, parts.size())] = std::move(attrs);
       return;
-    case AE_IFLNK:
-      // The target is stored verbatim; it is only ever resolved inside the root.
-      if (::symlinkat(archive_entry_symlink(e), parent.get(), name.c_str()) != 0)
+    case AE_IFLNK: {
+      // The target is stored verbatim; it is only ever resolved inside the root. A tar symlink
+      // header with an empty link name has none at all (libarchive returns null).
+      const char* target = archive_entry_symlink(e);
+      if (target == nullptr || *target == '\0') throw Rejected{"symlink without a target"};
+      if (::symlinkat(target, parent.get(), name.c_str()) != 0)
         throw Rejected{std::string("symlink: ") + std::strerror(errno)};
       return set_owner_and_time(parent.get(), name, attrs);
+    }
     default:  // AE_IFIFO
       if (::mknodat(parent.get(), name.c_str(), S_IFIFO | 0600, 0) != 0)
         throw Error(errno, "mkfifo " + join(parts, parts.size()));
