@@ -48,9 +48,15 @@ static void write_file(const char* path, const char* value) {
   close(fd);
 }
 
+static void write_in(const char* dir, const char* name, const char* value) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  write_file(path, value);
+}
+
 // ---- cgroups: v2 when the unified tree has memory, pids and cpu, else v1 -------------------------
 static const char* const kV1[] = {"freezer", "memory", "pids", "cpu", "cpuacct"};
-static char cgroup_dirs[5][128];
+static char cgroup_dirs[5][256];
 static int cgroup_count;
 
 static void make_cgroups(void) {
@@ -68,12 +74,9 @@ static void make_cgroups(void) {
     snprintf(cgroup_dirs[0], sizeof cgroup_dirs[0], "/sys/fs/cgroup/sandcell/floor-%d", getpid());
     if (mkdir(cgroup_dirs[0], 0755) < 0) die(cgroup_dirs[0]);
     cgroup_count = 1;
-    snprintf(path, sizeof path, "%s/memory.max", cgroup_dirs[0]);
-    write_file(path, "536870912");
-    snprintf(path, sizeof path, "%s/pids.max", cgroup_dirs[0]);
-    write_file(path, "129");
-    snprintf(path, sizeof path, "%s/cpu.max", cgroup_dirs[0]);
-    write_file(path, "100000 100000");
+    write_in(cgroup_dirs[0], "memory.max", "536870912");
+    write_in(cgroup_dirs[0], "pids.max", "129");
+    write_in(cgroup_dirs[0], "cpu.max", "100000 100000");
     return;
   }
   for (int i = 0; i < 5; ++i) {
@@ -83,20 +86,14 @@ static void make_cgroups(void) {
     if (mkdir(cgroup_dirs[i], 0755) < 0) die(cgroup_dirs[i]);
     cgroup_count = i + 1;
   }
-  snprintf(path, sizeof path, "%s/memory.limit_in_bytes", cgroup_dirs[1]);
-  write_file(path, "536870912");
-  snprintf(path, sizeof path, "%s/pids.max", cgroup_dirs[2]);
-  write_file(path, "129");
-  snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", cgroup_dirs[3]);
-  write_file(path, "100000");
+  write_in(cgroup_dirs[1], "memory.limit_in_bytes", "536870912");
+  write_in(cgroup_dirs[2], "pids.max", "129");
+  write_in(cgroup_dirs[3], "cpu.cfs_quota_us", "100000");
 }
 
 static void join_cgroups(void) {  // in the child: v1 "tasks" (or v2 "cgroup.procs") gets "0"
-  char path[192];
-  for (int i = 0; i < cgroup_count; ++i) {
-    snprintf(path, sizeof path, "%s/%s", cgroup_dirs[i], cgroup_count == 1 ? "cgroup.procs" : "tasks");
-    write_file(path, "0");
-  }
+  for (int i = 0; i < cgroup_count; ++i)
+    write_in(cgroup_dirs[i], cgroup_count == 1 ? "cgroup.procs" : "tasks", "0");
 }
 
 static void remove_cgroups(void) {
