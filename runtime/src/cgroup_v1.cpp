@@ -133,6 +133,17 @@ std::vector<UniqueFd> CgroupV1::open_self_attach_files() const {
   return fds;
 }
 
+std::vector<UniqueFd> CgroupV1::open_parent_attach_files() const {
+  std::vector<UniqueFd> fds;
+  for (const auto& dir : dirs_) {
+    const std::string tasks = dir.substr(0, dir.rfind('/')) + "/tasks";  // <mount>/sandcell/tasks
+    UniqueFd fd(open(tasks.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) throw Error(errno, "open " + tasks);
+    fds.push_back(std::move(fd));
+  }
+  return fds;
+}
+
 CgroupUsage CgroupV1::usage() const {
   return {
       .cpu_ns = cgroupfs::single_value(file("cpuacct", "cpuacct.usage")).value_or(0),
@@ -172,12 +183,13 @@ void CgroupV1::kill_all() {
   if (frozen) freeze("THAWED");
 }
 
+bool CgroupV1::remove_if_empty() {
+  if (!removed_ && cgroupfs::remove_if_empty({dirs_.rbegin(), dirs_.rend()})) removed_ = true;
+  return removed_;
+}
+
 void CgroupV1::remove() {
-  if (removed_) return;
-  if (cgroupfs::remove_if_empty({dirs_.rbegin(), dirs_.rend()})) {
-    removed_ = true;
-    return;
-  }
+  if (remove_if_empty()) return;
   kill_all();
   // Only the run directories and what the sandbox may have made below them; never the parent.
   std::vector<std::string> all;

@@ -127,13 +127,16 @@ void CgroupV2::freeze_and_kill() {
   if (can_freeze) cgroupfs::write(file("cgroup.freeze"), "0");
 }
 
-void CgroupV2::remove() {
-  if (removed_) return;
-  if (cgroupfs::remove_if_empty({dir_})) {
+bool CgroupV2::remove_if_empty() {
+  if (!removed_ && cgroupfs::remove_if_empty({dir_})) {
     dir_fd_.reset();
     removed_ = true;
-    return;
   }
+  return removed_;
+}
+
+void CgroupV2::remove() {
+  if (remove_if_empty()) return;
   kill_all();
   // Only the run directory and what the sandbox may have made below it; never the parent.
   cgroupfs::kill_and_remove(cgroupfs::tree_bottom_up(dir_));

@@ -21,6 +21,7 @@ class CgroupV2 final : public Cgroup {
   CgroupUsage usage() const override;
   void kill_all() override;
   void remove() override;
+  bool remove_if_empty() override;
   void release() override { removed_ = true; }
   std::vector<std::string> paths() const override;
 
@@ -44,9 +45,11 @@ class CgroupV1 final : public Cgroup {
   std::map<std::string, Enforcement> apply(const Limits& limits) override;
   void add_process(pid_t pid) override;
   std::vector<UniqueFd> open_self_attach_files() const override;
+  std::vector<UniqueFd> open_parent_attach_files() const override;
   CgroupUsage usage() const override;
   void kill_all() override;
   void remove() override;
+  bool remove_if_empty() override;
   void release() override { removed_ = true; }
   std::vector<std::string> paths() const override;
 
@@ -71,6 +74,7 @@ class CgroupNone final : public Cgroup {
   CgroupUsage usage() const override;
   void kill_all() override;
   void remove() override;
+  bool remove_if_empty() override { return true; }
   void release() override {}
   std::vector<std::string> paths() const override;
 };

@@ -62,8 +62,10 @@ UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd) {
 }
 
 void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
-             const SeccompProgram* late_seccomp) {
-  char go = 'g';
+             const SeccompProgram* late_seccomp, const std::vector<UniqueFd>& parent_tasks) {
+  if (!parent_tasks.empty() && parent_tasks.size() != cgroup_tasks.size())
+    throw Error(EINVAL, "a parent cgroup for each hierarchy the child joins");
+  char go = parent_tasks.empty() ? kGoTag : kGoAndLeaveTag;
   LateSeccompHeader late;
   iovec data[3] = {{.iov_base = &go, .iov_len = 1}};
   msghdr header{};
@@ -83,19 +85,23 @@ void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
                .iov_len = late.count * sizeof(sock_filter)};
     header.msg_iovlen = 3;
   }
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxCgroupTasksFds)] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxCgroupTasksFds * 2)] = {};
   if (cgroup_tasks.size() > kMaxCgroupTasksFds)
     throw Error(E2BIG, "more cgroup hierarchies than the child takes");
-  if (!cgroup_tasks.empty()) {
+  const size_t count = cgroup_tasks.size() + parent_tasks.size();
+  if (count > 0) {
     header.msg_control = control;
-    header.msg_controllen = CMSG_SPACE(sizeof(int) * cgroup_tasks.size());
+    header.msg_controllen = CMSG_SPACE(sizeof(int) * count);
     cmsghdr* fds = CMSG_FIRSTHDR(&header);
     fds->cmsg_level = SOL_SOCKET;
     fds->cmsg_type = SCM_RIGHTS;
-    fds->cmsg_len = CMSG_LEN(sizeof(int) * cgroup_tasks.size());
-    for (size_t i = 0; i < cgroup_tasks.size(); ++i) {
-      const int fd = cgroup_tasks[i].get();
-      memcpy(CMSG_DATA(fds) + i * sizeof(int), &fd, sizeof fd);
+    fds->cmsg_len = CMSG_LEN(sizeof(int) * count);
+    size_t i = 0;
+    for (const auto* list : {&cgroup_tasks, &parent_tasks}) {
+      for (const UniqueFd& tasks : *list) {
+        const int fd = tasks.get();
+        memcpy(CMSG_DATA(fds) + i++ * sizeof(int), &fd, sizeof fd);
+      }
     }
   }
   // A child that failed a setup step has said why on the socket and exited: nobody is left to

@@ -35,6 +35,10 @@ constexpr size_t kMaxIdmappedLayers = 128;
 // v1: the `tasks` files of the sandbox's cgroup, one per hierarchy, come with "go"
 // (sandbox.cpp, send_go); the child writes "0" into each and so moves itself.
 constexpr size_t kMaxCgroupTasksFds = 8;
+// The tag byte of "go": the fds that come with it are `tasks` files to join, or (kGoAndLeaveTag)
+// as many to join and then as many of their parents, to leave by once the program has exited.
+constexpr char kGoTag = 'g';
+constexpr char kGoAndLeaveTag = 'l';
 
 struct CapFree {
   void operator()(void* state) const { cap_free(state); }
@@ -208,6 +212,7 @@ struct ChildMessage {
   int kind = SetupFailed;
   int err = 0;          // errno of the failure
   int wait_status = 0;  // ProgramExited
+  int left_cgroups = 0;  // ProgramExited: the init has moved itself out of the run's cgroups
   char step[480] = {};  // the failed step, or the program that could not be executed
 };
 

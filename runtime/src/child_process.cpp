@@ -45,16 +45,17 @@ void restore_cpu_mask(const ChildPlan& plan) {
 }
 
 size_t receive_from_supervisor(const ChildPlan& plan, int* fds, size_t max, const char* what,
-                               const iovec* extra, size_t extra_count, size_t* extra_bytes) {
-  char tag = 0;
-  iovec data[4] = {{.iov_base = &tag, .iov_len = 1}};
+                               const iovec* extra, size_t extra_count, size_t* extra_bytes,
+                               char* tag) {
+  char first = 0;
+  iovec data[4] = {{.iov_base = tag != nullptr ? tag : &first, .iov_len = 1}};
   if (extra_count > 3) {
     errno = EINVAL;
     child_fail(plan, "%s (too many buffers)", what);
   }
   for (size_t i = 0; i < extra_count; ++i) data[i + 1] = extra[i];
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxIdmappedLayers)];
-  static_assert(kMaxCgroupTasksFds <= kMaxIdmappedLayers, "the control buffer fits the larger");
+  static_assert(2 * kMaxCgroupTasksFds <= kMaxIdmappedLayers, "the control buffer fits the larger");
   msghdr header{};
   header.msg_iov = data;
   header.msg_iovlen = 1 + extra_count;
@@ -88,9 +89,21 @@ GoMessage wait_for_go(const ChildPlan& plan) {
   const iovec extra[] = {{.iov_base = &late, .iov_len = sizeof late},
                          {.iov_base = filter, .iov_len = sizeof filter}};
   size_t extra_bytes = 0;
+  char tag = kGoTag;
+  int fds[2 * kMaxCgroupTasksFds];
+  size_t count = receive_from_supervisor(plan, fds, 2 * kMaxCgroupTasksFds, "wait for the go-ahead",
+                                         extra, 2, &extra_bytes, &tag);
   GoMessage go;
-  go.cgroup_tasks_count = receive_from_supervisor(plan, go.cgroup_tasks_fds, kMaxCgroupTasksFds,
-                                                  "wait for the go-ahead", extra, 2, &extra_bytes);
+  // kGoAndLeaveTag: as many parents' `tasks` files as the ones to join, after them.
+  const size_t leave = tag == kGoAndLeaveTag ? count / 2 : 0;
+  if ((leave > 0 && count % 2 != 0) || count - leave > kMaxCgroupTasksFds) {
+    errno = EPROTO;
+    child_fail(plan, "receive the cgroup files (%zu)", count);
+  }
+  go.cgroup_tasks_count = count - leave;
+  memcpy(go.cgroup_tasks_fds, fds, go.cgroup_tasks_count * sizeof(int));
+  go.parent_tasks_count = leave;
+  memcpy(go.parent_tasks_fds, fds + go.cgroup_tasks_count, leave * sizeof(int));
   if (extra_bytes == 0) return go;
   if (extra_bytes < sizeof late || late.count > BPF_MAXINSNS ||
       extra_bytes != sizeof late + late.count * sizeof(sock_filter)) {
@@ -354,17 +367,46 @@ void hide_command_line() {
 // nothing, and orphans it never waits for stay zombies. So pid 1 is this loop instead, as
 // confined as the program (it runs after seccomp): it reaps everything, and when the program
 // exits it reports the program's wait status and exits, and the kernel kills what is left.
-#if !defined(__SANITIZE_ADDRESS__)
 namespace {
 
+#if !defined(__SANITIZE_ADDRESS__)
 int exec_program_entry(void* plan) {
   exec_program(*static_cast<const ChildPlan*>(plan));
 }
-
-}  // namespace
 #endif
 
-void run_program_under_init(const ChildPlan& plan) {
+// Closes every fd but `keep` (at most kMaxCgroupTasksFds + 1 of them), without allocating.
+void close_all_but(const int* keep, size_t count) {
+  unsigned sorted[kMaxCgroupTasksFds + 1];
+  for (size_t i = 0; i < count; ++i) {  // insertion sort: a handful of fds
+    size_t j = i;
+    for (; j > 0 && sorted[j - 1] > static_cast<unsigned>(keep[i]); --j) sorted[j] = sorted[j - 1];
+    sorted[j] = static_cast<unsigned>(keep[i]);
+  }
+  unsigned from = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (sorted[i] > from) syscall(SYS_close_range, from, sorted[i] - 1, 0U);
+    from = sorted[i] + 1;
+  }
+  syscall(SYS_close_range, from, ~0U, 0U);
+}
+
+// The program has exited: the init moves itself into the parents of the run's cgroups, so they
+// are empty once the program's own processes are gone, and the supervisor removes them while
+// the init tears its namespaces down. Writing "0" moves the writer, which needs no privilege
+// (the supervisor opened the files) and no RCU grace period. False if it did not move.
+bool leave_cgroups(const GoMessage& go) {
+  bool left = go.parent_tasks_count > 0;
+  for (size_t i = 0; i < go.parent_tasks_count; ++i) {
+    left = write(go.parent_tasks_fds[i], "0", 1) == 1 && left;  // a profile may deny write
+    close(go.parent_tasks_fds[i]);
+  }
+  return left;
+}
+
+}  // namespace
+
+void run_program_under_init(const ChildPlan& plan, const GoMessage& go) {
   // Before the program starts: it may read /proc/1/cmdline as soon as its execve returns.
   hide_command_line();
   // CLONE_VM | CLONE_VFORK, as posix_spawn does: the program does not get a copy of the address
@@ -382,19 +424,23 @@ void run_program_under_init(const ChildPlan& plan) {
                         CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<ChildPlan*>(&plan));
 #endif
   if (program < 0) child_fail(plan, "start the program under the sandbox's init");
-  // The init keeps only the sync socket. The program's streams end when the program ends, and
-  // the supervisor's fds the clone copied (the output pipes' read ends, its epoll and pidfds)
-  // would keep those files alive, and their epoll entries with them, until the init exits.
-  const unsigned sync_fd = static_cast<unsigned>(plan.sync_fd);
-  if (sync_fd > 0) syscall(SYS_close_range, 0U, sync_fd - 1, 0U);
-  syscall(SYS_close_range, sync_fd + 1, ~0U, 0U);
+  // The init keeps only the sync socket and the parents' `tasks` files. The program's streams
+  // end when the program ends, and the supervisor's fds the clone copied (the output pipes'
+  // read ends, its epoll and pidfds) would keep those files alive, and their epoll entries with
+  // them, until the init exits. The program cannot reach the files kept: the init is not
+  // dumpable, so neither /proc/1/fd nor pidfd_getfd() lets it in.
+  int keep[kMaxCgroupTasksFds + 1] = {plan.sync_fd};
+  memcpy(keep + 1, go.parent_tasks_fds, go.parent_tasks_count * sizeof(int));
+  close_all_but(keep, go.parent_tasks_count + 1);
   while (true) {
     int status = 0;
     pid_t reaped = waitpid(-1, &status, 0);
     if (reaped < 0 && errno == EINTR) continue;
     if (reaped < 0) _exit(125);  // no children: cannot happen before the program is reaped
     if (reaped != program) continue;
-    ChildMessage message{.kind = ChildMessage::ProgramExited, .wait_status = status};
+    ChildMessage message{.kind = ChildMessage::ProgramExited,
+                         .wait_status = status,
+                         .left_cgroups = leave_cgroups(go) ? 1 : 0};
     send_message(plan, message);
     _exit(0);
   }

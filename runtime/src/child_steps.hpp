@@ -49,14 +49,17 @@ void install_stdio(const ChildPlan& plan);
 // `fds`; returns how many came. Exits 125 if the supervisor is gone; fails the child with `what`
 // on an error or when more fds came than `max`.
 // `extra`: more of the message is read into these buffers (scatter), and `*extra_bytes` says how
-// many bytes landed there.
+// many bytes landed there. `tag`: where to put the message's first byte, if wanted.
 size_t receive_from_supervisor(const ChildPlan& plan, int* fds, size_t max, const char* what,
                                const iovec* extra = nullptr, size_t extra_count = 0,
-                               size_t* extra_bytes = nullptr);
+                               size_t* extra_bytes = nullptr, char* tag = nullptr);
 // The supervisor's go-ahead, and what came with it.
 struct GoMessage {
   int cgroup_tasks_fds[kMaxCgroupTasksFds];
   size_t cgroup_tasks_count = 0;
+  // kGoAndLeaveTag: the parents' `tasks` files, one per joined hierarchy, for the init to leave.
+  int parent_tasks_fds[kMaxCgroupTasksFds];
+  size_t parent_tasks_count = 0;
   // A seccomp program made after the clone (RunOptions::compile_seccomp), in a static buffer
   // of the child's: count 0 when none came.
   const LateSeccompHeader* late_seccomp = nullptr;
@@ -94,6 +97,6 @@ void set_not_dumpable(const ChildPlan& plan);
 void send_message(const ChildPlan& plan, const ChildMessage& message);
 // Starts the program as a child (pid 2) that execs it, and stays behind as the sandbox's pid 1:
 // reaps, reports the program's status, exits. Never returns.
-[[noreturn]] void run_program_under_init(const ChildPlan& plan);
+[[noreturn]] void run_program_under_init(const ChildPlan& plan, const GoMessage& go);
 
 }  // namespace sandcell::runtime

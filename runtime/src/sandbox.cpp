@@ -300,6 +300,15 @@ bool network_needs_the_childs_listener(const NetworkPlan& network) {
   return network.transport == NetworkTransport::Socket;
 }
 
+// The init has left the run's cgroups (Cgroup::open_parent_attach_files): what is in them now is
+// what the program left running. If that is nothing, they are removed at once, while the init
+// is still tearing its namespaces down, and the usage read just before is the run's.
+std::optional<CgroupUsage> usage_if_removed_early(Cgroup& cgroup) {
+  CgroupUsage usage = cgroup.usage();
+  if (!cgroup.remove_if_empty()) return std::nullopt;
+  return usage;
+}
+
 bool has_network_to_make(const NetworkPlan& network) {
   return network.mode == NetworkMode::Allow || network.mode == NetworkMode::Full;
 }
@@ -367,6 +376,8 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
     if (!l.cgroup) l.make_cgroup();  // v1: while the child mounts; it joins after "go"
     if (seccomp_comes_late(l)) notify = compile_late_seccomp(l, result);
     std::vector<UniqueFd> cgroup_tasks = l.cgroup->open_self_attach_files();
+    std::vector<UniqueFd> parent_tasks;
+    if (!cgroup_tasks.empty()) parent_tasks = l.cgroup->open_parent_attach_files();
     if (l.userns)
       map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
     plan.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
@@ -379,7 +390,8 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
       // No listener: the child failed first, and supervise() reports its message.
       if (sandbox.proxy_listener) network.emplace(l.network, std::move(sandbox));
     }
-    send_go(sync_parent.get(), cgroup_tasks, l.late_seccomp ? &*l.late_seccomp : nullptr);
+    send_go(sync_parent.get(), cgroup_tasks, l.late_seccomp ? &*l.late_seccomp : nullptr,
+            parent_tasks);
     if (handoff) handoff->restore();
   } catch (...) {
     // Before "go" the child is alone (it forks nothing before), in the cgroup or not yet.
@@ -388,6 +400,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
     rethrow_child_failure(sync_parent.get());
     throw;
   }
+  std::optional<CgroupUsage> early_usage;
   Supervised run{pid,
                  pidfd.get(),
                  out_pump,
@@ -397,15 +410,16 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                  interrupts.fd(),
                  sync_parent.get(),
                  notify,
-                 [&network] {
+                 [&network, &early_usage, &cgroup = *l.cgroup](bool init_left_cgroups) {
                    if (network) network->withdraw();
+                   if (init_left_cgroups) early_usage = usage_if_removed_early(cgroup);
                  }};
   SupervisionOutcome outcome = supervise(run);
   if (network) network->record(result.events);
   result.wall_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                              std::chrono::steady_clock::now() - start)
                                              .count());
-  CgroupUsage usage = l.cgroup->usage();
+  CgroupUsage usage = early_usage ? *early_usage : l.cgroup->usage();
   fill_outcome(result, outcome, usage, l.spec.limits);
   if (cpu_rlimit_hit(result)) result.status = Status::TimeoutCpu;
   result.events.denied_syscalls = outcome.denied_syscalls;

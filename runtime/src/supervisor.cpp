@@ -121,7 +121,7 @@ class Loop {
       return;
     }
     if (received->message.kind == ChildMessage::ProgramExited)
-      program_exited(received->message.wait_status);
+      program_exited(received->message);
     else if (received->message.kind != ChildMessage::SeccompListener)
       outcome_.child_failure = received->message;
   }
@@ -138,7 +138,7 @@ class Loop {
       denials_.emplace(std::move(received->fd), *run_.notify);
       watch(epoll_.get(), denials_->fd());
     } else if (received->message.kind == ChildMessage::ProgramExited) {
-      program_exited(received->message.wait_status);
+      program_exited(received->message);
     } else if (received->message.kind == ChildMessage::SetupFailed ||
                received->message.kind == ChildMessage::ExecFailed) {
       outcome_.child_failure = received->message;
@@ -146,15 +146,15 @@ class Loop {
     }
   }
 
-  void program_exited(int wait_status) {
-    program_wait_status_ = wait_status;
-    notify_program_exit();
+  void program_exited(const ChildMessage& message) {
+    program_wait_status_ = message.wait_status;
+    notify_program_exit(message.left_cgroups != 0);
   }
 
-  void notify_program_exit() {
+  void notify_program_exit(bool init_left_cgroups) {
     if (exit_notified_) return;
     exit_notified_ = true;
-    if (run_.on_program_exit) run_.on_program_exit();
+    if (run_.on_program_exit) run_.on_program_exit(init_left_cgroups);
   }
 
   // Records why the sandbox is stopped (only the first reason counts) and kills it.
@@ -170,7 +170,7 @@ class Loop {
     if (reaped_) return;
     if (wait4(run_.pid, &outcome_.wait_status, WNOHANG, &outcome_.usage) != run_.pid) return;
     reaped_ = true;
-    notify_program_exit();
+    notify_program_exit(false);
     unwatch(epoll_.get(), run_.pidfd);
     // pid 1 is gone, so the kernel has killed the rest of its namespace and the pipes close;
     // give the last output a bounded time to arrive.

@@ -28,7 +28,8 @@ struct Supervised {
   const SeccompNotifyPlan* notify;  // non-null when the filter reports denials
   // Called once, as soon as the program has exited (the init's report) or the init is reaped,
   // whichever comes first: what the sandbox no longer needs can go while it finishes exiting.
-  std::function<void()> on_program_exit = {};
+  // `init_left_cgroups`: the init reported that it moved itself out of the run's cgroups.
+  std::function<void(bool init_left_cgroups)> on_program_exit = {};
 };
 
 struct SupervisionOutcome {

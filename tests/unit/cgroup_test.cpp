@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -407,6 +408,43 @@ TEST(CgroupV1Fake, Create_WithoutCpuUsage_StillReadsACoMountedCpuacct) {
 
   EXPECT_EQ(cgroup->paths().size(), 3u);
   EXPECT_EQ(cgroup->usage().cpu_ns, 2000000u);
+}
+
+// A sandbox's init leaves by its parents' `tasks` files: one per run directory, in the same
+// order as open_self_attach_files(), so the child pairs them by position.
+TEST(CgroupV1Fake, ParentAttachFiles_AreTheSandcellParentsInTheOrderOfTheRunDirectories) {
+  FakeV1Tree tree;
+  auto cgroup = create_cgroup(tree.host, "run1", {.freezer = false});
+  for (const std::string& dir : cgroup->paths()) {
+    put(dir + "/tasks", "");
+    put(fs::path(dir).parent_path().string() + "/tasks", "");
+  }
+
+  std::vector<UniqueFd> parents = cgroup->open_parent_attach_files();
+
+  ASSERT_EQ(parents.size(), cgroup->open_self_attach_files().size());
+  for (size_t i = 0; i < parents.size(); ++i) {
+    const std::string parent = fs::path(cgroup->paths()[i]).parent_path().string();
+    ASSERT_EQ(write(parents[i].get(), "7", 1), 1);
+    EXPECT_EQ(get(parent + "/tasks"), "7") << parent;
+  }
+}
+
+// Early removal never kills or waits: a busy cgroup (here a directory with a file the fake
+// rmdir cannot remove) stays, and the full remove() still works afterwards.
+TEST(CgroupV1Fake, RemoveIfEmpty_LeavesABusyCgroupAndRemovesAnEmptyOne) {
+  FakeV1Tree tree;
+  auto cgroup = create_cgroup(tree.host, "run1", {.freezer = false});
+  put(tree.pids + "/busy", "");
+
+  EXPECT_FALSE(cgroup->remove_if_empty());
+  EXPECT_TRUE(fs::is_directory(tree.pids));
+
+  fs::remove(tree.pids + "/busy");
+  EXPECT_TRUE(cgroup->remove_if_empty());
+  for (const std::string& dir : {tree.memory, tree.pids, tree.cpu}) EXPECT_FALSE(fs::exists(dir));
+  EXPECT_TRUE(cgroup->remove_if_empty());  // idempotent
+  EXPECT_NO_THROW(cgroup->remove());
 }
 
 TEST(CgroupNoneTest, None_AppliesNothingAndReportsZeros) {
