@@ -80,6 +80,18 @@ TEST(HostileFilesystem, Cve2019_5736NoProcExeIsWritable) {
   EXPECT_EQ(status_of(r), "ok");
 }
 
+// The init keeps a few fds for the whole run (the sync socket and, on v1 hosts, the `tasks`
+// files of the `sandcell` parents it leaves by at the end): the program must reach none of them,
+// or it could move itself out of its limits. The init is not dumpable, so neither /proc/1/fd/N
+// nor pidfd_getfd() (both need ptrace access) let it in, even as uid 0 of the sandbox (which may
+// list the numbers: the directory is root's).
+TEST(HostileFilesystem, InitFdsAreOutOfTheProgramsReach) {
+  auto r = run_in_sandbox({}, {"/bin/sc-probe", "init-fds"});
+  EXPECT_EQ(stdout_of(r), "proc-fd opened 0 of some errno=EACCES\npidfd_getfd got 0 errno=EPERM\n")
+      << r.record.value("stderr", "");
+  EXPECT_EQ(status_of(r), "ok");
+}
+
 // CVE-2024-21626: an fd the runtime leaks (here: one the caller leaks into sandcell) must not
 // reach the program, and the working directory must not be a path through it.
 TEST(HostileFilesystem, Cve2024_21626LeakedFdsAndWorkdirThroughProcFd) {
