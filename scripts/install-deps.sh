@@ -21,8 +21,9 @@ packages=(
   # skills tests build a wheel with python3; bench/code.sh reads hyperfine's JSON with jq
   python3 jq
   # setcap: the hostile suite gives a binary file capabilities and checks it gains nothing;
-  # GNU time measures the supervisor's peak RSS
-  libcap2-bin time
+  # GNU time measures the supervisor's peak RSS; strace shows the order of the supervisor's
+  # cgroup removal and reap (integration/cgroup_exit_test.cpp)
+  libcap2-bin time strace
   # image interop: real tools read and write what sandcell stores
   skopeo umoci podman buildah debootstrap uidmap fuse-overlayfs
   # registries: Debian's docker-registry (distribution) and htpasswd -B for its Basic auth

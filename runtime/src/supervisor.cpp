@@ -126,13 +126,14 @@ class Loop {
       outcome_.child_failure = received->message;
   }
 
-  void handle_child_message() {
+  // Returns false when nothing was waiting (or the socket closed).
+  bool handle_child_message() {
     std::optional<ReceivedMessage> received = receive_child_message(run_.sync_fd);
-    if (received && received->message.kind < 0) return;  // spurious wake-up
+    if (received && received->message.kind < 0) return false;  // spurious wake-up
     if (!received) {  // EOF: the init exited (the program's copy closed at execve)
       unwatch(epoll_.get(), run_.sync_fd);
       sync_closed_ = true;
-      return;
+      return false;
     }
     if (received->message.kind == ChildMessage::SeccompListener && received->fd && run_.notify) {
       denials_.emplace(std::move(received->fd), *run_.notify);
@@ -144,6 +145,7 @@ class Loop {
       outcome_.child_failure = received->message;
       stop([] {});
     }
+    return true;
   }
 
   void program_exited(const ChildMessage& message) {
@@ -168,6 +170,10 @@ class Loop {
 
   void reap() {
     if (reaped_) return;
+    // What the init sent before it exited comes first: its report says whether it left the
+    // run's cgroups, which can then go while it finishes exiting (Supervised::on_program_exit).
+    while (!sync_closed_ && !exit_notified_ && handle_child_message()) {
+    }
     if (wait4(run_.pid, &outcome_.wait_status, WNOHANG, &outcome_.usage) != run_.pid) return;
     reaped_ = true;
     notify_program_exit(false);
