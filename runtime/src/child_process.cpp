@@ -140,6 +140,11 @@ void set_hostname(const ChildPlan& plan) {
     child_fail(plan, "sethostname %s", plan.hostname.c_str());
 }
 
+void enter_network_namespace(const ChildPlan& plan) {
+  if (plan.unshare_network && unshare(CLONE_NEWNET) < 0)
+    child_fail(plan, "unshare(CLONE_NEWNET) for the sandbox's network namespace");
+}
+
 void bring_up_loopback(const ChildPlan& plan) {
   if (plan.host_network) return;  // the host's lo is already up, and not ours to touch
   // A new network namespace has only `lo`, and it starts down.

@@ -16,6 +16,7 @@ namespace sandcell::runtime {
 [[noreturn]] void run_child(const ChildPlan& plan) {
   restore_cpu_mask(plan);         // the supervisor cloned pinned to its CPU (cpu_handoff.hpp)
   close(plan.supervisor_sync_fd);  // so a supervisor killed before "go" is a hang-up, not a hang
+  enter_network_namespace(plan);  // --net none: while the parent makes the cgroup (costly to make)
   reset_signals();
   install_stdio(plan);
   IdmappedLayers layers = wait_for_id_maps(plan);  // own user namespace: the supervisor wrote the maps

@@ -93,7 +93,7 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup* cgroup, UniqueFd& pidfd) 
   int pidfd_raw = -1;
   clone_args args{};
   args.flags = kNamespaces | CLONE_PIDFD;
-  if (plan.host_network) args.flags &= ~static_cast<uint64_t>(CLONE_NEWNET);
+  if (plan.host_network || plan.unshare_network) args.flags &= ~static_cast<uint64_t>(CLONE_NEWNET);
   // --userns=auto: one clone makes the user namespace and the others, so it owns them and the
   // child, its root, may mount, set the hostname and bring up lo in them.
   if (plan.user_namespace || plan.own_user_ns) args.flags |= CLONE_NEWUSER;  // and rootless
@@ -342,6 +342,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   plan.stderr_fd = err.write_end.get();
   plan.sync_fd = sync_child.get();
   plan.supervisor_sync_fd = sync_parent.get();
+  plan.unshare_network = l.network.mode == NetworkMode::None;
 
   InterruptSignals interrupts;
   UniqueFd pidfd;
