@@ -8,9 +8,14 @@
 // while pinned to the CPU it runs on (the child inherits that and waits on it), then narrows
 // itself to the other CPUs: it leaves, and the child runs at once where the supervisor was,
 // while the waking of another CPU delays only the supervisor. The child restores the original
-// mask before anything else (ChildPlan::cpus), so the program gets sandcell's own mask; the
-// supervisor gets it back once it has sent "go" (or when the hand-off goes out of scope).
-// Measured in bench/README.md ("Session 7").
+// mask before anything else (ChildPlan::cpus), so the program gets sandcell's own mask.
+//
+// The supervisor keeps to the other CPUs until the run is over (the hand-off goes out of scope).
+// With its whole mask back right after "go", the kernel woke it where the child ran, when the
+// child sent its seccomp listener, and it ran there first: the child's sendmsg() took ~0.18 ms
+// instead of a few us, just before the program's execve. Pinned away, it wakes on its own CPU.
+// A program that wants every CPU still has them; the supervisor only pumps output and waits.
+// Measured in bench/README.md ("Session 7", "Session 9").
 #include <sched.h>
 
 namespace sandcell::runtime {
@@ -26,7 +31,8 @@ class CpuHandOff {
 
   // The mask the child must restore, or nullptr when nothing was pinned.
   const cpu_set_t* original() const { return pinned_ ? &original_ : nullptr; }
-  // After the clone: the caller narrows itself to the other CPUs of its mask.
+  // After the clone: the caller narrows itself to the other CPUs of its mask, for the rest of
+  // the run.
   void leave();
   // The caller's own mask again (idempotent).
   void restore();

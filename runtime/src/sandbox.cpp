@@ -347,6 +347,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   InterruptSignals interrupts;
   UniqueFd pidfd;
   // Not with a network to make: its threads (and the proxy's) would inherit the narrowed mask.
+  // Kept for the whole run (cpu_handoff.hpp), until supervise_child() returns.
   std::optional<CpuHandOff> handoff;
   if (!has_network_to_make(l.network)) handoff.emplace();
   if (handoff && handoff->original()) {
@@ -393,7 +394,6 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
     }
     send_go(sync_parent.get(), cgroup_tasks, l.late_seccomp ? &*l.late_seccomp : nullptr,
             parent_tasks);
-    if (handoff) handoff->restore();
   } catch (...) {
     // Before "go" the child is alone (it forks nothing before), in the cgroup or not yet.
     syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
