@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/rootless.hpp"
+#include "sandcell/runtime/sandbox.hpp"
 
 namespace {
 
@@ -40,6 +41,7 @@ int finish(int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sandcell::runtime::note_command_line(argc, argv);  // for the sandboxes' inits to hide
   ensure_standard_fds_open();
 #if !SANDCELL_WITH_IMAGES
   sandcell::cli::forward_unless_lean(argc, argv);

@@ -342,10 +342,32 @@ void set_not_dumpable(const ChildPlan& plan) {
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_DUMPABLE, 0)");
 }
 
+namespace {
+
+// note_command_line(): where the kernel keeps this process's argv strings, or nulls.
+char* command_line_start = nullptr;
+char* command_line_end = nullptr;
+
+}  // namespace
+
+void note_command_line(int argc, char** argv) {
+  if (argc < 1 || argv == nullptr || argv[0] == nullptr || argv[argc - 1] == nullptr) return;
+  command_line_start = argv[0];
+  command_line_end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
+}
+
 // The init is a fork of sandcell, so /proc/1/cmdline would show sandcell's own command line
-// (host paths, --env values) to the program. Overwrite it in place, as setproctitle does:
-// arg_start and arg_end are fields 48 and 49 of /proc/self/stat.
+// (host paths, --env values) to the program. Overwrite it in place, as setproctitle does. The
+// kernel shows the bytes between arg_start and arg_end: the argv strings, laid out one after the
+// other from argv[0] (note_command_line); callers that did not note theirs have them read from
+// fields 48 and 49 of /proc/self/stat (~0.04 ms more on the way to the program's execve).
 void hide_command_line() {
+  if (command_line_start != nullptr && command_line_end > command_line_start) {
+    const size_t size = static_cast<size_t>(command_line_end - command_line_start);
+    memset(command_line_start, 0, size);
+    snprintf(command_line_start, size, "sandcell-init");
+    return;
+  }
   char stat[1024];
   int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;

@@ -102,6 +102,17 @@ TEST(CpuHandOff, SupervisorStaysOffTheChildsCpuDuringTheRun) {
   EXPECT_TRUE(CPU_EQUAL(&both, &own)) << "the supervisor ran outside sandcell's own mask";
 }
 
+// A caller of run_sandbox() that never called note_command_line() (this test binary) has its
+// command line found through /proc/self/stat and hidden all the same.
+TEST(CpuHandOff, InitHidesTheCommandLineOfACallerThatDidNotNoteIt) {
+  std::string out;
+  runtime::Result result = run_direct(spec_running({"/bin/cat", "/proc/1/cmdline"}), {}, out);
+  ASSERT_EQ(result.status, runtime::Status::Ok) << result.error;
+  EXPECT_EQ(out.substr(0, out.find('\0')), "sandcell-init");
+  EXPECT_EQ(out.find_first_not_of('\0', sizeof "sandcell-init" - 1), std::string::npos)
+      << "left behind the new name: " << out;
+}
+
 TEST(LateSeccomp, ProgramMadeAfterTheCloneConfinesAndReports) {
   runtime::RunOptions options;
   bool compiled = false;

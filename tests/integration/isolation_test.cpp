@@ -38,6 +38,10 @@ TEST(Isolation, ProgramIsPid2UnderInitAndSeesNoHostPids) {
   std::getline(out, visible);
   EXPECT_EQ(pid, "2");
   EXPECT_EQ(init_cmdline.substr(0, init_cmdline.find(' ')), "sandcell-init") << init_cmdline;
+  // All of it: none of sandcell's own arguments is left behind the new name.
+  EXPECT_EQ(init_cmdline.find("rootfs"), std::string::npos) << init_cmdline;
+  EXPECT_EQ(init_cmdline.find_first_not_of(' ', sizeof "sandcell-init" - 1), std::string::npos)
+      << init_cmdline;
   EXPECT_LE(std::stoi(visible), 5) << "host processes are visible: " << stdout_of(r);
 }
 

@@ -28,6 +28,11 @@ struct RunOptions {
   std::function<std::optional<SeccompProgram>()> compile_seccomp;
 };
 
+// The command line of the process that runs sandboxes, main()'s own argc and argv (unchanged),
+// which every sandbox's init overwrites so the program cannot read it from /proc/1/cmdline. Call
+// it once, first thing; without it the init finds the strings through /proc/self/stat instead.
+void note_command_line(int argc, char** argv);
+
 // Never throws for problems of the run itself: those become Status::RuntimeError with
 // Result::error set. Throws Error only for invalid specs (Error::input_error()).
 Result run_sandbox(const Spec& spec, const RunOptions& options);
