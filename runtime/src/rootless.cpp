@@ -26,7 +26,7 @@ constexpr const char* kNewuidmap = "/usr/bin/newuidmap";  // package uidmap
 constexpr const char* kNewgidmap = "/usr/bin/newgidmap";
 
 // Plain reads, no streams: rootless() reads /proc/self/uid_map on the way to every clone, and
-// an ifstream and its parsing cost ~0.05 ms there.
+// an ifstream and its stream parsing cost ~0.014 ms more there (phase marks).
 std::string read_text(const std::string& path) {
   std::string text;
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
