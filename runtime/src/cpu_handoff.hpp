@@ -12,9 +12,10 @@
 //
 // The supervisor keeps to the other CPUs until the run is over (the hand-off goes out of scope).
 // With its whole mask back right after "go", the kernel woke it where the child ran, when the
-// child sent its seccomp listener, and it ran there first: the child's sendmsg() took ~0.18 ms
-// instead of a few us, just before the program's execve. Pinned away, it wakes on its own CPU.
-// A program that wants every CPU still has them; the supervisor only pumps output and waits.
+// child sent its seccomp listener, and it ran there first: traced, the child's sendmsg() took
+// ~0.18 ms instead of a few us, just before the program's execve. Pinned away, it wakes on its own
+// CPU. (In the whole start the gain is within this VM's noise.) A program that wants every CPU
+// still has them; the supervisor only pumps output and waits.
 // Measured in bench/README.md ("Session 7", "Session 9").
 #include <sched.h>
 
