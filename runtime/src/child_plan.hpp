@@ -4,6 +4,7 @@
 // it only reads this plan and makes syscalls.
 #include <sched.h>
 #include <sys/capability.h>
+#include <sys/resource.h>
 
 #include <memory>
 #include <string>
@@ -208,6 +209,9 @@ struct LateSeccompHeader {
 struct ChildMessage {
   // Ready: an OCI container finished its setup and waits for `start`.
   // ProgramExited: the sandbox's init reaped the program; wait_status is its status.
+  // ProgramExited with tree_ended: the init has also killed and reaped everything else in the
+  // sandbox, so nothing of the run is left but the init itself, already on its way out;
+  // children_usage is what all of it used (getrusage(RUSAGE_CHILDREN)).
   enum Kind : int {
     SetupFailed = 0,
     ExecFailed = 1,
@@ -220,6 +224,8 @@ struct ChildMessage {
   int err = 0;          // errno of the failure
   int wait_status = 0;  // ProgramExited
   int left_cgroups = 0;  // ProgramExited: the init has moved itself out of the run's cgroups
+  int tree_ended = 0;    // ProgramExited: no process of the sandbox is left but the init
+  rusage children_usage{};  // ProgramExited with tree_ended
   char step[480] = {};  // the failed step, or the program that could not be executed
 };
 

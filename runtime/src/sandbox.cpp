@@ -225,6 +225,29 @@ bool cpu_rlimit_hit(const Result& result) {
          static_cast<double>(result.cpu_ms) >= *result.limits.cpu_s * 1000 * 0.8;
 }
 
+// The sandbox's init when supervise() returned before its exit (SupervisionOutcome::
+// init_still_exiting): nothing of the run is left but it, and its exit is tearing the run's
+// namespaces down. run_sandbox() reaps it last, so that the teardown runs alongside the
+// supervisor's own end of the run (usage, cgroups, state, the record) instead of before it.
+class ExitingInit {
+ public:
+  ExitingInit() = default;
+  ~ExitingInit() { reap(); }
+  ExitingInit(const ExitingInit&) = delete;
+  ExitingInit& operator=(const ExitingInit&) = delete;
+
+  void hand_over(pid_t pid) { pid_ = pid; }
+  void reap() {
+    if (pid_ <= 0) return;
+    while (waitpid(pid_, nullptr, __WALL) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
 struct Launch {
   const Spec& spec;
   const RunOptions& options;
@@ -241,6 +264,7 @@ struct Launch {
   // RunOptions::compile_seccomp: its program, and what it threw (for run_sandbox()).
   std::optional<SeccompProgram>& late_seccomp;
   std::exception_ptr& late_failure;
+  ExitingInit& exiting_init;
 };
 
 // RunOptions::compile_seccomp, called while the child mounts. Returns the notify plan of the
@@ -416,6 +440,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                    if (init_left_cgroups) early_usage = usage_if_removed_early(cgroup);
                  }};
   SupervisionOutcome outcome = supervise(run);
+  if (outcome.init_still_exiting) l.exiting_init.hand_over(pid);
   if (network) network->record(result.events);
   result.wall_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                              std::chrono::steady_clock::now() - start)
@@ -453,6 +478,7 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   const CgroupHost& host = cgroup_host();
   result.isolation = isolation_of(spec, network_plan, host.mode);
   try {
+    ExitingInit exiting_init;  // reaped after everything below is done
     // Declared before the run's state and cgroup, so it is destroyed after them: by then the
     // elements it expired at the program's exit are gone (nft_rules.hpp), and where they had to
     // be deleted, the grace period that closing its nft socket waits for ran meanwhile.
@@ -481,7 +507,8 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     Launch launch{spec,         options,      plan,
                   state,        cgroup,       make_cgroup,
                   network_plan, run_id,       userns ? &userns->mapping() : nullptr,
-                  network,      late_seccomp, late_failure};
+                  network,      late_seccomp, late_failure,
+                  exiting_init};
     supervise_child(launch, result, start);
     cgroup->remove();
   } catch (const Error& e) {

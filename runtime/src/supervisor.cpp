@@ -62,9 +62,10 @@ class Loop {
   }
 
   SupervisionOutcome run() {
-    while (!reaped_ || run_.out.open() || run_.err.open()) {
-      int timeout = reaped_ ? remaining_drain_ms() : -1;
-      if (reaped_ && timeout == 0) break;  // a stray writer kept a pipe open: stop waiting
+    while (!(reaped_ || tree_ended_) || run_.out.open() || run_.err.open()) {
+      const bool over = reaped_ || tree_ended_;
+      int timeout = over ? remaining_drain_ms() : -1;
+      if (over && timeout == 0) break;  // a stray writer kept a pipe open: stop waiting
       epoll_event events[8];
       int n = epoll_wait(epoll_.get(), events, 8, timeout);
       if (n < 0 && errno == EINTR) continue;
@@ -73,9 +74,12 @@ class Loop {
     }
     run_.out.close();
     run_.err.close();
-    // A failure written just before the child exited may still sit unread in the socket.
-    while (!sync_closed_ && !outcome_.child_failure) handle_child_message_or_stop();
+    // A failure written just before the child exited may still sit unread in the socket
+    // (nothing follows the init's report).
+    while (!sync_closed_ && !outcome_.child_failure && !program_wait_status_)
+      handle_child_message_or_stop();
     if (program_wait_status_) outcome_.wait_status = *program_wait_status_;
+    outcome_.init_still_exiting = tree_ended_ && !reaped_;
     if (denials_) outcome_.denied_syscalls = denials_->denied();
     return outcome_;
   }
@@ -150,7 +154,15 @@ class Loop {
 
   void program_exited(const ChildMessage& message) {
     program_wait_status_ = message.wait_status;
-    notify_program_exit(message.left_cgroups != 0);
+    // The run's cgroups can go before the init's exit when it is in none of them.
+    const bool init_out = message.left_cgroups || run_.cgroup.mode() == CgroupHost::Mode::None;
+    // Not after a kill: the status to report is then the init's.
+    if (message.tree_ended && init_out && !killed_ && !reaped_) {
+      tree_ended_ = true;
+      outcome_.usage = message.children_usage;
+      start_drain_deadline();
+    }
+    notify_program_exit(init_out);
   }
 
   void notify_program_exit(bool init_left_cgroups) {
@@ -162,7 +174,7 @@ class Loop {
   // Records why the sandbox is stopped (only the first reason counts) and kills it.
   template <typename Why>
   void stop(Why why) {
-    if (reaped_ || killed_) return;
+    if (reaped_ || tree_ended_ || killed_) return;  // nothing left to kill
     why();
     killed_ = true;
     kill_sandbox(run_);
@@ -174,12 +186,18 @@ class Loop {
     // run's cgroups, which can then go while it finishes exiting (Supervised::on_program_exit).
     while (!sync_closed_ && !exit_notified_ && handle_child_message()) {
     }
-    if (wait4(run_.pid, &outcome_.wait_status, WNOHANG, &outcome_.usage) != run_.pid) return;
+    rusage usage{};
+    if (wait4(run_.pid, &outcome_.wait_status, WNOHANG, &usage) != run_.pid) return;
+    if (!tree_ended_) outcome_.usage = usage;  // else the init's report has what it reaped
     reaped_ = true;
     notify_program_exit(false);
     unwatch(epoll_.get(), run_.pidfd);
-    // pid 1 is gone, so the kernel has killed the rest of its namespace and the pipes close;
-    // give the last output a bounded time to arrive.
+    // pid 1 is gone, so the kernel has killed the rest of its namespace and the pipes close.
+    if (!tree_ended_) start_drain_deadline();
+  }
+
+  // The sandbox's processes are gone: give the last output a bounded time to arrive.
+  void start_drain_deadline() {
     drain_deadline_ =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainAfterExitMs);
   }
@@ -196,6 +214,7 @@ class Loop {
   std::optional<DeniedSyscallLog> denials_;
   std::optional<int> program_wait_status_;
   bool reaped_ = false, killed_ = false, sync_closed_ = false, exit_notified_ = false;
+  bool tree_ended_ = false;  // the init's report: it ended and reaped the rest of the tree
   std::chrono::steady_clock::time_point drain_deadline_;
 };
 

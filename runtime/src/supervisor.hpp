@@ -28,13 +28,15 @@ struct Supervised {
   const SeccompNotifyPlan* notify;  // non-null when the filter reports denials
   // Called once, as soon as the program has exited (the init's report) or the init is reaped,
   // whichever comes first: what the sandbox no longer needs can go while it finishes exiting.
-  // `init_left_cgroups`: the init reported that it moved itself out of the run's cgroups.
+  // `init_left_cgroups`: the init reported that it moved itself out of the run's cgroups (or
+  // the run has none).
   std::function<void(bool init_left_cgroups)> on_program_exit = {};
 };
 
 struct SupervisionOutcome {
   // The program's, as the sandbox's init reported it; the init's own when it could not report
-  // (the sandbox was killed). usage covers the init and everything it reaped.
+  // (the sandbox was killed). usage covers everything the init reaped, and the init itself
+  // when the supervisor reaped it.
   int wait_status = 0;
   rusage usage{};
   bool wall_timeout = false;
@@ -44,6 +46,11 @@ struct SupervisionOutcome {
   std::optional<ChildMessage> child_failure;  // setup or execve failed
   std::vector<DeniedSyscall> denied_syscalls;
   std::string seccomp_kill;  // why the seccomp report killed the sandbox, if it did
+  // The init reported that the program's whole tree is dead and reaped and that it left the
+  // run's cgroups (ChildMessage::tree_ended), so supervise() returned without waiting for the
+  // init's own exit, which may still be tearing its namespaces down: the caller must reap it
+  // (ExitingInit in sandbox.cpp) before it returns, once it has finished the run meanwhile.
+  bool init_still_exiting = false;
 };
 
 SupervisionOutcome supervise(const Supervised& run);

@@ -1,8 +1,9 @@
 // The end of a run on a v1 host: the sandbox's init moves itself out of the run's cgroups once
-// the program has exited and says so in its report, so the supervisor removes them while the init
-// is still exiting (tearing its namespaces down takes ~0.3 ms of RCU grace periods here), not
-// after. strace (of the supervisor only) shows the order of its rmdir and wait4 calls: the
-// removal follows the init's report, which the supervisor reads before it reaps the init.
+// the program and whatever it left running are gone, and says so in its report, so the supervisor
+// removes them while the init is still exiting (tearing its namespaces down takes ~0.3 ms of RCU
+// grace periods here), not after. strace (of the supervisor only) shows the order of its rmdir and
+// wait4 calls: the removal follows the init's report, which the supervisor reads before it reaps
+// the init.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -80,10 +81,10 @@ TEST_F(CgroupExit, TheRunsCgroupsAreRemovedBeforeTheInitIsReaped) {
   EXPECT_EQ(all.find("EBUSY"), std::string::npos) << all;  // empty on the first try
 }
 
-// Something the program left running keeps the cgroups busy until the init's exit kills it:
-// whether the supervisor's first try comes before that (EBUSY, then removed after the reap) or
-// after is a race; either way every run directory is removed in the end, none is left for gc.
-TEST_F(CgroupExit, WhatTheProgramLeftRunningDoesNotKeepTheCgroupsBehind) {
+// What the program left running is ended by the init before it reports (kill(-1), then it reaps
+// it all; child_process.cpp), so the cgroups are as empty at the report as after a plain exit:
+// every one is removed on the first try, before the init is reaped, and none is left for gc.
+TEST_F(CgroupExit, WhatTheProgramLeftRunningIsEndedBeforeTheInitReports) {
   SupervisorCalls calls = trace_run("/bin/sc-probe bg-sleep");
   ASSERT_EQ(WEXITSTATUS(calls.exit_code), 0);
   const std::string all = joined(calls.lines);
@@ -94,6 +95,8 @@ TEST_F(CgroupExit, WhatTheProgramLeftRunningDoesNotKeepTheCgroupsBehind) {
   }
   EXPECT_EQ(removed.size(), 4u) << all;  // memory, pids, cpu, cpuacct
   for (const std::string& dir : removed) EXPECT_FALSE(fs_exists(dir)) << dir;
+  EXPECT_EQ(all.find("EBUSY"), std::string::npos) << all;
+  EXPECT_LT(first(calls.lines, "rmdir(", "= 0"), first(calls.lines, "wait4(", "")) << all;
 }
 
 }  // namespace

@@ -5,12 +5,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "sandcell_cli.hpp"
+#include "temp_tree.hpp"
 
 namespace sandcell::test {
 namespace {
@@ -103,6 +106,47 @@ TEST(Supervisor, BackgroundChildIsKilledWhenProgramExits) {
   EXPECT_EQ(status_of(r), "ok");
   EXPECT_LT(r.record["wall_ms"].get<int>(), 3000);
   EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3001").empty());
+}
+
+// The init ends what the program left running itself (kill(-1), then reaps it all) before it
+// reports. Under a profile that denies it the kill, the report says the tree is not ended, and the
+// supervisor waits for the init's exit instead, which ends the rest: the run still ends at once,
+// with nothing left.
+TEST(Supervisor, WhatTheInitCannotKillIsEndedByItsExit) {
+  TempTree dir("sc-no-kill");
+  const fs::path profile = dir.path / "no-kill.json";
+  std::ofstream(profile) << R"({"defaultAction": "SCMP_ACT_ALLOW",
+    "syscalls": [{"names": ["kill"], "action": "SCMP_ACT_ERRNO"}]})";
+  auto r = run_in_sandbox({"--seccomp", profile.string()},
+                          {"/bin/sh", "-c", "/bin/sc-probe sleep 3003 & exit 0"});
+  EXPECT_EQ(status_of(r), "ok");
+  EXPECT_LT(r.record["wall_ms"].get<int>(), 3000);
+  EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3003").empty());
+  // The init's kill, denied: the way this test knows it went the fallback's way.
+  ASSERT_EQ(r.record["events"]["denied_syscalls"].size(), 1u) << r.record["events"].dump();
+  EXPECT_EQ(r.record["events"]["denied_syscalls"][0]["name"], "kill");
+}
+
+// sandcell returns only once the sandbox's init is reaped, not as soon as the init has reported
+// (the init then still tears its namespaces down; a tool that does not wait for its pid 1 leaves
+// it to whoever reaps orphans). A caller that reaps orphans (a subreaper, as a container's init
+// or an agent may be) gets no child it did not start, also after a run that left a daemon.
+TEST(Supervisor, LeavesNoProcessForACallerThatReapsOrphans) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  errno = 0;
+  ASSERT_EQ(waitpid(-1, nullptr, WNOHANG | __WALL), -1);  // no child before
+  for (int i = 0; i < 5; ++i) {
+    auto r = run_in_sandbox({}, {"/bin/sh", "-c", "/bin/sc-probe sleep 3004 & exit 0"});
+    EXPECT_EQ(status_of(r), "ok");
+    errno = 0;
+    pid_t left = waitpid(-1, nullptr, WNOHANG | __WALL);  // reaps what was left, if anything
+    int why = errno;
+    EXPECT_EQ(left, -1) << "run " << i << " left a child for its caller to reap";
+    EXPECT_EQ(why, ECHILD);
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+  while (waitpid(-1, nullptr, __WALL) > 0) {
+  }
 }
 
 TEST(Supervisor, SetsidDaemonIsKilled) {
