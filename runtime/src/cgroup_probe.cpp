@@ -1,4 +1,9 @@
+#include <dirent.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
+
 #include <cerrno>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -84,7 +89,69 @@ bool unified_has_needed_controllers(const std::string& root) {
   return offered.contains("memory") && offered.contains("pids") && offered.contains("cpu");
 }
 
+// The mode from what was found, the same rule for both probes.
+void decide_mode(CgroupHost& host) {
+  if (!host.v2_root.empty() && unified_has_needed_controllers(host.v2_root)) {
+    host.mode = CgroupHost::Mode::V2;
+  } else if (host.v1_roots.contains("memory") && host.v1_roots.contains("pids")) {
+    host.mode = CgroupHost::Mode::V1;
+  }
+}
+
+// "cpu,cpuacct" -> its controllers, or false if a part is not a v1 controller.
+bool add_named_controllers(std::string_view name, const std::string& mount_point,
+                           CgroupHost& host) {
+  std::vector<std::string_view> controllers;
+  while (!name.empty()) {
+    size_t comma = name.find(',');
+    std::string_view part = name.substr(0, comma);
+    if (!kV1Controllers.contains(part)) return false;
+    controllers.push_back(part);
+    name = comma == std::string_view::npos ? std::string_view() : name.substr(comma + 1);
+  }
+  for (std::string_view controller : controllers)
+    host.v1_roots.try_emplace(std::string(controller), mount_point);
+  return !controllers.empty();
+}
+
+bool is_filesystem(const std::string& path, decltype(statfs::f_type) magic) {
+  struct statfs fs {};
+  return statfs(path.c_str(), &fs) == 0 && fs.f_type == magic;
+}
+
 }  // namespace
+
+std::optional<CgroupHost> probe_standard_cgroups(const std::string& base) {
+  struct statfs fs {};
+  if (statfs(base.c_str(), &fs) < 0) return std::nullopt;
+  CgroupHost host;
+  if (fs.f_type == CGROUP2_SUPER_MAGIC) {
+    host.v2_root = base;
+    decide_mode(host);
+    // Without the controllers there, v1 hierarchies may be mounted elsewhere: the table knows.
+    if (host.mode != CgroupHost::Mode::V2) return std::nullopt;
+    return host;
+  }
+  if (fs.f_type != TMPFS_MAGIC) return std::nullopt;
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(base.c_str()), closedir);
+  if (!dir) return std::nullopt;
+  while (const dirent* entry = readdir(dir.get())) {
+    const std::string_view name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    if (entry->d_type == DT_LNK) continue;  // "cpu" -> "cpu,cpuacct": the target is listed too
+    if (entry->d_type != DT_DIR) return std::nullopt;
+    const std::string path = base + "/" + entry->d_name;
+    if (name == "unified" && is_filesystem(path, CGROUP2_SUPER_MAGIC)) {
+      host.v2_root = path;
+    } else if (!is_filesystem(path, CGROUP_SUPER_MAGIC)) {
+      return std::nullopt;
+    } else if (name != "systemd" && !add_named_controllers(name, path, host)) {
+      return std::nullopt;  // a hierarchy not named by its controllers: the table knows
+    }
+  }
+  decide_mode(host);
+  return host;
+}
 
 CgroupHost probe_cgroups(const std::string& mountinfo_path) {
   const std::optional<std::string> table = cgroupfs::read_if_exists(mountinfo_path);
@@ -100,11 +167,7 @@ CgroupHost probe_cgroups(const std::string& mountinfo_path) {
       host.v2_root = unescape_octal(mount->mount_point);
     if (mount->fstype == "cgroup") add_v1_controllers(*mount, host);
   }
-  if (!host.v2_root.empty() && unified_has_needed_controllers(host.v2_root)) {
-    host.mode = CgroupHost::Mode::V2;
-  } else if (host.v1_roots.contains("memory") && host.v1_roots.contains("pids")) {
-    host.mode = CgroupHost::Mode::V1;
-  }
+  decide_mode(host);
   return host;
 }
 

@@ -41,8 +41,11 @@ constexpr uint64_t kNamespaces =
 const CgroupHost& cgroup_host() {
   static std::once_flag once;
   static CgroupHost host;
-  std::call_once(
-      once, [] { host = rootless() ? probe_rootless_cgroups(probe_cgroups()) : probe_cgroups(); });
+  std::call_once(once, [] {
+    std::optional<CgroupHost> standard = probe_standard_cgroups();
+    CgroupHost probed = standard ? std::move(*standard) : probe_cgroups();
+    host = rootless() ? probe_rootless_cgroups(probed) : probed;
+  });
   return host;
 }
 

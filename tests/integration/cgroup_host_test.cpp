@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 #include <linux/sched.h>  // struct clone_args, CLONE_INTO_CGROUP
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -157,6 +159,40 @@ std::string unified_root() {
   const std::string root = probe_cgroups().v2_root;
   if (root.empty()) ADD_FAILURE() << "no cgroup2 mount on this host";
   return root;
+}
+
+// The statfs probe on the way to every run against the mount table: the same mode, unified
+// root and v1 hierarchies on this host (systemd's hybrid layout; a unified one on v2 hosts).
+TEST(CgroupProbe, StandardLayoutGivesWhatTheMountTableGives) {
+  const std::optional<CgroupHost> standard = probe_standard_cgroups();
+  ASSERT_TRUE(standard.has_value()) << "/sys/fs/cgroup is not in a layout systemd makes";
+  const CgroupHost table = probe_cgroups();
+  EXPECT_EQ(standard->mode, table.mode);
+  EXPECT_EQ(standard->v2_root, table.v2_root);
+  EXPECT_EQ(standard->v1_roots, table.v1_roots);
+}
+
+// What it does not recognize it leaves to the mount table: here a tmpfs whose "memory" is only
+// a directory, and one with a cgroup mount not named by its controllers.
+TEST(CgroupProbe, AnythingElseIsLeftToTheMountTable) {
+  const fs::path base = fs::temp_directory_path() / ("sc-probe-" + unique_run_id());
+  fs::create_directories(base);
+  ASSERT_EQ(mount("sc-probe", base.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  fs::create_directories(base / "memory");
+  EXPECT_FALSE(probe_standard_cgroups(base.string()).has_value());
+  fs::remove(base / "memory");
+  fs::create_directories(base / "odd-name");
+  int mounted =
+      mount("cgroup", (base / "odd-name").c_str(), "cgroup", 0, "none,name=sc-probe-test");
+  int why = errno;
+  if (mounted == 0) {
+    EXPECT_FALSE(probe_standard_cgroups(base.string()).has_value());
+    umount2((base / "odd-name").c_str(), 0);
+  }
+  umount2(base.c_str(), 0);
+  fs::remove_all(base);
+  EXPECT_EQ(mounted, 0) << strerror(why);
+  EXPECT_FALSE(probe_standard_cgroups((base / "missing").string()).has_value());
 }
 
 TEST(CgroupHostV2, UnifiedTree_AddKillAll_KillsChildAndRemoveDeletesDirectory) {
