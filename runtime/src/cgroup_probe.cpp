@@ -2,6 +2,7 @@
 #include <linux/magic.h>
 #include <sys/vfs.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
 #include <optional>
@@ -98,20 +99,22 @@ void decide_mode(CgroupHost& host) {
   }
 }
 
-// "cpu,cpuacct" -> its controllers, or false if a part is not a v1 controller.
-bool add_named_controllers(std::string_view name, const std::string& mount_point,
-                           CgroupHost& host) {
+// The controllers a run's v1 cgroup uses (cgroup_v1.cpp): their hierarchies are checked with
+// statfs; the others are taken by name, as systemd names them (gc reads the mount table itself).
+const std::set<std::string_view> kV1ControllersOfARun = {"freezer", "memory", "pids", "cpu",
+                                                         "cpuacct"};
+
+// "cpu,cpuacct" -> its controllers; empty if a part is not a v1 controller.
+std::vector<std::string_view> named_controllers(std::string_view name) {
   std::vector<std::string_view> controllers;
   while (!name.empty()) {
     size_t comma = name.find(',');
     std::string_view part = name.substr(0, comma);
-    if (!kV1Controllers.contains(part)) return false;
+    if (!kV1Controllers.contains(part)) return {};
     controllers.push_back(part);
     name = comma == std::string_view::npos ? std::string_view() : name.substr(comma + 1);
   }
-  for (std::string_view controller : controllers)
-    host.v1_roots.try_emplace(std::string(controller), mount_point);
-  return !controllers.empty();
+  return controllers;
 }
 
 bool is_filesystem(const std::string& path, decltype(statfs::f_type) magic) {
@@ -137,17 +140,29 @@ std::optional<CgroupHost> probe_standard_cgroups(const std::string& base) {
   if (!dir) return std::nullopt;
   while (const dirent* entry = readdir(dir.get())) {
     const std::string_view name = entry->d_name;
-    if (name == "." || name == "..") continue;
+    if (name == "." || name == ".." || name == "systemd") continue;
     if (entry->d_type == DT_LNK) continue;  // "cpu" -> "cpu,cpuacct": the target is listed too
     if (entry->d_type != DT_DIR) return std::nullopt;
     const std::string path = base + "/" + entry->d_name;
-    if (name == "unified" && is_filesystem(path, CGROUP2_SUPER_MAGIC)) {
+    if (name == "unified") {
+      if (!is_filesystem(path, CGROUP2_SUPER_MAGIC)) return std::nullopt;
       host.v2_root = path;
-    } else if (!is_filesystem(path, CGROUP_SUPER_MAGIC)) {
-      return std::nullopt;
-    } else if (name != "systemd" && !add_named_controllers(name, path, host)) {
-      return std::nullopt;  // a hierarchy not named by its controllers: the table knows
+      continue;
     }
+    const std::vector<std::string_view> controllers = named_controllers(name);
+    if (controllers.empty()) return std::nullopt;  // not named by its controllers: ask the table
+    const bool used = std::any_of(controllers.begin(), controllers.end(), [](std::string_view c) {
+      return kV1ControllersOfARun.contains(c);
+    });
+    if (used && !is_filesystem(path, CGROUP_SUPER_MAGIC)) return std::nullopt;
+    for (std::string_view controller : controllers)
+      host.v1_roots.try_emplace(std::string(controller), path);
+  }
+  // A controller is attached to one hierarchy at a time: with memory in a v1 one, the unified
+  // tree cannot offer it (decide_mode() would read its cgroup.controllers to find that out).
+  if (host.v1_roots.contains("memory")) {
+    if (host.v1_roots.contains("pids")) host.mode = CgroupHost::Mode::V1;
+    return host;
   }
   decide_mode(host);
   return host;

@@ -32,7 +32,7 @@ struct CgroupHost {
 CgroupHost probe_cgroups(const std::string& mountinfo_path = "/proc/self/mountinfo");
 
 // The same answer for the layouts systemd makes, found with statfs instead of the mount table
-// (reading /proc/self/mountinfo costs 50-90 us here, on the way to every run; this ~20 us):
+// (reading /proc/self/mountinfo costs 50-90 us here, on the way to every run; this ~25 us):
 // `base` is a cgroup2 mount with memory, pids and cpu (unified), or a tmpfs holding one cgroup
 // mount per v1 hierarchy, each named by its controllers ("memory", "cpu,cpuacct"; the symlinks
 // "cpu" and "cpuacct" beside it are aliases), plus "systemd" and, on hybrid hosts, "unified"
