@@ -437,11 +437,14 @@ bool leave_cgroups(const GoMessage& go) {
 // supervisor finishes the run meanwhile instead of waiting for it (supervisor.hpp). Everything
 // in the pid namespace descends from the init (orphans are reparented to it), so with no child
 // left nothing else is; kill(-1) reaches every process of the namespace but the init, all of the
-// program's user. False when that cannot be made sure of (a profile denied the kill, and the
-// denial report then lists the init's kill): the supervisor waits for the init's exit instead,
-// which ends the rest.
-bool end_the_rest() {
+// program's user. False when that cannot be made sure of: the supervisor waits for the init's
+// exit instead, which ends the rest. So when the program kept a capability or may gain one
+// (without no_new_privs): with CAP_SETUID it can leave a process of another user behind, which
+// kill(-1) would skip while still succeeding for the others, and the wait below would never end.
+// And when a profile denied the kill (its denial report then lists the init's kill).
+bool end_the_rest(const ChildPlan& plan) {
   if (waitpid(-1, nullptr, WNOHANG | __WALL) < 0 && errno == ECHILD) return true;  // the usual
+  if (!plan.caps.keep.empty() || !plan.no_new_privileges) return false;
   if (kill(-1, SIGKILL) < 0 && errno != ESRCH) return false;
   while (true) {
     if (waitpid(-1, nullptr, __WALL) >= 0 || errno == EINTR) continue;
@@ -483,7 +486,7 @@ void run_program_under_init(const ChildPlan& plan, const GoMessage& go) {
     if (reaped < 0 && errno == EINTR) continue;
     if (reaped < 0) _exit(125);  // no children: cannot happen before the program is reaped
     if (reaped != program) continue;
-    const bool tree_ended = end_the_rest();
+    const bool tree_ended = end_the_rest(plan);
     ChildMessage message{.kind = ChildMessage::ProgramExited,
                          .wait_status = status,
                          .left_cgroups = leave_cgroups(go) ? 1 : 0,

@@ -127,6 +127,20 @@ TEST(Supervisor, WhatTheInitCannotKillIsEndedByItsExit) {
   EXPECT_EQ(r.record["events"]["denied_syscalls"][0]["name"], "kill");
 }
 
+// With capabilities kept the init does not try: a process of another user (CAP_SETUID) is one
+// kill(-1) skips while still succeeding for the rest, and waiting for it would last until the
+// wall timeout. The init's exit ends both, as before.
+TEST(Supervisor, WhatAnotherUserLeftRunningIsEndedToo) {
+  auto r = run_in_sandbox({"--cap-add", "SETUID", "--cap-add", "SETGID", "--timeout", "20"},
+                          {"/bin/sh", "-c",
+                           "/bin/start-stop-daemon -S -b -c nobody -x /bin/sc-probe -- sleep 3006; "
+                           "/bin/sc-probe sleep 3005 & sleep 0.2; exit 0"});
+  EXPECT_EQ(status_of(r), "ok");
+  EXPECT_LT(r.record["wall_ms"].get<int>(), 3000);
+  EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3005").empty());
+  EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3006").empty());
+}
+
 // sandcell returns only once the sandbox's init is reaped, not as soon as the init has reported
 // (the init then still tears its namespaces down; a tool that does not wait for its pid 1 leaves
 // it to whoever reaps orphans). A caller that reaps orphans (a subreaper, as a container's init
