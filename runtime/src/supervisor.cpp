@@ -93,7 +93,14 @@ class Loop {
         unwatch(epoll_.get(), fd);
         pump.close();
       }
-      if (pump.truncated() && !outcome_.output_limit) stop([&] { outcome_.output_limit = true; });
+      // Output past the limit is the run's status also when it arrives after the program's exit
+      // (the last of a flood the pipe still held), with nothing left to stop.
+      if (pump.truncated() && !outcome_.output_limit) {
+        if (reaped_ || tree_ended_)
+          outcome_.output_limit = !killed_;
+        else
+          stop([&] { outcome_.output_limit = true; });
+      }
     } else if (fd == run_.pidfd) {
       reap();
     } else if (fd == wall_.get()) {

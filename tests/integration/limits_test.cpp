@@ -94,6 +94,18 @@ TEST(Limits, FloodIsOutputLimitAndSupervisorMemoryStaysBounded) {
   EXPECT_LT(plain.max_rss_kb, 64 * 1024) << "supervisor peak RSS in KiB";
 }
 
+// The last of the output can reach the supervisor after the init's report that the program has
+// exited; past the limit it still makes the status output_limit, whichever came first.
+TEST(Limits, OutputPastTheLimitJustBeforeTheExitIsStillOutputLimit) {
+  for (int i = 0; i < 20; ++i) {
+    auto r = run_in_sandbox({"--output-limit", "1k"},
+                            {"/bin/sh", "-c", "head -c 3000 /dev/zero; exit 0"});
+    EXPECT_EQ(status_of(r), "output_limit") << "run " << i;
+    EXPECT_TRUE(r.record["stdout_truncated"].get<bool>());
+    EXPECT_EQ(r.record["stdout"].get<std::string>().size(), 1024u);
+  }
+}
+
 TEST(Limits, StderrFloodIsCappedToo) {
   auto r = run_in_sandbox({"--output-limit", "64k"}, {"/bin/sc-probe", "flood-stderr"});
   EXPECT_EQ(status_of(r), "output_limit");
