@@ -163,7 +163,7 @@ void set_names(const ChildPlan& plan) {
 // overflow id): become the namespace's root, now that the parent has written the maps.
 void become_namespace_root(const ChildPlan& plan) {
   if (!plan.container->new_user_ns) return;
-  if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+  if (child_setresgid(0) < 0 || child_setresuid(0) < 0)
     child_fail(plan, "become root of the new user namespace (are uid/gid 0 mapped?)");
 }
 

@@ -30,6 +30,18 @@
 
 namespace sandcell::runtime {
 
+int child_setgroups(size_t count, const gid_t* groups) {
+  return static_cast<int>(syscall(SYS_setgroups, count, groups));
+}
+
+int child_setresgid(gid_t gid) {
+  return static_cast<int>(syscall(SYS_setresgid, gid, gid, gid));
+}
+
+int child_setresuid(uid_t uid) {
+  return static_cast<int>(syscall(SYS_setresuid, uid, uid, uid));
+}
+
 void reset_signals() {
   // The supervisor blocks SIGINT/SIGTERM/SIGCHLD for its signalfd, and both the mask and
   // ignored dispositions survive execve: give the program a clean slate.
@@ -251,10 +263,10 @@ void switch_user(const ChildPlan& plan) {
   if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_KEEPCAPS)");
   // Single-id rootless: setgroups is denied for good (user_namespaces(7)); there are no groups
   // to set (make_child_plan refused any), and the inherited ones cannot be dropped.
-  if (!plan.setgroups_denied && setgroups(plan.groups.size(), plan.groups.data()) < 0)
+  if (!plan.setgroups_denied && child_setgroups(plan.groups.size(), plan.groups.data()) < 0)
     child_fail(plan, "setgroups");
-  if (setresgid(plan.gid, plan.gid, plan.gid) < 0) child_fail(plan, "setresgid %u", plan.gid);
-  if (setresuid(plan.uid, plan.uid, plan.uid) < 0) child_fail(plan, "setresuid %u", plan.uid);
+  if (child_setresgid(plan.gid) < 0) child_fail(plan, "setresgid %u", plan.gid);
+  if (child_setresuid(plan.uid) < 0) child_fail(plan, "setresuid %u", plan.uid);
   if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_KEEPCAPS, 0)");
 }
 

@@ -11,6 +11,17 @@ namespace sandcell::runtime {
     __attribute__((format(printf, 2, 3)));
 [[noreturn]] void child_exec_failed(const ChildPlan& plan, int err, const char* program);
 
+// Credential changes by the raw system calls, for the calling task alone. The child is a clone
+// of one thread of a process that may have others (an agent's server runs sandboxes beside its
+// other threads). glibc's set*id() and setgroups() apply a change to every thread glibc knows
+// of (nptl "setxid"): in the child those are copies of the parent's bookkeeping, and for a
+// thread that was still starting when the clone happened glibc waits for it to finish starting,
+// which in the child never happens: the run hung until its wall timeout. Each returns 0, or -1
+// with errno set.
+int child_setgroups(size_t count, const gid_t* groups);
+int child_setresgid(gid_t gid);  // real, effective and saved
+int child_setresuid(uid_t uid);
+
 // child_userns.cpp (--userns=auto, and the rootless sandbox's own user namespace; each step
 // does nothing without them)
 struct IdmappedLayers {

@@ -38,9 +38,9 @@ void switch_to_namespace_root(const ChildPlan& plan) {
   // mount). Capabilities in the namespace stay (capabilities(7): the new euid is the
   // namespace's root). setgroups is allowed: the supervisor, privileged in the parent
   // namespace, wrote gid_map, so the kernel never required /proc/PID/setgroups to be "deny".
-  if (setgroups(0, nullptr) < 0) child_fail(plan, "setgroups in the user namespace");
-  if (setresgid(0, 0, 0) < 0) child_fail(plan, "setresgid 0 in the user namespace");
-  if (setresuid(0, 0, 0) < 0) child_fail(plan, "setresuid 0 in the user namespace");
+  if (child_setgroups(0, nullptr) < 0) child_fail(plan, "setgroups in the user namespace");
+  if (child_setresgid(0) < 0) child_fail(plan, "setresgid 0 in the user namespace");
+  if (child_setresuid(0) < 0) child_fail(plan, "setresuid 0 in the user namespace");
 }
 
 void attach_idmapped_layers(const ChildPlan& plan, const IdmappedLayers& layers) {
