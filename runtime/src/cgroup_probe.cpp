@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cgroup_files.hpp"
+#include "cgroup_versions.hpp"
 #include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/runtime/error.hpp"
 
@@ -99,11 +100,6 @@ void decide_mode(CgroupHost& host) {
   }
 }
 
-// The controllers a run's v1 cgroup uses (cgroup_v1.cpp): their hierarchies are checked with
-// statfs; the others are taken by name, as systemd names them (gc reads the mount table itself).
-const std::set<std::string_view> kV1ControllersOfARun = {"freezer", "memory", "pids", "cpu",
-                                                         "cpuacct"};
-
 // "cpu,cpuacct" -> its controllers; empty if a part is not a v1 controller.
 std::vector<std::string_view> named_controllers(std::string_view name) {
   std::vector<std::string_view> controllers;
@@ -151,8 +147,11 @@ std::optional<CgroupHost> probe_standard_cgroups(const std::string& base) {
     }
     const std::vector<std::string_view> controllers = named_controllers(name);
     if (controllers.empty()) return std::nullopt;  // not named by its controllers: ask the table
+    // The hierarchies a run's v1 cgroup uses are checked with statfs; the others are taken by
+    // name, as systemd names them (gc reads the mount table itself).
     const bool used = std::any_of(controllers.begin(), controllers.end(), [](std::string_view c) {
-      return kV1ControllersOfARun.contains(c);
+      return std::find(kV1ControllersOfARun.begin(), kV1ControllersOfARun.end(), c) !=
+             kV1ControllersOfARun.end();
     });
     if (used && !is_filesystem(path, CGROUP_SUPER_MAGIC)) return std::nullopt;
     for (std::string_view controller : controllers)

@@ -13,12 +13,6 @@
 namespace sandcell::runtime {
 namespace {
 
-// cpuset is left out on purpose: a new v1 cpuset cgroup has empty cpuset.cpus/mems and refuses
-// tasks until they are filled. cpuacct gives the CPU time, freezer a race-free kill.
-// freezer comes first so paths() lists it first: gc removes directories in that order, and
-// thawing a frozen leftover there is what lets its pending SIGKILLs empty the other hierarchies.
-constexpr const char* kControllers[] = {"freezer", "memory", "pids", "cpu", "cpuacct"};
-
 // A freezer that never reaches FROZEN (a task stuck in the kernel) must not hang teardown.
 constexpr std::chrono::milliseconds kV1FreezeLimit{1000};
 
@@ -28,8 +22,8 @@ CgroupV1::CgroupV1(const std::map<std::string, std::string>& controller_mounts,
                    const std::string& run_id, CgroupNeeds needs) {
   cgroupfs::check_run_id(run_id);
   try {
-    for (const char* controller : kControllers) {
-      const auto mount = controller_mounts.find(controller);
+    for (const std::string_view controller : kV1ControllersOfARun) {
+      const auto mount = controller_mounts.find(std::string(controller));
       if (mount == controller_mounts.end()) continue;
       const std::string dir = mount->second + "/" + kCgroupParent + "/" + run_id;
       const bool made = std::find(dirs_.begin(), dirs_.end(), dir) != dirs_.end();
@@ -43,7 +37,7 @@ CgroupV1::CgroupV1(const std::map<std::string, std::string>& controller_mounts,
         cgroupfs::make_dir(dir);
         dirs_.push_back(dir);
       }
-      dir_of_[controller] = dir;
+      dir_of_[std::string(controller)] = dir;
     }
   } catch (...) {
     // The destructor does not run for a half-built object; undo the directories made so far.

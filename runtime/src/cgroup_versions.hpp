@@ -1,13 +1,24 @@
 #pragma once
 // The three Cgroup implementations behind create_cgroup(). Internal to the runtime library.
+#include <array>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandcell/runtime/cgroup.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::runtime {
+
+// The v1 controllers a run's cgroup uses, in the order CgroupV1 makes their directories: memory,
+// pids and cpu limit, cpuacct gives the CPU time, freezer a race-free kill. cpuset is left out on
+// purpose: a new v1 cpuset cgroup has empty cpuset.cpus/mems and refuses tasks until they are
+// filled. freezer comes first so paths() lists it first: gc removes directories in that order,
+// and thawing a frozen leftover there is what lets its pending SIGKILLs empty the other
+// hierarchies. The cgroup probe statfs-checks the hierarchies of these (cgroup_probe.cpp).
+inline constexpr std::array<std::string_view, 5> kV1ControllersOfARun = {"freezer", "memory",
+                                                                         "pids", "cpu", "cpuacct"};
 
 // <root>/sandcell/<run_id> in the unified hierarchy.
 class CgroupV2 final : public Cgroup {
