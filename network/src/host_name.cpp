@@ -1,7 +1,7 @@
 // normalise_host(): the one place a requested host becomes comparable. The order matters: bytes
 // are checked before anything interprets them (a NUL would cut the name short in C APIs, an '@'
 // means userinfo), IP literals are recognised before IDNA (inet_aton's legacy forms "127.1" and
-// "2130706433" must not pass as names), and the A-label result is checked again.
+// "2130706433" must not pass as names), and the A-label result is checked again, IP forms included.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -114,8 +114,13 @@ NormalisedHost normalise_host(std::string_view raw) {
   if (name.empty()) bad_host("empty name");
   check_labels(name, false);  // idn2 would quietly accept some empty labels
   if (auto v4 = ipv4_literal(name)) return *v4;
+  // UTS #46 maps before it encodes: ignorable code points vanish (U+034F) and full-width digits
+  // and dots become ASCII, so "\u034f0" is "0" and "１２７．０．０．１" is "127.0.0.1". The result
+  // is checked as if it had been typed, or an IP address would pass as a host name.
   name = to_a_label(name);
+  if (!name.empty() && name.back() == '.') name.pop_back();
   check_labels(name, true);
+  if (auto v4 = ipv4_literal(name)) return *v4;
   return NormalisedHost{.name = name, .ip_literal = false};
 }
 

@@ -73,6 +73,29 @@ TEST(HostName, Normalise_ConvertsUnicodeToALabel) {
   EXPECT_EQ(normalise_host("BÜCHER.example").name, "xn--bcher-kva.example");
 }
 
+// Found by fuzz_host_name: IDNA maps before it encodes, so what comes out must be checked as an
+// IP literal again, or "０" and "１２７．０．０．１" would pass as names and skip the address
+// rules.
+TEST(HostName, Normalise_IdnaResultThatIsAnAddressIsAnIpLiteral) {
+  const NormalisedHost ignorable = normalise_host(
+      "\xcd\x8f"
+      "0");  // U+034F, then '0'
+  EXPECT_EQ(ignorable.name, "0.0.0.0");
+  EXPECT_TRUE(ignorable.ip_literal);
+  const NormalisedHost full_width = normalise_host("１２７．０．０．１");
+  EXPECT_EQ(full_width.name, "127.0.0.1");
+  EXPECT_TRUE(full_width.ip_literal);
+  EXPECT_EQ(normalise_host("ｅｘａｍｐｌｅ．test。").name, "example.test");
+  for (const char* name : {"\xcd\x8f"
+                           "0",
+                           "１２７．０．０．１", "ｅｘａｍｐｌｅ．test。"}) {
+    const NormalisedHost once = normalise_host(name);
+    const NormalisedHost twice = normalise_host(once.name);
+    EXPECT_EQ(twice.name, once.name) << name;
+    EXPECT_EQ(twice.ip_literal, once.ip_literal) << name;
+  }
+}
+
 TEST(HostName, Normalise_RejectsNulUserinfoAndSeparators) {
   EXPECT_NE(rejection(std::string("evil.test\0.allowed.test", 23)).find("NUL"), std::string::npos);
   EXPECT_NE(rejection("allowed.test@evil.test").find("userinfo"), std::string::npos);
