@@ -2,10 +2,11 @@
 # The whole test suite: installs dependencies, builds the `default` preset, runs every test
 # (unit, integration and hostile as root on the real kernel, then the host-clean check) with
 # CTest; then the same tests built with ASan + UBSan (the `asan` preset), then every libFuzzer
-# target for a bounded time (scripts/fuzz.sh). Arguments go to the first ctest run only.
+# target over a fixed, seeded set of inputs (`scripts/fuzz.sh ci`: the same inputs on every
+# machine). Arguments go to the first ctest run only.
 #
 # SANDCELL_SKIP_ASAN=1 / SANDCELL_SKIP_FUZZ=1 skip those stages (for a quick local run);
-# SANDCELL_FUZZ_SECONDS sets the time per fuzz target (default 15).
+# SANDCELL_FUZZ_SECONDS=N fuzzes each target for N seconds instead (exploring, not reproducible).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +42,6 @@ if [ "${SANDCELL_SKIP_ASAN:-}" != 1 ]; then
 fi
 if [ "${SANDCELL_SKIP_FUZZ:-}" != 1 ]; then
   stage "fuzzers"
-  bash scripts/fuzz.sh "${SANDCELL_FUZZ_SECONDS:-15}"
+  bash scripts/fuzz.sh "${SANDCELL_FUZZ_SECONDS:-ci}"
 fi
 stage "done"
