@@ -8,7 +8,6 @@
 #include "commands.hpp"
 
 namespace sandcell::cli {
-namespace {
 
 // The verb: the first word that is not a global option (`--root DIR` takes a value).
 int verb_index(int argc, char** argv) {
@@ -22,6 +21,8 @@ int verb_index(int argc, char** argv) {
   }
   return -1;
 }
+
+namespace {
 
 bool lean_command(int argc, char** argv) {
   int verb = verb_index(argc, argv);

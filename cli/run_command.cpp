@@ -6,15 +6,14 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "commands.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/number.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
-#include "sandcell/runtime/number.hpp"
 
 namespace sandcell::cli {
 namespace {
@@ -222,17 +221,22 @@ void write_report(const std::string& path, const nlohmann::json& record) {
   check(rename(tmp.c_str(), path.c_str()), "rename report to " + path);
 }
 
-std::vector<std::string> end_run_options(std::vector<std::string> args) {
+std::vector<std::string> end_run_options(std::vector<std::string> args, const CLI::App& run) {
   // `sandcell run IMAGE sh -c x`: the words from IMAGE (or CMD) on belong to the program, as with
   // `docker run`; CLI11 would read `-c` as an option of ours, so a `--` goes in front of them.
-  static const std::set<std::string> kFlags = {"--json", "--no-denial-report", "-h", "--help"};
-  size_t i = 0;
-  while (i < args.size() && args[i] != "run") i += args[i] == "--root" ? 2 : 1;
+  // Which options take a value is CLI11's to say: a list kept here would drift from the options.
+  size_t i = 0;  // past the global options (`--root DIR`, `--root=DIR`) to the command word
+  while (i < args.size() && args[i].rfind("--root", 0) == 0) i += args[i] == "--root" ? 2 : 1;
+  if (i >= args.size() || args[i] != "run") return args;  // another command's words are its own
   for (++i; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") break;
     if (arg.rfind("-", 0) == 0) {
-      if (!kFlags.count(arg) && arg.find('=') == std::string::npos) ++i;  // skip the value
+      if (arg.find('=') != std::string::npos) continue;  // --memory=1g
+      const CLI::Option* option = run.get_option_no_throw(arg);
+      // Unknown: named now, before a guess about its value turns the rest into nonsense.
+      if (option == nullptr) throw CLI::ExtrasError("run", {arg});
+      if (option->get_items_expected_max() > 0) ++i;  // skip its value (flags take none)
       continue;
     }
     args.insert(args.begin() + static_cast<long>(i), "--");

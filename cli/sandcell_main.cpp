@@ -87,10 +87,18 @@ int main(int argc, char** argv) {
   sandcell::cli::add_mcp_command(app, action, globals);
   sandcell::cli::add_serve_command(app, action, globals);
 #endif
+  // CLI11 would answer `sandcell bogus` with "A subcommand is required".
+  const int verb = sandcell::cli::verb_index(argc, argv);
+  if (verb > 0 &&
+      app.get_subcommands([&](CLI::App* command) { return command->check_name(argv[verb]); })
+          .empty()) {
+    std::cerr << "sandcell: unknown command '" << argv[verb] << "' (see sandcell --help)\n";
+    return 125;
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
-  args = sandcell::cli::end_run_options(args);
-  std::reverse(args.begin(), args.end());  // CLI11 takes the vector form last-first
   try {
+    args = sandcell::cli::end_run_options(args, *app.get_subcommand("run"));
+    std::reverse(args.begin(), args.end());  // CLI11 takes the vector form last-first
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -40,9 +40,30 @@ TEST(BadInput, BadSize) {
   expect_one_line_error(r, 125, "--memory");
 }
 
+// Wherever it stands, the unknown option is what the line names: not a word after it that a
+// guess about its value turned into an "unexpected argument" (`/bin/true`, `--`).
 TEST(BadInput, UnknownOption) {
-  auto r = run_sandcell({"run", "--rootfs", test_rootfs(), "--frobnicate", "--", "/bin/true"});
-  expect_one_line_error(r, 125, "--frobnicate");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "--rootfs", test_rootfs(), "--frobnicate", "--",
+                                 "/bin/true"},
+        {"run", "--frobnicate", "--rootfs", test_rootfs(), "--", "/bin/true"},
+        {"run", "--rootfs", test_rootfs(), "--frobnicate", "/bin/true"}}) {
+    auto r = run_sandcell(args);
+    expect_one_line_error(r, 125, "not expected: --frobnicate (");
+  }
+}
+
+TEST(BadInput, UnknownCommand) {
+  auto r = run_sandcell({"frobnicate", "--rootfs", test_rootfs()});
+  expect_one_line_error(r, 125, "unknown command 'frobnicate'");
+}
+
+// Without `--`, the program's words start at the first word that is not an option or an
+// option's value; a flag (--json) takes no value, so the word after it is still an option.
+TEST(BadInput, FlagsDoNotSwallowTheNextWord) {
+  auto r = run_sandcell({"run", "--json", "--rootfs", test_rootfs(), "/bin/sh", "-c", "exit 3"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.out.find("\"exit_nonzero\""), std::string::npos) << r.out;
 }
 
 TEST(BadInput, CommandMissingInRootfsIs127) {
