@@ -32,9 +32,6 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals);
 // argv with a `--` before the program's words of a `run` command line (see run_command.cpp);
 // `run` is the subcommand add_run_command() made, which knows which of its options take a value.
 std::vector<std::string> end_run_options(std::vector<std::string> args, const CLI::App& run);
-// Index in argv of the command word (`run`, `gc`...): the first word that is not a global option;
-// -1 if there is none before an option only the full binary knows (--help, --version).
-int verb_index(int argc, char** argv);
 void add_gc_command(CLI::App& app, Action& action);
 void add_setup_command(CLI::App& app, Action& action);
 void add_code_command(CLI::App& app, Action& action, const Globals& globals);

@@ -13,6 +13,7 @@
 #include "sandcell/oci/sealed_exe.hpp"
 #include "sandcell/oci/state.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "unknown_command.hpp"
 
 namespace {
 
@@ -81,6 +82,10 @@ int main(int argc, char** argv, char** envp) {
   sandcell::cli::oci::add_lifecycle_commands(app, action, globals);
   sandcell::cli::oci::add_inspection_commands(app, action, globals);
   sandcell::cli::oci::add_exec_command(app, action, globals);
+  if (auto unknown = sandcell::cli::find_unknown_command(app, argc, argv)) {
+    std::cerr << "sandcell-oci: " << describe(*unknown, "sandcell-oci") << "\n";
+    return 125;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,6 +11,7 @@
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/rootless.hpp"
 #include "sandcell/runtime/sandbox.hpp"
+#include "unknown_command.hpp"
 
 namespace {
 
@@ -87,12 +88,8 @@ int main(int argc, char** argv) {
   sandcell::cli::add_mcp_command(app, action, globals);
   sandcell::cli::add_serve_command(app, action, globals);
 #endif
-  // CLI11 would answer `sandcell bogus` with "A subcommand is required".
-  const int verb = sandcell::cli::verb_index(argc, argv);
-  if (verb > 0 &&
-      app.get_subcommands([&](CLI::App* command) { return command->check_name(argv[verb]); })
-          .empty()) {
-    std::cerr << "sandcell: unknown command '" << argv[verb] << "' (see sandcell --help)\n";
+  if (auto unknown = sandcell::cli::find_unknown_command(app, argc, argv)) {
+    std::cerr << "sandcell: " << describe(*unknown, "sandcell") << "\n";
     return 125;
   }
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "oci_bundle.hpp"
 #include "sandcell_cli.hpp"
 
 namespace sandcell::test {
@@ -53,9 +54,16 @@ TEST(BadInput, UnknownOption) {
   }
 }
 
+// CLI11 alone says "A subcommand is required", naming no word, and sandcell-oci added a second
+// line; the word that is no command is what the line names, at any depth.
 TEST(BadInput, UnknownCommand) {
-  auto r = run_sandcell({"frobnicate", "--rootfs", test_rootfs()});
-  expect_one_line_error(r, 125, "unknown command 'frobnicate'");
+  expect_one_line_error(run_sandcell({"frobnicate", "--rootfs", test_rootfs()}), 125,
+                        "unknown command 'frobnicate' (see sandcell --help)");
+  expect_one_line_error(run_sandcell({"--root", "/nonexistent", "skills", "frobnicate"}), 125,
+                        "unknown command 'skills frobnicate' (see sandcell skills --help)");
+  CliRun oci = run_program({oci_binary(), "--root", "/nonexistent", "frobnicate"});
+  EXPECT_EQ(oci.exit_code, 125);
+  EXPECT_EQ(oci.err, "sandcell-oci: unknown command 'frobnicate' (see sandcell-oci --help)\n");
 }
 
 // Without `--`, the program's words start at the first word that is not an option or an
