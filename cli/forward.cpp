@@ -8,6 +8,7 @@
 #include "commands.hpp"
 
 namespace sandcell::cli {
+namespace {
 
 // The verb: the first word that is not a global option (`--root DIR` takes a value).
 int verb_index(int argc, char** argv) {
@@ -21,8 +22,6 @@ int verb_index(int argc, char** argv) {
   }
   return -1;
 }
-
-namespace {
 
 bool lean_command(int argc, char** argv) {
   int verb = verb_index(argc, argv);
