@@ -82,13 +82,13 @@ int main(int argc, char** argv, char** envp) {
   sandcell::cli::oci::add_lifecycle_commands(app, action, globals);
   sandcell::cli::oci::add_inspection_commands(app, action, globals);
   sandcell::cli::oci::add_exec_command(app, action, globals);
-  if (auto unknown = sandcell::cli::find_unknown_command(app, argc, argv)) {
-    std::cerr << "sandcell-oci: " << describe(*unknown, "sandcell-oci") << "\n";
-    return 125;
-  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (auto unknown = sandcell::cli::find_unknown_command(app, argc, argv)) {
+      std::cerr << "sandcell-oci: " << describe(*unknown, "sandcell-oci") << "\n";
+      return 125;
+    }
     int code = app.exit(e);
     return e.get_exit_code() == 0 ? code : 125;
   }

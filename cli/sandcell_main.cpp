@@ -88,10 +88,6 @@ int main(int argc, char** argv) {
   sandcell::cli::add_mcp_command(app, action, globals);
   sandcell::cli::add_serve_command(app, action, globals);
 #endif
-  if (auto unknown = sandcell::cli::find_unknown_command(app, argc, argv)) {
-    std::cerr << "sandcell: " << describe(*unknown, "sandcell") << "\n";
-    return 125;
-  }
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     args = sandcell::cli::end_run_options(args, *app.get_subcommand("run"));
@@ -104,7 +100,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "sandcell: " << e.what() << " (see sandcell --help)\n";
+    // Only a failed parse looks for the word that is no command: not on every run's way.
+    if (auto unknown = sandcell::cli::find_unknown_command(app, argc, argv))
+      std::cerr << "sandcell: " << describe(*unknown, "sandcell") << "\n";
+    else
+      std::cerr << "sandcell: " << e.what() << " (see sandcell --help)\n";
     return 125;
   }
   int code = 125;
