@@ -60,7 +60,18 @@ void enable_image_runs(const Globals& globals);
 
 // The lean `sandcell` handles `run --rootfs` and `gc` itself and hands every other command line
 // to sandcell-images, next to it, so a run does not pay for loading libarchive and libcurl.
-// Returns only when this command line is the lean binary's own.
+// Returns only when this command line is the lean binary's own (and keeps argv for
+// hand_over_to_network_twin()).
 void forward_unless_lean(int argc, char** argv);
+
+// The lean binary is linked statically where it can be (cli/CMakeLists.txt): no dynamic loader
+// maps and relocates libc at each start (~0.2-0.35 ms of a run here). Without a loader it
+// cannot load the network's libraries either (network/src/dynamic_libs.hpp), so what needs them
+// (a run with --net allow:/full, gc) goes to `sandcell-net`, the same program linked
+// dynamically, installed next to it. False in a static process.
+bool can_load_network_libraries();
+// Replaces this process with sandcell-net on the same command line. Call it before anything
+// was made or printed: the options are parsed again there.
+[[noreturn]] void hand_over_to_network_twin();
 
 }  // namespace sandcell::cli

@@ -1,3 +1,4 @@
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <climits>
@@ -33,10 +34,10 @@ bool lean_command(int argc, char** argv) {
   return false;
 }
 
-}  // namespace
+// The command line as main() got it, for a hand-over once the options have been parsed.
+char** saved_argv = nullptr;
 
-void forward_unless_lean(int argc, char** argv) {
-  if (lean_command(argc, argv)) return;
+[[noreturn]] void exec_sibling(const char* sibling, char** argv, const char* why) {
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) {
@@ -44,12 +45,36 @@ void forward_unless_lean(int argc, char** argv) {
     _exit(125);
   }
   self[n] = '\0';
-  std::string full = std::string(self, strrchr(self, '/') + 1) + "sandcell-images";
+  std::string full = std::string(self, strrchr(self, '/') + 1) + sibling;
   argv[0] = full.data();
   execv(full.c_str(), argv);
-  std::cerr << "sandcell: " << full << ": " << strerror(errno)
-            << " (image commands live in sandcell-images, installed next to sandcell)\n";
+  std::cerr << "sandcell: " << full << ": " << strerror(errno) << " (" << why << ")\n";
   _exit(125);
+}
+
+}  // namespace
+
+void forward_unless_lean(int argc, char** argv) {
+  saved_argv = argv;
+  if (lean_command(argc, argv)) return;
+  exec_sibling("sandcell-images", argv,
+               "image commands live in sandcell-images, installed next to sandcell");
+}
+
+bool can_load_network_libraries() {
+  // AT_BASE is where the kernel loaded the program's interpreter: 0 when there is none.
+  return getauxval(AT_BASE) != 0;
+}
+
+void hand_over_to_network_twin() {
+  if (saved_argv == nullptr) {
+    std::cerr << "sandcell: internal error: no command line to hand to sandcell-net\n";
+    _exit(125);
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  exec_sibling("sandcell-net", saved_argv,
+               "runs with a network and gc live in sandcell-net, installed next to sandcell");
 }
 
 }  // namespace sandcell::cli

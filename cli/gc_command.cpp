@@ -15,6 +15,8 @@ void add_gc_command(CLI::App& app, Action& action) {
   gc->add_option("--state", *state_root, "Run state directory (default /run/sandcell, or $SANDCELL_STATE)");
   gc->callback([&action, state_root] {
     action = [state_root] {
+      // Leftover veths and nft rules are removed through libnl and libnftables.
+      if (!can_load_network_libraries()) hand_over_to_network_twin();
       if (geteuid() != 0) {
         std::cerr << "sandcell: gc must run as root (it removes cgroups)\n";
         return 125;

@@ -175,6 +175,8 @@ void write_all(int fd, std::span<const char> data) {
 
 int run(const RunFlags& flags, const GlobalOptions& globals) {
   Spec spec = spec_from_flags(flags);
+  if (spec.network != runtime::NetworkMode::None && !can_load_network_libraries())
+    hand_over_to_network_twin();  // a static `sandcell`: the network's libraries need a loader
   std::shared_ptr<void> lease = apply_image(flags, globals, spec);
   apply_process_after_image(flags, spec);
   std::string captured[2];

@@ -16,9 +16,9 @@ bash scripts/install-deps.sh
 cmake --preset default
 # The skill images (the `skill_images` CTest fixture: debootstrap, then apt-get in image builds)
 # wait mostly on the Debian mirror and on dpkg, so they are made while the rest compiles: the
-# two executables first, then the images in the background. The fixture finds them built.
+# executables first, then the images in the background. The fixture finds them built.
 stage "sandcell executables"
-cmake --build --preset default --target sandcell sandcell-images
+cmake --build --preset default --target sandcell sandcell-net sandcell-images
 store=build/default/test-store
 stage "skill images (background, log: $store.log)"
 bash tests/fixtures/make-skill-images.sh build/default/cli/sandcell "$store" >"$store.log" 2>&1 &

@@ -2,6 +2,7 @@
 #include "dynamic_libs.hpp"
 
 #include <dlfcn.h>
+#include <sys/auxv.h>
 
 #include <cerrno>
 #include <string>
@@ -41,8 +42,7 @@ constexpr LibraryName kHttpParser{.soname = "libhttp_parser.so.2.9",
 // taken from it live in function-local statics until exit.
 class LoadedLibrary {
  public:
-  explicit LoadedLibrary(const LibraryName& name)
-      : name_(name), handle_(dlopen(name.soname, RTLD_NOW | RTLD_LOCAL)) {
+  explicit LoadedLibrary(const LibraryName& name) : name_(name), handle_(open(name)) {
     if (handle_ == nullptr) fail();
   }
 
@@ -54,6 +54,17 @@ class LoadedLibrary {
   }
 
  private:
+  static void* open(const LibraryName& name) {
+    // A static executable has no dynamic loader (AT_BASE 0): glibc's dlopen there would map a
+    // second libc beside the built-in one. The static `sandcell` hands such runs to sandcell-net
+    // before they get here (cli/forward.cpp); this is the line behind that.
+    if (getauxval(AT_BASE) == 0)
+      throw Error(ELIBACC, std::string("load ") + name.soname + " for " + name.needed_by +
+                               ": this executable is linked statically and cannot load shared "
+                               "libraries (run it through sandcell-net)");
+    return dlopen(name.soname, RTLD_NOW | RTLD_LOCAL);
+  }
+
   [[noreturn]] void fail() const {
     const char* why = dlerror();
     throw Error(ELIBACC, std::string("load ") + name_.soname + " for " + name_.needed_by +

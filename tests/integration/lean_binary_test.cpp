@@ -2,8 +2,16 @@
 // (network/src/dynamic_libs.hpp): loading them cost 0.9 ms of every `--net none` start. The
 // dynamic loader says what it maps (LD_DEBUG=files), both what the executable links (and what
 // that links) and what it opens later with dlopen.
+//
+// Where the toolchain can, `sandcell` is a static PIE and maps nothing at all; what needs the
+// network's libraries then runs in `sandcell-net`, the same program linked dynamically
+// (cli/forward.cpp), and the loader's questions are asked of that one.
+#include <elf.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <string>
@@ -19,9 +27,22 @@ const std::set<std::string> kNetworkLibraries = {
     "libgmp.so.10",     "libxtables.so.12",  "libnl-3.so.200",       "libnl-route-3.so.200",
     "libidn2.so.0",     "libunistring.so.2", "libhttp_parser.so.2.9"};
 
-// `sandcell ARGS...` with the dynamic loader reporting on stderr what it maps.
-CliRun run_with_ld_debug(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"/usr/bin/env", "LD_DEBUG=files", sandcell_binary()};
+std::string sandcell_net_binary() {
+  return (std::filesystem::path(sandcell_binary()).parent_path() / "sandcell-net").string();
+}
+
+// The lean program as linked dynamically: sandcell itself, or sandcell-net beside a static one.
+std::string dynamic_lean_binary() {
+#if SANDCELL_LEAN_IS_STATIC
+  return sandcell_net_binary();
+#else
+  return sandcell_binary();
+#endif
+}
+
+// `BINARY ARGS...` with the dynamic loader reporting on stderr what it maps.
+CliRun run_with_ld_debug(const std::string& binary, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/env", "LD_DEBUG=files", binary};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_program(argv);
 }
@@ -49,10 +70,11 @@ std::set<std::string> network_libraries_in(const std::set<std::string>& loaded) 
 // the sandbox's child (a fork of it: ld.so would report there too, on the stderr the child passes
 // through). Shared libraries a sanitizer build links bind as they were built to.
 TEST(LeanBinary, BindsEverySymbolBeforeMain) {
-  const CliRun run = run_program({"/usr/bin/env", "LD_DEBUG=bindings", sandcell_binary(), "run",
-                                  "--rootfs", test_rootfs(), "--", "/bin/true"});
+  const std::string binary = dynamic_lean_binary();
+  const CliRun run = run_program({"/usr/bin/env", "LD_DEBUG=bindings", binary, "run", "--rootfs",
+                                  test_rootfs(), "--", "/bin/true"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  const std::string ours = "binding file " + sandcell_binary() + " [0]";
+  const std::string ours = "binding file " + binary + " [0]";
   const size_t start = run.err.find("transferring control");
   ASSERT_NE(start, std::string::npos) << run.err.substr(0, 2000);
   ASSERT_NE(run.err.rfind(ours, start), std::string::npos) << run.err.substr(0, 2000);
@@ -61,7 +83,8 @@ TEST(LeanBinary, BindsEverySymbolBeforeMain) {
 }
 
 TEST(LeanBinary, NetNoneRun_LoadsNoNetworkLibrary) {
-  const CliRun run = run_with_ld_debug({"run", "--rootfs", test_rootfs(), "--", "/bin/true"});
+  const CliRun run = run_with_ld_debug(dynamic_lean_binary(),
+                                       {"run", "--rootfs", test_rootfs(), "--", "/bin/true"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto loaded = libraries_mapped(run);
   // What it does link: proves ld.so reported, so an empty answer below means something.
@@ -76,18 +99,83 @@ TEST(LeanBinary, NetNoneRun_MapsOnlyLibc) {
   GTEST_SKIP() << "this build links shared libraries on purpose (sanitizers, or "
                   "SANDCELL_STATIC_SYSLIBS / SANDCELL_STATIC_LIBSTDCXX off)";
 #endif
-  const CliRun run = run_with_ld_debug({"run", "--rootfs", test_rootfs(), "--", "/bin/true"});
+  const CliRun run = run_with_ld_debug(dynamic_lean_binary(),
+                                       {"run", "--rootfs", test_rootfs(), "--", "/bin/true"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(libraries_mapped(run), std::set<std::string>{"libc.so.6"}) << run.err;
 }
 
 // The other half: a library opened with dlopen shows up too, so the test above would see one.
+// Asked of `sandcell`: a static one hands the run to sandcell-net, whose loader reports it.
 TEST(LeanBinary, AllowRun_LoadsLibidn2ForTheHostName) {
   const CliRun run = run_with_ld_debug(
+      sandcell_binary(),
       {"run", "--rootfs", test_rootfs(), "--net", "allow:example.test", "--", "/bin/true"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto loaded = libraries_mapped(run);
   EXPECT_TRUE(network_libraries_in(loaded).contains("libidn2.so.0")) << run.err;
+}
+
+// The ELF header and program headers of an executable.
+struct ElfShape {
+  uint16_t type = 0;
+  bool has_interpreter = false;
+  bool is_elf64 = false;
+};
+
+ElfShape read_elf_shape(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr header{};
+  in.read(reinterpret_cast<char*>(&header), sizeof header);
+  ElfShape shape;
+  if (!in || memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64)
+    return shape;
+  shape.is_elf64 = true;
+  shape.type = header.e_type;
+  for (int i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr program{};
+    in.seekg(static_cast<std::streamoff>(header.e_phoff + i * header.e_phentsize));
+    in.read(reinterpret_cast<char*>(&program), sizeof program);
+    if (in && program.p_type == PT_INTERP) shape.has_interpreter = true;
+  }
+  return shape;
+}
+
+// Static, and still a PIE (ET_DYN), so ASLR places it anywhere like any other PIE: the
+// supervisor handles what the sandbox writes, and a fixed address would help an exploit.
+TEST(LeanBinary, IsAStaticPie) {
+#if !SANDCELL_LEAN_IS_STATIC
+  GTEST_SKIP() << "this build links sandcell dynamically (sanitizers, SANDCELL_STATIC_LEAN off, "
+                  "or no -static-pie in the toolchain)";
+#endif
+  const ElfShape shape = read_elf_shape(sandcell_binary());
+  ASSERT_TRUE(shape.is_elf64) << sandcell_binary();
+  EXPECT_EQ(shape.type, ET_DYN) << "not position-independent";
+  EXPECT_FALSE(shape.has_interpreter) << "has a dynamic loader (PT_INTERP)";
+  const CliRun run =
+      run_with_ld_debug(sandcell_binary(), {"run", "--rootfs", test_rootfs(), "--", "/bin/true"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(libraries_mapped(run), std::set<std::string>{}) << run.err;
+  const ElfShape twin = read_elf_shape(sandcell_net_binary());
+  EXPECT_TRUE(twin.has_interpreter) << sandcell_net_binary() << " must be able to load libraries";
+}
+
+// What needs the network's libraries runs in sandcell-net: a run with a network and gc (which
+// removes leftover veths and nft rules). `--net none` runs stay in the static binary (above).
+TEST(LeanBinary, NetworkRunsAndGcAreHandedToSandcellNet) {
+#if !SANDCELL_LEAN_IS_STATIC
+  GTEST_SKIP() << "sandcell is linked dynamically here and loads the libraries itself";
+#endif
+  const std::string by_twin = "needed by " + sandcell_net_binary();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "--rootfs", test_rootfs(), "--net", "allow:example.test",
+                                 "--", "/bin/true"},
+        std::vector<std::string>{"gc"}}) {
+    const CliRun run = run_with_ld_debug(sandcell_binary(), args);
+    EXPECT_EQ(run.exit_code, 0) << args[0] << ": " << run.err;
+    EXPECT_NE(run.err.find(by_twin), std::string::npos)
+        << args[0] << ": " << run.err.substr(0, 2000);
+  }
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ RootlessUser::RootlessUser() : name_(kPrefix + std::to_string(getpid())) {
   gid_ = pw->pw_gid;
   fs::create_directories(home());
   fs::create_directories(dir_ + "/bin");
-  for (const char* exe : {"sandcell", "sandcell-images"})
+  for (const char* exe : {"sandcell", "sandcell-net", "sandcell-images"})
     fs::copy_file(fs::path(sandcell_binary()).parent_path() / exe, dir_ + "/bin/" + exe);
   run_or_throw({"/bin/cp", "-a", test_rootfs(), rootfs()});
   run_or_throw({"/bin/chown", "-R", name_ + ":" + name_, home()});

@@ -135,7 +135,8 @@ TEST(AppArmorProfile, Default_ConfinesPtraceAndSignalsToTheProfile) {
 
 TEST(AppArmorProfile, Binary_AttachesToBothExecutablesUnconfinedWithUserns) {
   std::set<std::string> rules = rules_of(binary_profile("/opt/sandcell/bin/"));
-  EXPECT_TRUE(rules.contains("profile sandcell /opt/sandcell/bin/sandcell{,-images} flags=(unconfined) {"));
+  EXPECT_TRUE(rules.contains(
+      "profile sandcell /opt/sandcell/bin/sandcell{,-images,-net} flags=(unconfined) {"));
   EXPECT_TRUE(rules.contains("userns,"));
   EXPECT_TRUE(rules.contains("#include if exists <local/sandcell>"));
 }
