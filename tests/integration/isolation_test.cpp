@@ -169,6 +169,20 @@ TEST(Isolation, CapAddKeepsOnlyThatCapability) {
   EXPECT_EQ(root.record["isolation"]["capabilities"], nlohmann::json::array({"NET_BIND_SERVICE"}));
 }
 
+// A caller with ambient capabilities (setpriv, a systemd AmbientCapabilities= unit) passes them
+// on to its children across execve; the program gets none of them, not even one it asked for
+// with --cap-add (as uid 0 that one stays in its permitted and inheritable sets, where an ambient
+// bit would survive).
+TEST(Isolation, AmbientCapabilitiesOfTheCallerAreCleared) {
+  const CliRun r = run_program({"/usr/bin/setpriv", "--inh-caps=+net_bind_service,+sys_time",
+                                "--ambient-caps=+net_bind_service,+sys_time", sandcell_binary(),
+                                "run", "--rootfs", test_rootfs(), "--cap-add", "NET_BIND_SERVICE",
+                                "--", "/bin/sc-probe", "caps"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("CapInh:\t0000000000000400"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CapAmb:\t0000000000000000"), std::string::npos) << r.out;
+}
+
 TEST(Isolation, UserAndGroupAreSwitched) {
   auto r = run_in_sandbox({"--user", "65534:65533"}, {"/bin/sh", "-c", "id -u; id -g; id -G"});
   EXPECT_EQ(stdout_of(r), "65534\n65533\n65533\n");
