@@ -12,7 +12,8 @@ packages=(
   libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev googletest libarchive-dev libssl-dev libcurl4-openssl-dev libnftables-dev zlib1g-dev
   libidn2-dev libhttp-parser-dev libcpp-httplib-dev
-  # test fixtures: a static busybox rootfs; a static helper is built with the C compiler
+  # test fixtures: a static busybox rootfs; a static helper is built with the C compiler.
+  # libc6-dev's libc.a also links the lean `sandcell` as a static PIE (cli/CMakeLists.txt)
   busybox-static libc6-dev
   # tools the tests and benchmarks compare against or drive
   hyperfine bubblewrap runc util-linux iproute2 procps nftables

@@ -40,7 +40,8 @@ n=$(grep -c '^sandcell-ci-' /etc/passwd || true)
 [ "$n" -eq 0 ] || say "$n rootless test users left: $(grep '^sandcell-ci-' /etc/passwd | cut -d: -f1 | head -3)"
 # Any process running from our build tree or the test rootfs (the probe program) is a leak, and
 # so is a slirp4netns that sandcell started (network/src/slirp.cpp: these exact first flags).
-p=$(pgrep -f -a 'sandcell run|sc-probe|slirp4netns --configure --mtu=65520 --disable-host-loopback' |
+# A run with a network is carried on by sandcell-net, `run IMAGE` by sandcell-images.
+p=$(pgrep -f -a 'sandcell(-net|-images)? run|sc-probe|slirp4netns --configure --mtu=65520 --disable-host-loopback' |
     grep -v -e pgrep -e check-host-clean || true)
 [ -z "$p" ] || say "processes left: $p"
 [ $bad -eq 0 ] && echo "host is clean"
