@@ -178,5 +178,29 @@ TEST(LeanBinary, NetworkRunsAndGcAreHandedToSandcellNet) {
   }
 }
 
+// Installed without its twin, a static sandcell still runs `--net none` and says in one line
+// what is missing for the rest, leaving nothing behind.
+TEST(LeanBinary, WithoutSandcellNetANetworkRunSaysWhatIsMissing) {
+#if !SANDCELL_LEAN_IS_STATIC
+  GTEST_SKIP() << "sandcell is linked dynamically here and loads the libraries itself";
+#endif
+  char dir_template[] = "/tmp/sandcell-alone-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::filesystem::path dir = dir_template;
+  std::filesystem::copy_file(sandcell_binary(), dir / "sandcell");
+  const std::string alone = (dir / "sandcell").string();
+  const CliRun none =
+      run_program({alone, "run", "--rootfs", test_rootfs(), "--", "/bin/echo", "ok"});
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.out, "ok\n");
+  const CliRun allow = run_program(
+      {alone, "run", "--rootfs", test_rootfs(), "--net", "allow:example.test", "--", "/bin/true"});
+  EXPECT_EQ(allow.exit_code, 125);
+  EXPECT_EQ(allow.err, "sandcell: " + (dir / "sandcell-net").string() +
+                           ": No such file or directory (runs with a network and gc live in "
+                           "sandcell-net, installed next to sandcell)\n");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace sandcell::test
