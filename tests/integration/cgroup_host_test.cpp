@@ -346,15 +346,22 @@ TEST_F(CgroupHostV1, MemoryHog_IsOomKilled_ReportedInUsage) {
 
 TEST_F(CgroupHostV1, KillAll_KillsDoubleForkedSetsidGrandchild) {
   Child child([](int fd) {
+    int pid_pipe[2];
+    if (::pipe(pid_pipe) != 0) ::_exit(102);
     const pid_t middle = ::fork();
     if (middle == 0) {
       ::setsid();
       const pid_t escaped = ::fork();
       if (escaped == 0) sleep_forever();
-      report(fd, escaped);
+      report(pid_pipe[1], escaped);
       ::_exit(0);  // orphans `escaped`: only the cgroup still ties it to the run
     }
+    // Reported only once `middle` is reaped: `escaped` has been reparented to us by then, so
+    // the waitpid below cannot come before the kernel has made it our child.
+    long escaped = 0;
+    if (::read(pid_pipe[0], &escaped, sizeof escaped) != sizeof escaped) ::_exit(103);
     ::waitpid(middle, nullptr, 0);
+    report(fd, escaped);
     sleep_forever();
   });
   cgroup_->add_process(child.pid());
