@@ -59,7 +59,7 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals);
 void enable_image_runs(const Globals& globals);
 
 // The lean `sandcell` handles `run --rootfs` and `gc` itself and hands every other command line
-// to sandcell-images, next to it, so a run does not pay for loading libarchive and libcurl.
+// to sandcell-images, next to it, so a run does not pay for loading the image store.
 // Returns only when this command line is the lean binary's own (and keeps argv for
 // hand_over_to_network_twin()).
 void forward_unless_lean(int argc, char** argv);

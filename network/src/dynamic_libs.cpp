@@ -1,13 +1,7 @@
 // Loading the network's C libraries on first use (see dynamic_libs.hpp).
 #include "dynamic_libs.hpp"
 
-#include <dlfcn.h>
-#include <sys/auxv.h>
-
-#include <cerrno>
-#include <string>
-
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/loaded_library.hpp"
 
 // The soname below is the one this header's version builds; another major/minor is another ABI.
 static_assert(HTTP_PARSER_VERSION_MAJOR == 2 && HTTP_PARSER_VERSION_MINOR == 9,
@@ -16,11 +10,8 @@ static_assert(HTTP_PARSER_VERSION_MAJOR == 2 && HTTP_PARSER_VERSION_MINOR == 9,
 namespace sandcell::network {
 namespace {
 
-struct LibraryName {
-  const char* soname;
-  const char* package;    // Debian's
-  const char* needed_by;  // what needs it, of what the user asked for
-};
+using runtime::LibraryName;
+using runtime::LoadedLibrary;
 
 constexpr LibraryName kNftables{.soname = "libnftables.so.1",
                                 .package = "libnftables1",
@@ -38,49 +29,7 @@ constexpr LibraryName kHttpParser{.soname = "libhttp_parser.so.2.9",
                                   .package = "libhttp-parser2.9",
                                   .needed_by = "the proxy of --net allow:"};
 
-// A library opened for the rest of the process: never closed, because the function pointers
-// taken from it live in function-local statics until exit.
-class LoadedLibrary {
- public:
-  explicit LoadedLibrary(const LibraryName& name) : name_(name), handle_(open(name)) {
-    if (handle_ == nullptr) fail();
-  }
-
-  template <typename Function>
-  Function function(const char* symbol) const {
-    void* address = dlsym(handle_, symbol);
-    if (address == nullptr) fail();
-    return reinterpret_cast<Function>(address);
-  }
-
- private:
-  static void* open(const LibraryName& name) {
-    // A static executable has no dynamic loader (AT_BASE 0): glibc's dlopen there would map a
-    // second libc beside the built-in one. The static `sandcell` hands such runs to sandcell-net
-    // before they get here (cli/forward.cpp); this is the line behind that.
-    if (getauxval(AT_BASE) == 0)
-      throw Error(ELIBACC, std::string("load ") + name.soname + " for " + name.needed_by +
-                               ": this executable is linked statically and cannot load shared "
-                               "libraries (run it through sandcell-net)");
-    return dlopen(name.soname, RTLD_NOW | RTLD_LOCAL);
-  }
-
-  [[noreturn]] void fail() const {
-    const char* why = dlerror();
-    throw Error(ELIBACC, std::string("load ") + name_.soname + " for " + name_.needed_by +
-                             " (apt-get install " + name_.package +
-                             "): " + (why != nullptr ? why : "unknown dlerror"));
-  }
-
-  const LibraryName& name_;
-  void* handle_;
-};
-
 }  // namespace
-
-// The one macro: the symbol's name and its type come from the same token, so they cannot
-// disagree (a function cannot turn an identifier into its name).
-#define SANDCELL_FUNCTION(library, symbol) (library).function<decltype(&symbol)>(#symbol)
 
 const NftablesFunctions& nft() {
   static const NftablesFunctions functions = [] {
@@ -183,7 +132,5 @@ const HttpParserFunctions& http() {
   }();
   return functions;
 }
-
-#undef SANDCELL_FUNCTION
 
 }  // namespace sandcell::network

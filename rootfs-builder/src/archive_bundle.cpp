@@ -1,4 +1,3 @@
-#include "file_chunks.hpp"
 #include "archive_bundle.hpp"
 
 #include <archive_entry.h>
@@ -10,9 +9,11 @@
 #include <cstring>
 #include <set>
 
+#include "file_chunks.hpp"
 #include "fs_tree.hpp"
 #include "gzip_sink.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/rootfs_builder/loaded_libs.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -20,11 +21,11 @@ namespace {
 using EntryPtr = std::unique_ptr<archive_entry, decltype(&archive_entry_free)>;
 
 EntryPtr bundle_entry(const std::string& name, mode_t mode, std::int64_t size) {
-  EntryPtr e(archive_entry_new(), archive_entry_free);
-  archive_entry_copy_pathname(e.get(), name.c_str());
-  archive_entry_set_mode(e.get(), mode);
-  archive_entry_set_size(e.get(), size);
-  archive_entry_set_mtime(e.get(), source_date_epoch().value_or(0), 0);
+  EntryPtr e(libarchive().entry_new(), libarchive().entry_free);
+  libarchive().entry_copy_pathname(e.get(), name.c_str());
+  libarchive().entry_set_mode(e.get(), mode);
+  libarchive().entry_set_size(e.get(), size);
+  libarchive().entry_set_mtime(e.get(), source_date_epoch().value_or(0), 0);
   return e;
 }
 
@@ -32,25 +33,27 @@ void write_entry_file(archive* a, const std::string& name, const std::string& pa
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0) throw Error(errno, "open " + path);
-  if (archive_write_header(a, bundle_entry(name, S_IFREG | 0644, st.st_size).get()) != ARCHIVE_OK)
+  if (libarchive().write_header(a, bundle_entry(name, S_IFREG | 0644, st.st_size).get()) !=
+      ARCHIVE_OK)
     throw archive_error(a, "write " + name);
   for_each_chunk(fd.get(), path, [&](const char* data, size_t size) {
-    if (archive_write_data(a, data, size) < 0) throw archive_error(a, "write " + name);
+    if (libarchive().write_data(a, data, size) < 0) throw archive_error(a, "write " + name);
   });
 }
 
 void write_bundle(int fd, const std::map<std::string, std::string>& dirs,
                   const std::map<std::string, std::pair<std::string, std::string>>& files) {
-  ArchiveWriter a(archive_write_new());
-  if (archive_write_set_format(a.get(), ARCHIVE_FORMAT_TAR_PAX_RESTRICTED) != ARCHIVE_OK ||
-      archive_write_open_fd(a.get(), fd) != ARCHIVE_OK)
+  ArchiveWriter a(libarchive().write_new());
+  if (libarchive().write_set_format(a.get(), ARCHIVE_FORMAT_TAR_PAX_RESTRICTED) != ARCHIVE_OK ||
+      libarchive().write_open_fd(a.get(), fd) != ARCHIVE_OK)
     throw archive_error(a.get(), "open archive writer");
   std::set<std::string> names;
   for (const auto& [name, _] : dirs) names.insert(name);
   for (const auto& [name, _] : files) names.insert(name);
   for (const auto& name : names) {
     if (dirs.contains(name)) {
-      if (archive_write_header(a.get(), bundle_entry(name, S_IFDIR | 0755, 0).get()) != ARCHIVE_OK)
+      if (libarchive().write_header(a.get(), bundle_entry(name, S_IFDIR | 0755, 0).get()) !=
+          ARCHIVE_OK)
         throw archive_error(a.get(), "write " + name);
       continue;
     }
@@ -59,12 +62,13 @@ void write_bundle(int fd, const std::map<std::string, std::string>& dirs,
       write_entry_file(a.get(), name, path);
       continue;
     }
-    if (archive_write_header(a.get(), bundle_entry(name, S_IFREG | 0644, std::ssize(data)).get()) !=
-            ARCHIVE_OK ||
-        archive_write_data(a.get(), data.data(), data.size()) < 0)
+    if (libarchive().write_header(
+            a.get(), bundle_entry(name, S_IFREG | 0644, std::ssize(data)).get()) != ARCHIVE_OK ||
+        libarchive().write_data(a.get(), data.data(), data.size()) < 0)
       throw archive_error(a.get(), "write " + name);
   }
-  if (archive_write_close(a.get()) != ARCHIVE_OK) throw archive_error(a.get(), "close archive");
+  if (libarchive().write_close(a.get()) != ARCHIVE_OK)
+    throw archive_error(a.get(), "close archive");
 }
 
 }  // namespace

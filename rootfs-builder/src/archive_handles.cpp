@@ -1,26 +1,28 @@
 #include "archive_handles.hpp"
 
+#include "sandcell/rootfs_builder/loaded_libs.hpp"
+
 namespace sandcell::rootfs_builder {
 namespace {
 
-// Explicit filters, not archive_read_support_filter_all(): that one may run external
+// Explicit filters, not libarchive().read_support_filter_all(): that one may run external
 // decompressors (lrzip, lzop, grzip) on untrusted input.
 void support_layer_filters(archive* a) {
-  archive_read_support_filter_gzip(a);
-  archive_read_support_filter_zstd(a);
-  archive_read_support_filter_xz(a);
-  archive_read_support_filter_bzip2(a);
+  libarchive().read_support_filter_gzip(a);
+  libarchive().read_support_filter_zstd(a);
+  libarchive().read_support_filter_xz(a);
+  libarchive().read_support_filter_bzip2(a);
 }
 
 ArchiveReader open_reader(const std::string& path, bool raw) {
-  ArchiveReader a(archive_read_new());
+  ArchiveReader a(libarchive().read_new());
   if (!a) throw Error(ENOMEM, "archive_read_new");
   support_layer_filters(a.get());
   if (raw)
-    archive_read_support_format_raw(a.get());
+    libarchive().read_support_format_raw(a.get());
   else
-    archive_read_support_format_tar(a.get());
-  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK)
+    libarchive().read_support_format_tar(a.get());
+  if (libarchive().read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK)
     throw archive_error(a.get(), "open archive " + path);
   return a;
 }
@@ -28,8 +30,8 @@ ArchiveReader open_reader(const std::string& path, bool raw) {
 }  // namespace
 
 Error archive_error(archive* a, const std::string& step) {
-  int err = archive_errno(a);
-  const char* message = archive_error_string(a);
+  int err = libarchive().error_number(a);
+  const char* message = libarchive().error_string(a);
   return Error(err > 0 ? err : EIO, message != nullptr ? step + ": " + message : step);
 }
 

@@ -5,15 +5,16 @@
 #include <memory>
 #include <string>
 
+#include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "sandcell/runtime/error.hpp"
 
 namespace sandcell::rootfs_builder {
 
 struct ArchiveReadFree {
-  void operator()(archive* a) const { archive_read_free(a); }
+  void operator()(archive* a) const { libarchive().read_free(a); }
 };
 struct ArchiveWriteFree {
-  void operator()(archive* a) const { archive_write_free(a); }
+  void operator()(archive* a) const { libarchive().write_free(a); }
 };
 using ArchiveReader = std::unique_ptr<archive, ArchiveReadFree>;
 using ArchiveWriter = std::unique_ptr<archive, ArchiveWriteFree>;

@@ -1,12 +1,11 @@
 // COPY and ADD: sources are staged (matched, copied, owned and moded as the flags say), hashed
 // for the cache key, then placed at the destination inside a fresh directory that becomes the
 // step's layer. Nothing runs inside the image, so COPY works on any image, even FROM scratch.
+#include <archive.h>
+#include <archive_entry.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <archive.h>
-#include <archive_entry.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,9 +17,10 @@
 #include "sandcell/rootfs_builder/dockerignore.hpp"
 #include "sandcell/rootfs_builder/image_user.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "sandcell/runtime/error.hpp"
-#include "url_fetch.hpp"
 #include "sandcell/runtime/number.hpp"
+#include "url_fetch.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -42,12 +42,13 @@ std::vector<std::string> list_tree(const std::string& root) {
 }
 
 bool is_tar_archive(const std::string& path) {
-  std::unique_ptr<archive, decltype(&archive_read_free)> a(archive_read_new(), archive_read_free);
-  archive_read_support_filter_all(a.get());
-  archive_read_support_format_tar(a.get());
-  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK) return false;
+  std::unique_ptr<archive, decltype(&archive_read_free)> a(libarchive().read_new(),
+                                                           libarchive().read_free);
+  libarchive().read_support_filter_all(a.get());
+  libarchive().read_support_format_tar(a.get());
+  if (libarchive().read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK) return false;
   archive_entry* entry = nullptr;
-  return archive_read_next_header(a.get(), &entry) == ARCHIVE_OK;
+  return libarchive().read_next_header(a.get(), &entry) == ARCHIVE_OK;
 }
 
 // Copies `match` (relative to root; "." for all of it) keeping only the paths in `allowed` (the

@@ -8,6 +8,7 @@
 
 #include "gzip_sink.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {
@@ -23,21 +24,21 @@ void write_all(int fd, const void* data, std::size_t size, const std::string& st
   }
 }
 
-GzipSink::GzipSink(int out_fd) : writer_(archive_write_new()), fd_(out_fd) {
+GzipSink::GzipSink(int out_fd) : writer_(libarchive().write_new()), fd_(out_fd) {
   archive* a = writer_.get();
   if (a == nullptr) throw Error(ENOMEM, "archive_write_new");
-  if (archive_write_set_format_raw(a) != ARCHIVE_OK ||
-      archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
-      archive_write_set_filter_option(a, "gzip", "timestamp", nullptr) != ARCHIVE_OK ||
-      archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK)
+  if (libarchive().write_set_format_raw(a) != ARCHIVE_OK ||
+      libarchive().write_add_filter_gzip(a) != ARCHIVE_OK ||
+      libarchive().write_set_filter_option(a, "gzip", "timestamp", nullptr) != ARCHIVE_OK ||
+      libarchive().write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK)
     throw archive_error(a, "set up gzip writer");
-  if (archive_write_open(a, this, nullptr, &GzipSink::on_write, nullptr) != ARCHIVE_OK)
+  if (libarchive().write_open(a, this, nullptr, &GzipSink::on_write, nullptr) != ARCHIVE_OK)
     throw archive_error(a, "open gzip writer");
-  std::unique_ptr<archive_entry, decltype(&archive_entry_free)> entry(archive_entry_new(),
-                                                                      archive_entry_free);
-  archive_entry_set_filetype(entry.get(), AE_IFREG);
-  archive_entry_copy_pathname(entry.get(), "layer.tar");
-  if (archive_write_header(a, entry.get()) != ARCHIVE_OK)
+  std::unique_ptr<archive_entry, decltype(&archive_entry_free)> entry(libarchive().entry_new(),
+                                                                      libarchive().entry_free);
+  libarchive().entry_set_filetype(entry.get(), AE_IFREG);
+  libarchive().entry_copy_pathname(entry.get(), "layer.tar");
+  if (libarchive().write_header(a, entry.get()) != ARCHIVE_OK)
     throw archive_error(a, "gzip writer header");
 }
 
@@ -46,7 +47,7 @@ la_ssize_t GzipSink::on_write(archive* a, void* self, const void* buf, size_t si
   try {
     write_all(sink->fd_, buf, size, "write gzip stream");
   } catch (const Error& e) {
-    archive_set_error(a, e.code().value(), "%s", e.what());
+    libarchive().set_error(a, e.code().value(), "%s", e.what());
     return -1;
   }
   sink->sha_.update(buf, size);
@@ -56,12 +57,12 @@ la_ssize_t GzipSink::on_write(archive* a, void* self, const void* buf, size_t si
 
 void GzipSink::write(const void* data, std::size_t size) {
   if (size == 0) return;
-  if (archive_write_data(writer_.get(), data, size) != static_cast<la_ssize_t>(size))
+  if (libarchive().write_data(writer_.get(), data, size) != static_cast<la_ssize_t>(size))
     throw archive_error(writer_.get(), "gzip write");
 }
 
 std::string GzipSink::finish() {
-  if (archive_write_close(writer_.get()) != ARCHIVE_OK)
+  if (libarchive().write_close(writer_.get()) != ARCHIVE_OK)
     throw archive_error(writer_.get(), "gzip close");
   return sha_.finish();
 }
@@ -73,12 +74,12 @@ template <typename Sink>
 void read_decompressed(const std::string& path, Sink&& sink) {
   ArchiveReader a = open_raw_reader(path);
   archive_entry* entry = nullptr;
-  int r = archive_read_next_header(a.get(), &entry);
+  int r = libarchive().read_next_header(a.get(), &entry);
   if (r == ARCHIVE_EOF) return;  // an empty file decompresses to nothing
   if (r != ARCHIVE_OK) throw archive_error(a.get(), "read " + path);
   std::array<char, 1 << 16> buf{};
   for (;;) {
-    la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
+    la_ssize_t n = libarchive().read_data(a.get(), buf.data(), buf.size());
     if (n < 0) throw archive_error(a.get(), "decompress " + path);
     if (n == 0) break;
     sink(buf.data(), static_cast<std::size_t>(n));

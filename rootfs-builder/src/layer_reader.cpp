@@ -18,6 +18,7 @@
 #include "fs_tree.hpp"
 #include "gzip_sink.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "sandcell/runtime/rootless.hpp"
 #include "unique_fd.hpp"
 
@@ -114,10 +115,10 @@ SafeExtractor::SafeExtractor(const std::string& dest, const ExtractOptions& opti
 ExtractStats SafeExtractor::run(archive* a) {
   archive_entry* e = nullptr;
   for (;;) {
-    int r = archive_read_next_header(a, &e);
+    int r = libarchive().read_next_header(a, &e);
     if (r == ARCHIVE_EOF) break;
     if (r < ARCHIVE_WARN) throw archive_error(a, "read tar entry");
-    const char* raw = archive_entry_pathname(e);
+    const char* raw = libarchive().entry_pathname(e);
     try {
       extract(a, e, normalise(raw));
       ++stats_.entries;
@@ -154,15 +155,15 @@ UniqueFd SafeExtractor::open_parent(const std::vector<std::string>& parts, bool 
 
 Attributes SafeExtractor::attributes_of(archive_entry* e) const {
   Attributes attrs;
-  attrs.mode = archive_entry_perm(e) & 07777;
-  attrs.uid = static_cast<uid_t>(archive_entry_uid(e));
-  attrs.gid = static_cast<gid_t>(archive_entry_gid(e));
-  attrs.mtime = {archive_entry_mtime(e), archive_entry_mtime_nsec(e)};
+  attrs.mode = libarchive().entry_perm(e) & 07777;
+  attrs.uid = static_cast<uid_t>(libarchive().entry_uid(e));
+  attrs.gid = static_cast<gid_t>(libarchive().entry_gid(e));
+  attrs.mtime = {libarchive().entry_mtime(e), libarchive().entry_mtime_nsec(e)};
   const char* name = nullptr;
   const void* value = nullptr;
   size_t size = 0;
-  archive_entry_xattr_reset(e);
-  while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
+  libarchive().entry_xattr_reset(e);
+  while (libarchive().entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
     // A layer must not forge overlayfs metadata (redirect, origin, opaque) of its own.
     if (is_overlay_xattr(name)) continue;
     attrs.xattrs.emplace_back(name, std::string(static_cast<const char*>(value), size));
@@ -171,8 +172,8 @@ Attributes SafeExtractor::attributes_of(archive_entry* e) const {
 }
 
 void SafeExtractor::extract(archive* a, archive_entry* e, const std::vector<std::string>& parts) {
-  mode_t type = archive_entry_filetype(e);
-  bool is_link = archive_entry_hardlink(e) != nullptr;
+  mode_t type = libarchive().entry_filetype(e);
+  bool is_link = libarchive().entry_hardlink(e) != nullptr;
   if (parts.empty()) {
     if (type != AE_IFDIR || is_link) throw Rejected{"replaces the root with a non-directory"};
     dirs_[""] = attributes_of(e);
@@ -199,7 +200,7 @@ void SafeExtractor::extract(archive* a, archive_entry* e, const std::vector<std:
     case AE_IFLNK: {
       // The target is stored verbatim; it is only ever resolved inside the root. A tar symlink
       // header with an empty link name has none at all (libarchive returns null).
-      const char* target = archive_entry_symlink(e);
+      const char* target = libarchive().entry_symlink(e);
       if (target == nullptr || *target == '\0') throw Rejected{"symlink without a target"};
       if (::symlinkat(target, parent.get(), name.c_str()) != 0)
         throw Rejected{std::string("symlink: ") + std::strerror(errno)};
@@ -237,7 +238,7 @@ void SafeExtractor::extract_file(archive* a, int parent, const std::string& name
   la_int64_t offset = 0;
   std::int64_t end = 0;
   for (;;) {
-    int r = archive_read_data_block(a, &block, &size, &offset);
+    int r = libarchive().read_data_block(a, &block, &size, &offset);
     if (r == ARCHIVE_EOF) break;
     if (r < ARCHIVE_WARN) throw archive_error(a, "read data of " + name);
     if (::lseek(fd.get(), offset, SEEK_SET) < 0) throw Error(errno, "seek " + name);
@@ -259,7 +260,7 @@ void SafeExtractor::extract_file(archive* a, int parent, const std::string& name
 }
 
 void SafeExtractor::extract_hardlink(archive_entry* e, int parent, const std::string& name) {
-  std::vector<std::string> target = normalise(archive_entry_hardlink(e));
+  std::vector<std::string> target = normalise(libarchive().entry_hardlink(e));
   if (target.empty()) throw Rejected{"hardlink to the root"};
   UniqueFd target_parent = open_parent(target, false);
   struct stat st {};

@@ -17,6 +17,7 @@
 #include "fs_tree.hpp"
 #include "gzip_sink.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {
@@ -88,13 +89,13 @@ class LayerTarWriter {
 };
 
 LayerTarWriter::LayerTarWriter(GzipSink& gz, const LayerWriteOptions& options)
-    : gz_(gz), options_(options), tar_(archive_write_new()) {
+    : gz_(gz), options_(options), tar_(libarchive().write_new()) {
   archive* a = tar_.get();
   if (a == nullptr) throw Error(ENOMEM, "archive_write_new");
   // pax restricted: plain ustar headers unless an entry needs more (long names, xattrs).
-  if (archive_write_set_format(a, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED) != ARCHIVE_OK ||
-      archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-      archive_write_open(a, this, nullptr, &LayerTarWriter::on_write, nullptr) != ARCHIVE_OK)
+  if (libarchive().write_set_format(a, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED) != ARCHIVE_OK ||
+      libarchive().write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
+      libarchive().write_open(a, this, nullptr, &LayerTarWriter::on_write, nullptr) != ARCHIVE_OK)
     throw archive_error(a, "open layer tar writer");
 }
 
@@ -104,14 +105,14 @@ la_ssize_t LayerTarWriter::on_write(archive* a, void* self, const void* buf, siz
     w->diff_.update(buf, size);
     w->gz_.write(buf, size);
   } catch (const Error& e) {
-    archive_set_error(a, e.code().value(), "%s", e.what());
+    libarchive().set_error(a, e.code().value(), "%s", e.what());
     return -1;
   }
   return static_cast<la_ssize_t>(size);
 }
 
 std::string LayerTarWriter::finish() {
-  if (archive_write_close(tar_.get()) != ARCHIVE_OK)
+  if (libarchive().write_close(tar_.get()) != ARCHIVE_OK)
     throw archive_error(tar_.get(), "close layer tar");
   return diff_.finish();
 }
@@ -135,38 +136,38 @@ void LayerTarWriter::add(const std::string& path, const std::string& rel, const 
   bool has_data = false;
   if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
     auto [it, first] = first_link_.emplace(std::pair{st.st_dev, st.st_ino}, rel);
-    if (!first) archive_entry_copy_hardlink(e, it->second.c_str());
+    if (!first) libarchive().entry_copy_hardlink(e, it->second.c_str());
     has_data = first;
   } else if (S_ISREG(st.st_mode)) {
     has_data = true;
   }
-  if (has_data) archive_entry_set_size(e, st.st_size);
+  if (has_data) libarchive().entry_set_size(e, st.st_size);
   if (S_ISLNK(st.st_mode)) {
     std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
     ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
     if (n < 0) throw Error(errno, "readlink " + path);
     target.resize(static_cast<std::size_t>(n));
-    archive_entry_copy_symlink(e, target.c_str());
+    libarchive().entry_copy_symlink(e, target.c_str());
   }
-  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) archive_entry_set_rdev(e, st.st_rdev);
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) libarchive().entry_set_rdev(e, st.st_rdev);
   for (const auto& [name, value] : read_xattrs(path))
-    archive_entry_xattr_add_entry(e, name.c_str(), value.data(), value.size());
+    libarchive().entry_xattr_add_entry(e, name.c_str(), value.data(), value.size());
   write_header(e, rel);
   if (has_data) write_file_data(path, rel);
   if (S_ISDIR(st.st_mode) && is_opaque_dir(path)) add_opaque_marker(rel, st);
 }
 
 EntryPtr LayerTarWriter::base_entry(const std::string& rel, const struct stat& st) const {
-  EntryPtr entry(archive_entry_new(), archive_entry_free);
+  EntryPtr entry(libarchive().entry_new(), libarchive().entry_free);
   archive_entry* e = entry.get();
-  archive_entry_copy_pathname(e, rel.c_str());
-  archive_entry_set_mode(e, st.st_mode);
-  archive_entry_set_uid(e, st.st_uid);
-  archive_entry_set_gid(e, st.st_gid);
+  libarchive().entry_copy_pathname(e, rel.c_str());
+  libarchive().entry_set_mode(e, st.st_mode);
+  libarchive().entry_set_uid(e, st.st_uid);
+  libarchive().entry_set_gid(e, st.st_gid);
   std::int64_t mtime = st.st_mtim.tv_sec;
   if (options_.mtime_clamp && mtime > *options_.mtime_clamp) mtime = *options_.mtime_clamp;
   // Whole seconds only, no atime/ctime: pax-restricted then writes no time records at all.
-  archive_entry_set_mtime(e, mtime, 0);
+  libarchive().entry_set_mtime(e, mtime, 0);
   return entry;
 }
 
@@ -179,7 +180,7 @@ void LayerTarWriter::add_whiteout(const std::string& rel, const struct stat& st)
   struct stat file = st;
   file.st_mode = S_IFREG | 0600;
   EntryPtr entry = base_entry(wh, file);
-  archive_entry_set_size(entry.get(), 0);
+  libarchive().entry_set_size(entry.get(), 0);
   write_header(entry.get(), wh);
 }
 
@@ -189,12 +190,12 @@ void LayerTarWriter::add_opaque_marker(const std::string& rel_dir, const struct 
   file.st_mode = S_IFREG | 0600;
   std::string marker = rel_dir + "/.wh..wh..opq";
   EntryPtr entry = base_entry(marker, file);
-  archive_entry_set_size(entry.get(), 0);
+  libarchive().entry_set_size(entry.get(), 0);
   write_header(entry.get(), marker);
 }
 
 void LayerTarWriter::write_header(archive_entry* entry, const std::string& rel) {
-  if (archive_write_header(tar_.get(), entry) < ARCHIVE_WARN)
+  if (libarchive().write_header(tar_.get(), entry) < ARCHIVE_WARN)
     throw archive_error(tar_.get(), "tar header " + rel);
 }
 
@@ -202,7 +203,8 @@ void LayerTarWriter::write_file_data(const std::string& path, const std::string&
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) throw Error(errno, "open " + path);
   for_each_chunk(fd.get(), path, [&](const char* data, size_t size) {
-    if (archive_write_data(tar_.get(), data, size) < 0) throw archive_error(tar_.get(), "tar data " + rel);
+    if (libarchive().write_data(tar_.get(), data, size) < 0)
+      throw archive_error(tar_.get(), "tar data " + rel);
   });
 }
 

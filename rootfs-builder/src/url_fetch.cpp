@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "sandcell/rootfs_builder/digest.hpp"
+#include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "sandcell/runtime/error.hpp"
 
 namespace sandcell::rootfs_builder {
@@ -29,21 +30,22 @@ std::string url_file_name(const std::string& url) {
 }
 
 void fetch_url(const std::string& url, const std::string& path, const std::string& expected_digest) {
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(libcurl().easy_init(),
+                                                           libcurl().easy_cleanup);
   std::unique_ptr<FILE, decltype(&fclose)> file(fopen(path.c_str(), "wbe"), fclose);
   if (!curl || !file) throw Error(errno ? errno : ENOMEM, "prepare download of " + url);
-  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl.get(), CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(curl.get(), CURLOPT_MAXREDIRS, 10L);
-  curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl.get(), CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl.get(), CURLOPT_FAILONERROR, 1L);
-  curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT, 30L);
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, write_to_file);
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, file.get());
-  CURLcode rc = curl_easy_perform(curl.get());
+  libcurl().easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+  libcurl().easy_setopt(curl.get(), CURLOPT_FOLLOWLOCATION, 1L);
+  libcurl().easy_setopt(curl.get(), CURLOPT_MAXREDIRS, 10L);
+  libcurl().easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "http,https");
+  libcurl().easy_setopt(curl.get(), CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  libcurl().easy_setopt(curl.get(), CURLOPT_FAILONERROR, 1L);
+  libcurl().easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT, 30L);
+  libcurl().easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, write_to_file);
+  libcurl().easy_setopt(curl.get(), CURLOPT_WRITEDATA, file.get());
+  CURLcode rc = libcurl().easy_perform(curl.get());
   if (fflush(file.get()) != 0 || rc != CURLE_OK)
-    throw Error::invalid("ADD " + url + ": download failed: " + curl_easy_strerror(rc));
+    throw Error::invalid("ADD " + url + ": download failed: " + libcurl().easy_strerror(rc));
   if (!expected_digest.empty() && sha256_file_digest(path) != expected_digest)
     throw Error::invalid("ADD " + url + ": checksum mismatch (expected " + expected_digest + ")");
 }

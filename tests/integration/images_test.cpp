@@ -237,6 +237,27 @@ TEST_F(Images, StoreVerbsTagInspectRmiPrune) {
   EXPECT_EQ(run_sandcell({"images"}).out.find("other:2"), std::string::npos);
 }
 
+// sandcell-images opens libcurl and libarchive only when a command needs them
+// (rootfs-builder/src/loaded_libs.cpp): mapping them and the ~35 libraries they link cost every
+// start 4-5 ms. Running an image whose layers are unpacked (every run after its first) and
+// listing the store need neither; a build writes layers with libarchive, and the dynamic loader
+// reports that dlopen too (so an empty answer below means something).
+TEST_F(Images, RunningAStoredImageMapsNeitherLibcurlNorLibarchive) {
+  dockerfile(kBusyboxImage);
+  const auto mapped = [](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"/usr/bin/env", "LD_DEBUG=files", sandcell_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const CliRun r = run_program(argv);
+    EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 3000);
+    return std::pair{r.err.find("libcurl.so.4") != std::string::npos,
+                     r.err.find("libarchive.so.13") != std::string::npos};
+  };
+  EXPECT_EQ(mapped({"build", "-t", "t:1", context()}).second, true) << "a build writes layers";
+  mapped({"run", "t:1", "/bin/true"});  // the first run may unpack the last layers
+  EXPECT_EQ(mapped({"run", "t:1", "/bin/true"}), std::pair(false, false));
+  EXPECT_EQ(mapped({"images"}), std::pair(false, false));
+}
+
 TEST_F(Images, SaveLoadImportRoundTrips) {
   dockerfile(std::string(kBusyboxImage) + "CMD [\"echo\", \"round trip\"]\n");
   ASSERT_EQ(build().exit_code, 0);

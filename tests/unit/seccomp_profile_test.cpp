@@ -31,17 +31,21 @@
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
+#include "seccomp_install.hpp"
 
 namespace sandcell::seccomp {
 namespace {
+
+using test::i386_getpid;
+using test::install;
+using test::kInstallFailed;
+using test::kX32SyscallBit;
 
 using nlohmann::json;
 
 constexpr const char* kDockerDefault =
     "/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json";
 constexpr const char* kContainersCommon = "/usr/share/containers/seccomp.json";
-constexpr int kInstallFailed = 200;
-constexpr unsigned long kX32SyscallBit = 0x40000000;
 constexpr int kAfAlg = 38;
 constexpr int kAfVsock = 40;
 
@@ -343,13 +347,6 @@ TEST(SeccompReport, SyscallDeniedWithTwoErrnos_StaysUnreportedSoTheAnswerStaysEx
 
 // ---- behaviour on the kernel -------------------------------------------------------------
 
-long install(const runtime::SeccompProgram& program) {
-  sock_fprog fprog{.len = static_cast<unsigned short>(program.instructions.size()),
-                   .filter = const_cast<sock_filter*>(program.instructions.data())};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
-  return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, program.flags, &fprog);
-}
-
 // The errno `call` fails with in a child under `program` (nullptr: unfiltered); 0 on success.
 // `setup` runs before the filter is installed.
 int errno_under(
@@ -551,12 +548,6 @@ TEST(SeccompNotify, DenialReachesSupervisor_AndWithoutItTheCallFailsWithEnosys) 
   EXPECT_EQ(exit_code(pid), 0);
   close(socks[0]);
   close(socks[1]);
-}
-
-long i386_getpid() {
-  long ret = 20;  // __NR_getpid in the i386 table
-  __asm__ volatile("int $0x80" : "+a"(ret) : : "r8", "r9", "r10", "r11", "memory");
-  return ret;
 }
 
 // A foreign-ABI call under default.json reaches the supervisor by name; answered with the

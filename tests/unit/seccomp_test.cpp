@@ -21,22 +21,18 @@
 
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/seccomp/profile.hpp"
+#include "seccomp_install.hpp"
 
 namespace sandcell::seccomp {
 namespace {
 
-constexpr int kInstallFailed = 200;
-constexpr unsigned long kX32SyscallBit = 0x40000000;
+using test::i386_getpid;
+using test::install;
+using test::kInstallFailed;
+using test::kX32SyscallBit;
 
 bool same_program(const std::vector<sock_filter>& a, const std::vector<sock_filter>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
-}
-
-int install(const runtime::SeccompProgram& program) {
-  sock_fprog fprog{.len = static_cast<unsigned short>(program.instructions.size()),
-                   .filter = const_cast<sock_filter*>(program.instructions.data())};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
-  return static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, program.flags, &fprog));
 }
 
 // Runs `body` in a child, under `program` if given; returns the child's wait status. The child
@@ -64,12 +60,6 @@ int errno_under_builtin(const std::function<long()>& call) {
   const int status = status_under_builtin([&] { return call() == -1 ? errno : 0; });
   EXPECT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
   return WEXITSTATUS(status);
-}
-
-long i386_getpid() {
-  long ret = 20;  // __NR_getpid in the i386 table
-  __asm__ volatile("int $0x80" : "+a"(ret) : : "r8", "r9", "r10", "r11", "memory");
-  return ret;
 }
 
 Profile one_rule_profile(Rule rule) {

@@ -11,6 +11,7 @@
 #include <exception>
 
 #include "../unique_fd.hpp"
+#include "sandcell/rootfs_builder/loaded_libs.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -28,7 +29,7 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t n = size * count;
   long status = 0;
-  curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
+  libcurl().easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
   try {
     if (t->request.sink && status >= 200 && status < 300) {
       t->request.sink(status, std::string_view(data, n));
@@ -63,7 +64,7 @@ size_t on_upload(char* buffer, size_t size, size_t count, void* user) {
 
 void collect_headers(Transfer& t) {
   curl_header* prev = nullptr;
-  while (curl_header* h = curl_easy_nextheader(t.curl, CURLH_HEADER, -1, prev)) {
+  while (curl_header* h = libcurl().easy_nextheader(t.curl, CURLH_HEADER, -1, prev)) {
     std::string name = h->name;
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
     t.response.headers[name] = h->value;
@@ -85,10 +86,10 @@ void set_body(Transfer& t, UniqueFd& file) {
   const HttpRequest& r = t.request;
   CURL* c = t.curl;
   bool has_body = !r.body.empty() || !r.body_file.empty();
-  if (r.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  if (r.method == "HEAD") libcurl().easy_setopt(c, CURLOPT_NOBODY, 1L);
   if (r.method == "POST" && !has_body) {
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
+    libcurl().easy_setopt(c, CURLOPT_POST, 1L);
+    libcurl().easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
   } else if (r.method == "PUT" || r.method == "PATCH" || (r.method == "POST" && has_body)) {
     if (!r.body_file.empty()) {
       file = UniqueFd(::open(r.body_file.c_str(), O_RDONLY | O_CLOEXEC));
@@ -96,19 +97,20 @@ void set_body(Transfer& t, UniqueFd& file) {
       t.body_fd = file.get();
     }
     std::int64_t size = r.body_file.empty() ? static_cast<std::int64_t>(r.body.size()) : r.body_length;
-    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
-    curl_easy_setopt(c, CURLOPT_READDATA, &t);
-    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
+    libcurl().easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    libcurl().easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
+    libcurl().easy_setopt(c, CURLOPT_READDATA, &t);
+    libcurl().easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
   }
-  if (r.method != "GET" && r.method != "HEAD") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+  if (r.method != "GET" && r.method != "HEAD")
+    libcurl().easy_setopt(c, CURLOPT_CUSTOMREQUEST, r.method.c_str());
 }
 
 }  // namespace
 
 struct HttpClient::Handle {
-  CURL* curl = curl_easy_init();
-  ~Handle() { curl_easy_cleanup(curl); }
+  CURL* curl = libcurl().easy_init();
+  ~Handle() { libcurl().easy_cleanup(curl); }
 };
 
 HttpClient::HttpClient() : handle_(std::make_unique<Handle>()) {
@@ -123,66 +125,70 @@ std::string HttpResponse::header(const std::string& lower_name) const {
 
 HttpResponse HttpClient::send(const HttpRequest& request) {
   CURL* c = handle_->curl;
-  curl_easy_reset(c);  // keeps the connection cache
+  libcurl().easy_reset(c);  // keeps the connection cache
   Transfer t{.request = request, .curl = c, .response = {}, .error = nullptr};
   curl_slist* headers = nullptr;
-  for (const auto& h : request.headers) headers = curl_slist_append(headers, h.c_str());
-  headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip before uploads
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> header_list(headers, curl_slist_free_all);
+  for (const auto& h : request.headers) headers = libcurl().slist_append(headers, h.c_str());
+  headers =
+      libcurl().slist_append(headers, "Expect:");  // no 100-continue round trip before uploads
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> header_list(headers,
+                                                                          libcurl().slist_free_all);
   UniqueFd file;
-  curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "sandcell");
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+  libcurl().easy_setopt(c, CURLOPT_URL, request.url.c_str());
+  libcurl().easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  libcurl().easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  libcurl().easy_setopt(c, CURLOPT_USERAGENT, "sandcell");
+  libcurl().easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
   // A stalled server is a timeout (retried), not a hang: under 1 KiB/s for 60 s.
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
-  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, request.tls_verify ? 1L : 0L);
-  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, request.tls_verify ? 2L : 0L);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  libcurl().easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+  libcurl().easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+  libcurl().easy_setopt(c, CURLOPT_SSL_VERIFYPEER, request.tls_verify ? 1L : 0L);
+  libcurl().easy_setopt(c, CURLOPT_SSL_VERIFYHOST, request.tls_verify ? 2L : 0L);
+  libcurl().easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  libcurl().easy_setopt(c, CURLOPT_WRITEDATA, &t);
   set_body(t, file);
-  CURLcode rc = curl_easy_perform(c);
+  CURLcode rc = libcurl().easy_perform(c);
   if (t.error) std::rethrow_exception(t.error);
   std::string what = request.method + " " + request.url;
-  if (rc != CURLE_OK) throw HttpTransportError(what + ": " + curl_easy_strerror(rc), is_transient(rc));
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.response.status);
-  if (char* location = nullptr; curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location)
+  if (rc != CURLE_OK)
+    throw HttpTransportError(what + ": " + libcurl().easy_strerror(rc), is_transient(rc));
+  libcurl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.response.status);
+  if (char* location = nullptr;
+      libcurl().easy_getinfo(c, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location)
     t.response.redirect_url = location;
   collect_headers(t);
   return std::move(t.response);
 }
 
 std::string url_origin(const std::string& url) {
-  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), curl_url_cleanup);
-  if (curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return {};
+  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(libcurl().url(), libcurl().url_cleanup);
+  if (libcurl().url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return {};
   char *scheme = nullptr, *host = nullptr, *port = nullptr;
-  curl_url_get(u.get(), CURLUPART_SCHEME, &scheme, 0);
-  curl_url_get(u.get(), CURLUPART_HOST, &host, 0);
-  curl_url_get(u.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+  libcurl().url_get(u.get(), CURLUPART_SCHEME, &scheme, 0);
+  libcurl().url_get(u.get(), CURLUPART_HOST, &host, 0);
+  libcurl().url_get(u.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
   std::string origin = std::string(scheme ? scheme : "") + "://" + (host ? host : "") + ":" + (port ? port : "");
-  curl_free(scheme), curl_free(host), curl_free(port);
+  libcurl().free(scheme), libcurl().free(host), libcurl().free(port);
   std::transform(origin.begin(), origin.end(), origin.begin(), [](unsigned char ch) { return std::tolower(ch); });
   return origin;
 }
 
 std::string resolve_url(const std::string& base, const std::string& location) {
-  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), curl_url_cleanup);
+  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(libcurl().url(), libcurl().url_cleanup);
   char* out = nullptr;
-  if (curl_url_set(u.get(), CURLUPART_URL, base.c_str(), 0) != CURLUE_OK ||
-      curl_url_set(u.get(), CURLUPART_URL, location.c_str(), 0) != CURLUE_OK ||
-      curl_url_get(u.get(), CURLUPART_URL, &out, 0) != CURLUE_OK)
+  if (libcurl().url_set(u.get(), CURLUPART_URL, base.c_str(), 0) != CURLUE_OK ||
+      libcurl().url_set(u.get(), CURLUPART_URL, location.c_str(), 0) != CURLUE_OK ||
+      libcurl().url_get(u.get(), CURLUPART_URL, &out, 0) != CURLUE_OK)
     throw Error::invalid("invalid location " + location + " (from " + base + ")");
   std::string result = out;
-  curl_free(out);
+  libcurl().free(out);
   return result;
 }
 
 std::string url_escape(std::string_view text) {
-  char* escaped = curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size()));
+  char* escaped = libcurl().easy_escape(nullptr, text.data(), static_cast<int>(text.size()));
   std::string out = escaped ? escaped : "";
-  curl_free(escaped);
+  libcurl().free(escaped);
   return out;
 }
 

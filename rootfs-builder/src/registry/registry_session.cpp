@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base64.hpp"
+#include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "sandcell/rootfs_builder/registry_reference.hpp"
 
 namespace sandcell::rootfs_builder {
@@ -54,7 +55,7 @@ void throw_registry_error(const std::string& what, const HttpResponse& response)
 RegistrySession::RegistrySession(std::string registry, const std::string& api_host,
                                  const RegistryOptions& options, std::vector<std::string> scopes)
     : registry_(std::move(registry)), scopes_(std::move(scopes)) {
-  curl_global_init(CURL_GLOBAL_DEFAULT);  // before any worker thread makes a handle
+  libcurl().global_init(CURL_GLOBAL_DEFAULT);  // before any worker thread makes a handle
   credentials_ = options.credentials ? options.credentials : find_credentials(registry_);
   bool insecure = insecure_allowed(registry_, options);
   tls_verify_ = !insecure;

@@ -1,15 +1,18 @@
 #include "llm/json_post.hpp"
 
-#include "sandcell/runtime/number.hpp"
-
 #include <curl/curl.h>
 
 #include <algorithm>
 #include <mutex>
 #include <thread>
 
+#include "sandcell/rootfs_builder/loaded_libs.hpp"
+#include "sandcell/runtime/number.hpp"
+
 namespace sandcell::agent_service {
 namespace {
+
+using rootfs_builder::libcurl;  // libcurl, loaded on first use
 
 struct Answer {
   long status = 0;
@@ -39,33 +42,35 @@ size_t collect_header(char* data, size_t size, size_t count, void* user) {
 
 Answer perform(const JsonPost& post, const std::string& body) {
   static std::once_flag curl_initialised;
-  std::call_once(curl_initialised, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
+  std::call_once(curl_initialised, [] { libcurl().global_init(CURL_GLOBAL_DEFAULT); });
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(libcurl().easy_init(),
+                                                           libcurl().easy_cleanup);
   if (!curl) throw ProviderError(post.provider + ": curl_easy_init failed");
-  curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/json");
-  for (const auto& h : post.headers) list = curl_slist_append(list, h.c_str());
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(list, curl_slist_free_all);
+  curl_slist* list = libcurl().slist_append(nullptr, "Content-Type: application/json");
+  for (const auto& h : post.headers) list = libcurl().slist_append(list, h.c_str());
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(list,
+                                                                      libcurl().slist_free_all);
   Answer answer;
   char error_buffer[CURL_ERROR_SIZE] = {};
   CURL* c = curl.get();
-  curl_easy_setopt(c, CURLOPT_URL, post.url.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(post.timeout.count()));
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 20L);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM-based resolver timeouts
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer.body);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &answer);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error_buffer);
-  CURLcode rc = curl_easy_perform(c);
+  libcurl().easy_setopt(c, CURLOPT_URL, post.url.c_str());
+  libcurl().easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  libcurl().easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+  libcurl().easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  libcurl().easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(post.timeout.count()));
+  libcurl().easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 20L);
+  libcurl().easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM-based resolver timeouts
+  libcurl().easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
+  libcurl().easy_setopt(c, CURLOPT_WRITEDATA, &answer.body);
+  libcurl().easy_setopt(c, CURLOPT_HEADERFUNCTION, collect_header);
+  libcurl().easy_setopt(c, CURLOPT_HEADERDATA, &answer);
+  libcurl().easy_setopt(c, CURLOPT_ERRORBUFFER, error_buffer);
+  CURLcode rc = libcurl().easy_perform(c);
   if (rc != CURLE_OK) {
-    answer.transport_error = error_buffer[0] ? error_buffer : curl_easy_strerror(rc);
+    answer.transport_error = error_buffer[0] ? error_buffer : libcurl().easy_strerror(rc);
     return answer;
   }
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &answer.status);
+  libcurl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &answer.status);
   return answer;
 }
 
