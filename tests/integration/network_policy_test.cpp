@@ -643,7 +643,11 @@ TEST_F(NetworkPolicy, Gc_RemovesTheFirewallOfAKilledSupervisorOnly) {
   EXPECT_EQ(proxy_count(), 1u)
       << "gc removed the live run's proxy element or kept a crashed one's: " << table();
   guard.kill(live, SIGTERM);
-  // The live run removed its own element: the one gc kept was the live run's.
+  // The live run removed its own element: the one gc kept was the live run's. (A run withdraws
+  // its elements by letting them expire in 1 ms, nft_rules.cpp: one is listed until the next
+  // jiffy, up to 4 ms at HZ=250, after the run has exited.)
+  for (int i = 0; i < 100 && proxy_count() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(proxy_count(), 0u) << table();
   run_sandcell({"gc"});
   EXPECT_FALSE(contains(shell_output("nft list tables"), "sandcell"));
@@ -652,8 +656,14 @@ TEST_F(NetworkPolicy, Gc_RemovesTheFirewallOfAKilledSupervisorOnly) {
 TEST_P(AllowMode, AfterRuns_NoVethNetnsElementOrTableRemains) {
   CliRun run = run_allowed("wget -q -O- http://allowed.test/");
   EXPECT_TRUE(contains(stdout_of(run), "allowed-ok"));
-  // The run deleted its elements itself; the table waits for gc (nft_rules.hpp).
-  EXPECT_FALSE(contains(shell_output("nft list table inet sandcell 2>/dev/null"), "h\" . "));
+  // The run withdrew its elements itself (expiring within a jiffy of its exit, nft_rules.cpp);
+  // the table waits for gc (nft_rules.hpp).
+  const auto elements_listed = [] {
+    return contains(shell_output("nft list table inet sandcell 2>/dev/null"), "h\" . ");
+  };
+  for (int i = 0; i < 100 && elements_listed(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(elements_listed());
   internet_.reset();
   // The veth goes with the sandbox's netns, which the kernel frees in the background.
   for (int i = 0; i < 250 && contains(shell_output("ip -o link show"), " sc-"); ++i)
