@@ -86,7 +86,9 @@ void add_agent_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_flag("--no-tools", f->no_tools, "The model has no tool calling: run its fenced code blocks instead");
   cmd->add_flag("--keep-session", f->agent.keep_session, "Keep the run's session (its /workspace) afterwards");
   cmd->add_flag("--json", f->json, "Print the outcome as JSON");
-  cmd->add_option("--sandcell-bin", f->sandcell_bin, "The sandcell executable that runs code [$SANDCELL_BIN, next to this one]");
+  cmd->add_option(
+      "--sandcell-bin", f->sandcell_bin,
+      "The sandcell executable that runs code [$SANDCELL_BIN, sandcell-images next to this one]");
   cmd->footer(
       "Examples:\n"
       "  OPENAI_API_KEY=... sandcell agent \"plot sin(x) and save it as out/sin.png\"\n"

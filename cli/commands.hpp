@@ -58,10 +58,17 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals);
 // sandcell-images only: sets globals->apply_image.
 void enable_image_runs(const Globals& globals);
 
+// main() keeps its argv for the hand-overs below: each execs a sibling executable, installed
+// next to this one, on the same command line, which is then parsed again there.
+void remember_command_line(char** argv);
+// Replaces this process with `sibling` (a file name next to /proc/self/exe) on the remembered
+// command line; if that fails, one line naming the file and `why`, exit 125. Call it before
+// anything was made or printed.
+[[noreturn]] void hand_over_to(const char* sibling, const char* why);
+
 // The lean `sandcell` handles `run --rootfs` and `gc` itself and hands every other command line
 // to sandcell-images, next to it, so a run does not pay for loading the image store.
-// Returns only when this command line is the lean binary's own (and keeps argv for
-// hand_over_to_network_twin()).
+// Returns only when this command line is the lean binary's own.
 void forward_unless_lean(int argc, char** argv);
 
 // The lean binary is linked statically where it can be (cli/CMakeLists.txt): no dynamic loader
@@ -70,8 +77,7 @@ void forward_unless_lean(int argc, char** argv);
 // (a run with --net allow:/full, gc) goes to `sandcell-net`, the same program linked
 // dynamically, installed next to it. False in a static process.
 bool can_load_network_libraries();
-// Replaces this process with sandcell-net on the same command line. Call it before anything
-// was made or printed: the options are parsed again there.
+// hand_over_to("sandcell-net", ...).
 [[noreturn]] void hand_over_to_network_twin();
 
 }  // namespace sandcell::cli

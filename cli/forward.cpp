@@ -54,8 +54,11 @@ char** saved_argv = nullptr;
 
 }  // namespace
 
-void forward_unless_lean(int argc, char** argv) {
+void remember_command_line(char** argv) {
   saved_argv = argv;
+}
+
+void forward_unless_lean(int argc, char** argv) {
   if (lean_command(argc, argv)) return;
   exec_sibling("sandcell-images", argv,
                "image commands live in sandcell-images, installed next to sandcell");
@@ -66,14 +69,18 @@ bool can_load_network_libraries() {
   return getauxval(AT_BASE) != 0;
 }
 
-void hand_over_to_network_twin() {
+void hand_over_to(const char* sibling, const char* why) {
   if (saved_argv == nullptr) {
-    std::cerr << "sandcell: internal error: no command line to hand to sandcell-net\n";
+    std::cerr << "sandcell: internal error: no command line to hand to " << sibling << "\n";
     _exit(125);
   }
   std::cout.flush();
   std::cerr.flush();
-  exec_sibling("sandcell-net", saved_argv,
+  exec_sibling(sibling, saved_argv, why);
+}
+
+void hand_over_to_network_twin() {
+  hand_over_to("sandcell-net",
                "runs with a network and gc live in sandcell-net, installed next to sandcell");
 }
 

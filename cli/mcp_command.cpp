@@ -11,7 +11,9 @@ void add_mcp_command(CLI::App& app, Action& action, const Globals& globals) {
   options->version = SANDCELL_VERSION;
   cmd->add_option("--skill", options->default_skill, "Language when a call names none")->capture_default_str();
   cmd->add_option("--max-parallel", options->max_parallel_calls, "Tool calls running at once")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--sandcell-bin", *bin, "The sandcell executable that runs code [$SANDCELL_BIN, next to this one]");
+  cmd->add_option(
+      "--sandcell-bin", *bin,
+      "The sandcell executable that runs code [$SANDCELL_BIN, sandcell-images next to this one]");
   cmd->footer(
       "Client configuration (Claude Desktop, Claude Code, Cursor...):\n"
       "  {\"mcpServers\": {\"sandcell\": {\"command\": \"sandcell\", \"args\": [\"mcp\"]}}}\n"

@@ -44,6 +44,7 @@ int finish(int code) {
 int main(int argc, char** argv) {
   sandcell::runtime::note_command_line(argc, argv);  // for the sandboxes' inits to hide
   ensure_standard_fds_open();
+  sandcell::cli::remember_command_line(argv);  // for a hand-over to a sibling after the parse
 #if !SANDCELL_WITH_IMAGES
   sandcell::cli::forward_unless_lean(argc, argv);
 #endif

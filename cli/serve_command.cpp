@@ -1,4 +1,10 @@
 // `sandcell serve`: the HTTP API (agent/service/http_api).
+//
+// Compiled twice (cli/CMakeLists.txt). In sandcell-images, SANDCELL_SERVES_HTTP is 0: the
+// command is parsed there (so `sandcell --help` and bad options read as for any command) and then
+// handed, on the same command line, to sandcell-serve, the same program linked with cpp-httplib.
+// Loading cpp-httplib and what it needs (libstdc++, libssl, zlib, brotli) cost every start of
+// sandcell-images, i.e. every `sandcell code` an agent makes, for a server that starts once.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -20,7 +26,9 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--max-queued", options->max_queued, "Executions waiting; more get 429")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-body-mb", *max_body_mb, "Largest request body in MiB; more get 413")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--skill", options->default_skill, "Skill for file transfers without ?skill=")->capture_default_str();
-  cmd->add_option("--sandcell-bin", *bin, "The sandcell executable that runs code [$SANDCELL_BIN, next to this one]");
+  cmd->add_option(
+      "--sandcell-bin", *bin,
+      "The sandcell executable that runs code [$SANDCELL_BIN, sandcell-images next to this one]");
   cmd->footer(
       "Examples:\n"
       "  SANDCELL_TOKEN=secret sandcell serve --listen 127.0.0.1:8765\n"
@@ -28,12 +36,19 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
       "  curl -H 'Authorization: Bearer secret' -d '{\"skill\":\"python\",\"code\":\"print(1)\"}' http://127.0.0.1:8765/v1/run\n"
       "SIGTERM/SIGINT stop accepting and finish the requests already running.");
   cmd->callback([&action, options, bin, max_body_mb, globals] {
+#if SANDCELL_SERVES_HTTP
     action = [options, bin, max_body_mb, globals] {
       if (options->token.empty() && std::getenv("SANDCELL_TOKEN")) options->token = std::getenv("SANDCELL_TOKEN");
       options->max_body_bytes = *max_body_mb << 20;
       auto executor = agent_service::make_subprocess_executor({*bin, globals->root});
       return agent_service::serve_http_until_signal(*executor, *options);
     };
+#else
+    action = []() -> int {
+      hand_over_to("sandcell-serve",
+                   "the HTTP API lives in sandcell-serve, installed next to sandcell");
+    };
+#endif
   });
 }
 

@@ -258,6 +258,56 @@ TEST_F(Images, RunningAStoredImageMapsNeitherLibcurlNorLibarchive) {
   EXPECT_EQ(mapped({"images"}), std::pair(false, false));
 }
 
+// Only `serve` needs cpp-httplib (and the libstdc++, libssl, zlib and brotli it links): it runs in
+// sandcell-serve, to which sandcell-images hands it after parsing (cli/serve_command.cpp), so a
+// `sandcell code` or `images` does not load them. A server without a token refuses TCP, so the
+// hand-over shows without leaving a server running.
+TEST_F(Images, OnlySandcellServeMapsCppHttplib) {
+  const std::string dir = std::filesystem::path(sandcell_binary()).parent_path().string();
+  const auto with_ld_debug = [](const std::string& binary, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"/usr/bin/env", "-u", "SANDCELL_TOKEN", "LD_DEBUG=files",
+                                     binary};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_program(argv);
+  };
+  const CliRun images = with_ld_debug(sandcell_binary(), {"images"});
+  EXPECT_EQ(images.exit_code, 0) << images.err.substr(0, 3000);
+  EXPECT_NE(images.err.find("needed by " + dir + "/sandcell-images"), std::string::npos);
+  EXPECT_EQ(images.err.find("libcpp-httplib"), std::string::npos) << images.err.substr(0, 3000);
+
+  const CliRun serve = with_ld_debug(sandcell_binary(), {"serve", "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(serve.exit_code, 125);
+  EXPECT_NE(
+      serve.err.find("file=libcpp-httplib.so.0.11 [0];  needed by " + dir + "/sandcell-serve"),
+      std::string::npos)
+      << serve.err.substr(0, 3000);
+  EXPECT_NE(serve.err.find("sandcell: serving on TCP needs a bearer token"), std::string::npos)
+      << serve.err.substr(serve.err.size() > 3000 ? serve.err.size() - 3000 : 0);
+}
+
+// Installed without sandcell-serve, sandcell-images parses `serve` and then names what is missing
+// in one line; its other commands work.
+TEST_F(Images, WithoutSandcellServeServeSaysWhatIsMissing) {
+  char dir_template[] = "/tmp/sandcell-no-serve-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::filesystem::path dir = dir_template;
+  const std::filesystem::path built = std::filesystem::path(sandcell_binary()).parent_path();
+  std::filesystem::copy_file(built / "sandcell-images", dir / "sandcell-images");
+  const std::string alone = (dir / "sandcell-images").string();
+  EXPECT_EQ(run_program({alone, "images"}).exit_code, 0);
+  const CliRun bad = run_program({alone, "serve", "--listen"});
+  EXPECT_EQ(bad.exit_code, 125) << "options are still checked here";
+  EXPECT_NE(bad.err.find("--listen"), std::string::npos) << bad.err;
+  // (Without a token: a binary that served itself would refuse TCP rather than serve forever.)
+  const CliRun serve = run_program(
+      {"/usr/bin/env", "-u", "SANDCELL_TOKEN", alone, "serve", "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(serve.exit_code, 125);
+  EXPECT_EQ(serve.err, "sandcell: " + (dir / "sandcell-serve").string() +
+                           ": No such file or directory (the HTTP API lives in sandcell-serve, "
+                           "installed next to sandcell)\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(Images, SaveLoadImportRoundTrips) {
   dockerfile(std::string(kBusyboxImage) + "CMD [\"echo\", \"round trip\"]\n");
   ASSERT_EQ(build().exit_code, 0);

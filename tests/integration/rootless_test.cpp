@@ -272,7 +272,7 @@ TEST_F(Rootless, SetupApparmorPrintsTheProfileForTheUsersBinariesAndNeedsRootToI
   auto print = user_->sandcell({"setup", "apparmor", "--print"});
   EXPECT_EQ(print.exit_code, 0) << print.err;
   EXPECT_NE(print.out.find("profile sandcell " + user_->dir() +
-                           "/bin/sandcell{,-images,-net} flags=(unconfined) {"),
+                           "/bin/sandcell{,-images,-net,-serve} flags=(unconfined) {"),
             std::string::npos)
       << print.out;
   EXPECT_NE(print.out.find("\n  userns,\n"), std::string::npos) << print.out;

@@ -136,7 +136,7 @@ TEST(AppArmorProfile, Default_ConfinesPtraceAndSignalsToTheProfile) {
 TEST(AppArmorProfile, Binary_AttachesToBothExecutablesUnconfinedWithUserns) {
   std::set<std::string> rules = rules_of(binary_profile("/opt/sandcell/bin/"));
   EXPECT_TRUE(rules.contains(
-      "profile sandcell /opt/sandcell/bin/sandcell{,-images,-net} flags=(unconfined) {"));
+      "profile sandcell /opt/sandcell/bin/sandcell{,-images,-net,-serve} flags=(unconfined) {"));
   EXPECT_TRUE(rules.contains("userns,"));
   EXPECT_TRUE(rules.contains("#include if exists <local/sandcell>"));
 }

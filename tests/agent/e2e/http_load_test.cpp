@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -92,6 +93,30 @@ TEST_F(ServeE2E, SigtermFinishesTheRunningRequestThenExits) {
   json reply = pending.get();
   ASSERT_EQ(reply["status"], 200) << reply;
   EXPECT_EQ(reply["body"]["stdout"], "finished\n");
+}
+
+// `sandcell serve` is handed to sandcell-serve (the only executable that links cpp-httplib,
+// cli/serve_command.cpp), and each execution is a sandcell-images process: not `sandcell`, which
+// would only exec sandcell-images (agent_service::sandcell_bin_in()).
+TEST_F(ServeE2E, ServesFromSandcellServeAndRunsCodeInSandcellImages) {
+  const auto exe_of = [](pid_t pid) {
+    std::error_code ec;
+    return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec)
+        .filename()
+        .string();
+  };
+  EXPECT_EQ(exe_of(server->pid()), "sandcell-serve");
+  auto pending = std::async(std::launch::async, [this] {
+    return run({{"language", "python"}, {"code", "import time\ntime.sleep(2)"}, {"timeout", 30}});
+  });
+  std::string seen;
+  for (int i = 0; i < 2000 && seen != "sandcell-images"; ++i) {
+    for (pid_t child : children_of(server->pid()))
+      if (exe_of(child) == "sandcell-images") seen = "sandcell-images";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(seen, "sandcell-images") << "no execution of the server ran sandcell-images";
+  EXPECT_EQ(pending.get()["status"], 200);
 }
 
 TEST_F(ServeE2E, WrongTokenIsRefusedAndTcpWithoutTokenDoesNotStart) {

@@ -102,12 +102,18 @@ class SubprocessExecutor final : public Executor {
 
 }  // namespace
 
+std::string sandcell_bin_in(const std::filesystem::path& dir) {
+  const auto images = dir / "sandcell-images";
+  if (access(images.c_str(), X_OK) == 0) return images.string();
+  return (dir / "sandcell").string();
+}
+
 std::string default_sandcell_bin() {
   if (const char* env = std::getenv("SANDCELL_BIN"); env && *env) return env;
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) throw Error(ec.value(), "readlink /proc/self/exe");
-  return (self.parent_path() / "sandcell").string();
+  return sandcell_bin_in(self.parent_path());
 }
 
 std::unique_ptr<Executor> make_subprocess_executor(SubprocessExecutorOptions options) {

@@ -18,8 +18,8 @@ std::string render_profile(std::string_view template_text,
 std::string load_profile_template(const std::string& name);
 
 // The sandcell-binary profile for the executables in bin_dir (an absolute path): lets sandcell,
-// sandcell-net and sandcell-images create user namespaces where AppArmor restricts them (rootless
-// mode).
+// sandcell-net, sandcell-images and sandcell-serve create user namespaces where AppArmor
+// restricts them (rootless mode).
 std::string binary_profile(const std::string& bin_dir);
 
 // The profile without its `userns` rules, for AppArmor 3 parsers, which reject that AppArmor 4.0

@@ -2,10 +2,11 @@
 // The seam between the agent layer and the code runner. One call runs one code request of the
 // `sandcell code --request-json` contract and returns its result object; the real executor
 // spawns that command per call, tests substitute their own.
+#include <filesystem>
 #include <functional>
 #include <memory>
-#include <stop_token>
 #include <nlohmann/json.hpp>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,8 +41,12 @@ struct SubprocessExecutorOptions {
   std::string root{};          // passed as `--root` when not empty
 };
 
-// The executable next to the running one (/proc/self/exe's directory), or $SANDCELL_BIN.
+// $SANDCELL_BIN, else sandcell_bin_in() the running executable's directory.
 std::string default_sandcell_bin();
+// DIR/sandcell-images when it is executable, else DIR/sandcell. Every verb an executor runs
+// (code, skills, sessions) lives in sandcell-images; asked through the lean `sandcell`, each
+// execution would pay one more exec (a static glibc start, ~1 ms here) to be handed to it.
+std::string sandcell_bin_in(const std::filesystem::path& dir);
 
 std::unique_ptr<Executor> make_subprocess_executor(SubprocessExecutorOptions options);
 
