@@ -16,6 +16,20 @@ TEST_F(Languages, Python_HelloWorld) {
   EXPECT_EQ(r.record["report"]["isolation"]["seccomp"], "code");
 }
 
+// The recipe drops matplotlib's nspkg.pth (agent/skills/python/Dockerfile): site imports nothing
+// for it at every start, and mpl_toolkits (mplot3d) still imports, as a namespace package.
+TEST_F(Languages, Python_StartImportsNothingForMatplotlibAndMplot3dWorks) {
+  auto r = code("python",
+                "import sys\n"
+                "print(sorted(m for m in ('importlib.util', 'contextlib', 'mpl_toolkits') if m in "
+                "sys.modules))\n"
+                "import matplotlib.pyplot as plt\n"
+                "from mpl_toolkits.mplot3d import Axes3D\n"
+                "print(isinstance(plt.figure().add_subplot(projection='3d'), Axes3D))\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(r.record["stdout"], "[]\nTrue\n");
+}
+
 TEST_F(Languages, Python_SyntaxErrorHasFileAndLine) {
   auto r = code("py", "x = 1\nprint(x +)\n");
   EXPECT_EQ(r.exit_code, 1);
