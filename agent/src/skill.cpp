@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/shipped_data.hpp"
 
 namespace sandcell::agent {
 namespace {
@@ -131,9 +132,7 @@ const Skill& SkillCatalog::find(const std::string& name_or_alias) const {
 std::string resolve_skills_dir(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = getenv("SANDCELL_SKILLS"); env && *env) return env;
-  std::error_code ec;
-  if (fs::is_directory(SANDCELL_SOURCE_SKILLS_DIR, ec)) return SANDCELL_SOURCE_SKILLS_DIR;
-  return "/usr/share/sandcell/skills";
+  return runtime::shipped_data_dir("skills", SANDCELL_SOURCE_SKILLS_DIR);
 }
 
 }  // namespace sandcell::agent

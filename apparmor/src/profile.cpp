@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/shipped_data.hpp"
 
 extern char** environ;
 
@@ -25,7 +26,6 @@ namespace {
 
 constexpr std::string_view kOpen = "{{";
 constexpr std::string_view kClose = "}}";
-constexpr const char* kInstallDir = "/usr/share/sandcell/apparmor";
 
 std::string placeholder(std::string_view key) {
   return std::string(kOpen) + std::string(key) + std::string(kClose);
@@ -170,14 +170,15 @@ std::string load_profile_template(const std::string& name) {
   // A name, not a path: the caller may pass user input, and profiles/ is the only place to read.
   if (name.empty() || name.find('/') != std::string::npos || name.starts_with('.'))
     throw Error::invalid("AppArmor profile template name \"" + name + "\" is not a plain name");
+  // An installed tree's copy, else the source tree's (runtime/shipped_data.hpp).
+  const std::vector<std::string> dirs =
+      runtime::shipped_data_candidates("apparmor", SANDCELL_APPARMOR_PROFILE_DIR);
   std::string tried;
-#ifdef SANDCELL_APPARMOR_PROFILE_DIR
-  // The source tree first, so tests and development builds read the profiles they ship.
-  if (auto text = read_file(std::string(SANDCELL_APPARMOR_PROFILE_DIR) + "/" + name)) return *text;
-  tried = std::string(SANDCELL_APPARMOR_PROFILE_DIR) + " or ";
-#endif
-  if (auto text = read_file(std::string(kInstallDir) + "/" + name)) return *text;
-  throw Error(ENOENT, "AppArmor profile template " + name + " in " + tried + kInstallDir);
+  for (const std::string& dir : dirs) {
+    if (auto text = read_file(dir + "/" + name)) return *text;
+    tried += (tried.empty() ? "" : ", ") + dir;
+  }
+  throw Error(ENOENT, "AppArmor profile template " + name + " in none of " + tried);
 }
 
 std::string binary_profile(const std::string& bin_dir) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/shipped_data.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 
 namespace sandcell::seccomp {
@@ -14,12 +15,9 @@ namespace {
 
 }  // namespace
 
-// The source tree's profiles while developing; the installed copies otherwise.
+// An installed tree's profiles, else the source tree's (runtime/shipped_data.hpp).
 std::string shipped_profile_path(const std::string& file) {
-  const std::string in_tree = std::string(SANDCELL_SECCOMP_PROFILE_DIR) + "/" + file;
-  struct stat st {};
-  if (::stat(in_tree.c_str(), &st) == 0) return in_tree;
-  return "/usr/share/sandcell/seccomp/" + file;
+  return runtime::shipped_data_dir("seccomp", SANDCELL_SECCOMP_PROFILE_DIR) + "/" + file;
 }
 
 std::string shipped_profile_file(const std::string& name) { return shipped_profile_path(name + ".json"); }
@@ -35,7 +33,9 @@ nlohmann::json read_json(const std::string& path, const std::string& name) {
   try {
     return nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::parse_error& e) {
-    throw Error::invalid("seccomp profile " + name + ": not valid JSON: " + e.what());
+    // A shipped profile is named by the word the user gave: say which file that was.
+    const std::string which = name == path ? name : name + " (" + path + ")";
+    throw Error::invalid("seccomp profile " + which + ": not valid JSON: " + e.what());
   }
 }
 
