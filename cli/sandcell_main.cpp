@@ -54,7 +54,9 @@ int main(int argc, char** argv) {
   // it has cleaned up; write errors are handled where they happen.
   signal(SIGPIPE, SIG_IGN);
 
-  CLI::App app{"sandcell: run untrusted code in an isolated, limited Linux sandbox, no daemon"};
+  // Named, so that usage lines read `sandcell serve [OPTIONS]` whichever executable parses.
+  CLI::App app{"sandcell: run untrusted code in an isolated, limited Linux sandbox, no daemon",
+               "sandcell"};
   app.set_version_flag("--version", std::string("sandcell ") + SANDCELL_VERSION);
   app.require_subcommand(1);
   app.footer(

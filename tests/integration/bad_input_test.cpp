@@ -152,5 +152,16 @@ TEST(BadInput, HelpTeachesAndExitsZero) {
     EXPECT_NE(r.out.find(text), std::string::npos) << text;
 }
 
+// Usage lines name the program as the user types it, whichever executable printed them.
+TEST(BadInput, HelpUsageLinesNameSandcell) {
+  EXPECT_NE(run_sandcell({"--help"}).out.find("Usage: sandcell [OPTIONS] SUBCOMMAND"),
+            std::string::npos);
+  EXPECT_NE(run_sandcell({"serve", "--help"}).out.find("Usage: sandcell serve [OPTIONS]"),
+            std::string::npos);
+  EXPECT_NE(
+      run_sandcell({"skills", "list", "--help"}).out.find("Usage: sandcell skills list [OPTIONS]"),
+      std::string::npos);
+}
+
 }  // namespace
 }  // namespace sandcell::test
