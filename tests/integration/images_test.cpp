@@ -258,6 +258,32 @@ TEST_F(Images, RunningAStoredImageMapsNeitherLibcurlNorLibarchive) {
   EXPECT_EQ(mapped({"images"}), std::pair(false, false));
 }
 
+// The store checks the digest of every blob it reads, so every image run hashes. Those digests do
+// not initialise OpenSSL (its configuration, its providers: ~0.8 ms of each run, rootfs-builder/
+// src/digest.cpp): a configuration that cannot load (a provider that does not exist, with
+// diagnostics on, so that loading it fails) is never read by a build, a run or `images`. With
+// EVP digests the run failed here with "sha256 init".
+TEST_F(Images, DigestsDoNotLoadOpenSslsConfiguration) {
+  dockerfile(kBusyboxImage);
+  const std::string config = dir_ / "openssl.cnf";
+  std::ofstream(config) << "config_diagnostics = 1\nopenssl_conf = init\n[init]\n"
+                           "providers = providers\n[providers]\nabsent = absent\n"
+                           "[absent]\nactivate = 1\n";
+  const auto with_config = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"/usr/bin/env", "OPENSSL_CONF=" + config, sandcell_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_program(argv);
+  };
+  const CliRun built = with_config({"build", "-t", "t:1", context()});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  const CliRun ran = with_config({"run", "t:1", "/bin/echo", "ran"});
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_EQ(ran.out, "ran\n");
+  const CliRun listed = with_config({"images"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("t:1"), std::string::npos) << listed.out;
+}
+
 // Only `serve` needs cpp-httplib (and the libstdc++, libssl, zlib and brotli it links): it runs in
 // sandcell-serve, to which sandcell-images hands it after parsing (cli/serve_command.cpp), so a
 // `sandcell code` or `images` does not load them. A server without a token refuses TCP, so the
