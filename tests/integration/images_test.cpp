@@ -311,6 +311,29 @@ TEST_F(Images, OnlySandcellServeMapsCppHttplib) {
       << serve.err.substr(serve.err.size() > 3000 ? serve.err.size() - 3000 : 0);
 }
 
+// sandcell-images carries libcrypto in itself (from libcrypto.a): ld.so maps no libcrypto.so at
+// its start, and it exports none of its copy's symbols, so the shared libcrypto that libcurl's
+// libssl loads for a pull (Registry.TlsRegistryOnLoopback...) binds to itself alone.
+// sandcell-serve, whose cpp-httplib links libssl, keeps the shared one.
+TEST_F(Images, SandcellImagesCarriesItsOwnLibcryptoAndExportsNothingOfIt) {
+#if !SANDCELL_IMAGES_STATIC_CRYPTO
+  GTEST_SKIP() << "this build links the shared libcrypto (sanitizers, SANDCELL_STATIC_SYSLIBS off, "
+                  "or no libcrypto.a)";
+#endif
+  const std::string dir = std::filesystem::path(sandcell_binary()).parent_path().string();
+  const CliRun images =
+      run_program({"/usr/bin/env", "LD_DEBUG=files", sandcell_binary(), "images"});
+  EXPECT_EQ(images.exit_code, 0) << images.err.substr(0, 3000);
+  EXPECT_NE(images.err.find("needed by " + dir + "/sandcell-images"), std::string::npos);
+  EXPECT_EQ(images.err.find("libcrypto"), std::string::npos) << images.err.substr(0, 3000);
+  const std::string exported = system_out("nm -D --defined-only " + dir + "/sandcell-images");
+  EXPECT_NE(exported.find("environ"), std::string::npos) << "nm read nothing: " << exported;
+  for (const char* name : {"SHA256", "EVP_", "OPENSSL", "CRYPTO_", "BIO_"})
+    EXPECT_EQ(exported.find(name), std::string::npos) << name << " exported:\n" << exported;
+  const std::string serve_needs = system_out("readelf -d " + dir + "/sandcell-serve");
+  EXPECT_NE(serve_needs.find("[libcrypto.so.3]"), std::string::npos) << serve_needs;
+}
+
 // Installed without sandcell-serve, sandcell-images parses `serve` and then names what is missing
 // in one line; its other commands work.
 TEST_F(Images, WithoutSandcellServeServeSaysWhatIsMissing) {
