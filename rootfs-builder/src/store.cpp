@@ -20,13 +20,16 @@ namespace {
 
 constexpr std::string_view kOciLayout = R"({"imageLayoutVersion":"1.0.0"})";
 
+// mkdir -p. The whole path first: the store exists in all but its first use, and a mkdir of
+// each prefix of a deep root cost ~20 system calls at every command that opens the store.
 void make_dirs(const std::string& path) {
-  for (std::size_t pos = 1; pos <= path.size(); ++pos) {
-    if (pos != path.size() && path[pos] != '/') continue;
-    std::string prefix = path.substr(0, pos);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
-      throw Error(errno, "mkdir " + prefix);
-  }
+  if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return;
+  if (errno != ENOENT) throw Error(errno, "mkdir " + path);
+  const std::size_t slash = path.find_last_not_of('/', path.rfind('/'));
+  if (path.rfind('/') == std::string::npos || slash == std::string::npos)
+    throw Error(ENOENT, "mkdir " + path);
+  make_dirs(path.substr(0, slash + 1));
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) throw Error(errno, "mkdir " + path);
 }
 
 // Copies src into a new temp file in tmp_dir, hashing it. Returns {temp path, digest}.

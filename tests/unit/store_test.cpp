@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -70,6 +72,70 @@ TEST(ImageReference, ParsesLocalNamesWithDefaultTag) {
   for (const char* bad :
        {"", "Foo", "foo:", "foo:-x", "foo/../bar", "/foo", "foo@sha256:12", "a//b"})
     EXPECT_THROW(parse_reference(bad), Error) << bad;
+}
+
+// parse_reference checks names without std::regex (image_reference.cpp): here the grammar's own
+// expressions (distribution/reference, as docker applies them) are the oracle, on names drawn
+// from the characters that matter, many of them near-misses.
+TEST(ImageReference, AcceptsExactlyWhatTheGrammarsExpressionsAccept) {
+  const std::regex component(R"([a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)");
+  const std::regex domain(
+      R"((?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?)");
+  const std::regex tag(R"([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})");
+  const auto grammar_accepts = [&](const std::string& text) {
+    std::string name = text, tag_part;
+    if (auto colon = name.rfind(':'), slash = name.rfind('/');
+        colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+      tag_part = name.substr(colon + 1);
+      name.resize(colon);
+      if (!std::regex_match(tag_part, tag)) return false;
+    }
+    if (name.empty() || name.size() > 255) return false;
+    std::size_t start = 0;
+    if (auto slash = name.find('/'); slash != std::string::npos) {
+      std::string first = name.substr(0, slash);
+      if (first.find_first_of(".:") != std::string::npos || first == "localhost") {
+        if (!std::regex_match(first, domain)) return false;
+        start = slash + 1;
+      }
+    }
+    while (start <= name.size()) {
+      auto end = name.find('/', start);
+      if (end == std::string::npos) end = name.size();
+      if (!std::regex_match(name.substr(start, end - start), component)) return false;
+      start = end + 1;
+    }
+    return true;
+  };
+  const std::string alphabet = "ab0Z._-__--:/:9.";
+  std::mt19937 random(15);
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    const int length = 1 + static_cast<int>(random() % 14);
+    for (int j = 0; j < length; ++j) text.push_back(alphabet[random() % alphabet.size()]);
+    bool parsed = true;
+    try {
+      parse_reference(text);
+    } catch (const Error&) {
+      parsed = false;
+    }
+    ASSERT_EQ(parsed, grammar_accepts(text)) << "'" << text << "'";
+    accepted += parsed;
+  }
+  EXPECT_GT(accepted, 500) << "the sample should hold many valid names too";
+  for (const std::string& edge :
+       {std::string(255, 'a'), std::string(256, 'a'), "a:" + std::string(128, 't'),
+        "a:" + std::string(129, 't'), std::string("host.example:5000/a__b--c.d_e:_T.-"),
+        std::string("a___b"), std::string("a.-b"), std::string("-a")}) {
+    bool parsed = true;
+    try {
+      parse_reference(edge);
+    } catch (const Error&) {
+      parsed = false;
+    }
+    EXPECT_EQ(parsed, grammar_accepts(edge)) << edge;
+  }
 }
 
 TEST(ImageConfigJson, IsCanonicalAndRoundTrips) {
