@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <initializer_list>
 #include <iostream>
+#include <string>
+#include <string_view>
 
 #include "commands.hpp"
 #include "sandcell/runtime/error.hpp"
@@ -37,6 +40,82 @@ int finish(int code) {
   std::fflush(nullptr);
   _exit(code);
 #endif
+}
+
+using sandcell::cli::Action;
+using sandcell::cli::Globals;
+
+// The commands, in groups as their files add them, with the words that name them. CLI11 makes
+// every option of every command it is given before it parses: ~0.5 ms for sandcell-images'
+// fourteen groups on our CI VM (bench/README.md, "Session 15"), paid by each `sandcell code` and
+// `run IMAGE`. So a command line that names its command gets only that command's group; any
+// other (--help, --version, a typo, no command at all) gets every group, and if the group
+// chosen turns out not to add the word, the others are added too: a stale list here costs
+// time, never a command.
+struct CommandGroup {
+  std::initializer_list<std::string_view> names;
+  void (*add)(CLI::App&, Action&, const Globals&);
+};
+
+const CommandGroup kCommandGroups[] = {
+    {{"run"}, sandcell::cli::add_run_command},
+    {{"gc"},
+     [](CLI::App& app, Action& action, const Globals&) {
+       sandcell::cli::add_gc_command(app, action);
+     }},
+    {{"setup"},
+     [](CLI::App& app, Action& action, const Globals&) {
+       sandcell::cli::add_setup_command(app, action);
+     }},
+#if SANDCELL_WITH_IMAGES
+    {{"build"}, sandcell::cli::add_build_command},
+    {{"images", "inspect", "tag", "rmi", "prune", "save", "load", "import"},
+     sandcell::cli::add_image_commands},
+    {{"bootstrap"}, sandcell::cli::add_bootstrap_command},
+    {{"pull", "push", "login", "logout"}, sandcell::cli::add_registry_commands},
+    {{"code"}, sandcell::cli::add_code_command},
+    {{"skills"}, sandcell::cli::add_skills_command},
+    {{"sessions"}, sandcell::cli::add_sessions_command},
+    {{"agent"}, sandcell::cli::add_agent_command},
+    {{"logs"}, sandcell::cli::add_logs_command},
+    {{"mcp"}, sandcell::cli::add_mcp_command},
+    {{"serve"}, sandcell::cli::add_serve_command},
+#endif
+};
+
+CLI::App* subcommand(CLI::App& app, const std::string& name) {
+  std::vector<CLI::App*> found =
+      app.get_subcommands([&](CLI::App* command) { return command->check_name(name); });
+  return found.empty() ? nullptr : found.front();
+}
+
+// The word that names the command: the first one that is neither one of the app's own options
+// (`--root DIR`) nor the value of one. Empty when there is none, or an option CLI11 does not
+// know comes first (the full parse reports it).
+std::string named_command(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") return "";
+    if (arg.size() < 2 || arg[0] != '-') return arg;
+    if (arg.find('=') != std::string::npos) continue;  // --root=DIR
+    const CLI::Option* option = app.get_option_no_throw(arg);
+    if (option == nullptr) return "";
+    if (option->get_items_expected_max() > 0) ++i;  // its value (flags take none)
+  }
+  return "";
+}
+
+void add_commands(CLI::App& app, Action& action, const Globals& globals, const std::string& named) {
+  const CommandGroup* chosen = nullptr;
+  for (const CommandGroup& group : kCommandGroups)
+    if (std::find(group.names.begin(), group.names.end(), named) != group.names.end())
+      chosen = &group;
+  if (chosen != nullptr) {
+    chosen->add(app, action, globals);
+    if (subcommand(app, named) != nullptr) return;
+  }
+  for (const CommandGroup& group : kCommandGroups)
+    if (&group != chosen) group.add(app, action, globals);
 }
 
 }  // namespace
@@ -74,26 +153,13 @@ int main(int argc, char** argv) {
                  "Image store directory [$SANDCELL_ROOT, /var/lib/sandcell as root, "
                  "$XDG_DATA_HOME/sandcell otherwise]");
   sandcell::cli::Action action;
-  sandcell::cli::add_run_command(app, action, globals);
-  sandcell::cli::add_gc_command(app, action);
-  sandcell::cli::add_setup_command(app, action);
 #if SANDCELL_WITH_IMAGES
   sandcell::cli::enable_image_runs(globals);
-  sandcell::cli::add_build_command(app, action, globals);
-  sandcell::cli::add_image_commands(app, action, globals);
-  sandcell::cli::add_bootstrap_command(app, action, globals);
-  sandcell::cli::add_registry_commands(app, action, globals);
-  sandcell::cli::add_code_command(app, action, globals);
-  sandcell::cli::add_skills_command(app, action, globals);
-  sandcell::cli::add_sessions_command(app, action, globals);
-  sandcell::cli::add_agent_command(app, action, globals);
-  sandcell::cli::add_logs_command(app, action, globals);
-  sandcell::cli::add_mcp_command(app, action, globals);
-  sandcell::cli::add_serve_command(app, action, globals);
 #endif
+  add_commands(app, action, globals, named_command(app, argc, argv));
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
-    args = sandcell::cli::end_run_options(args, *app.get_subcommand("run"));
+    if (CLI::App* run = subcommand(app, "run")) args = sandcell::cli::end_run_options(args, *run);
     std::reverse(args.begin(), args.end());  // CLI11 takes the vector form last-first
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
