@@ -16,6 +16,9 @@ void enable_image_runs(const Globals& globals) {
     try {
       store->resolve(image);
     } catch (const Error& missing) {
+      // Only an image that is not here is pulled, as docker run does; one that is here but
+      // broken is an error: a pull would fetch whatever the registry has under that name.
+      if (!missing.not_found()) throw;
       try {
         name = image_fetcher(*g, false)(image);  // as docker run: an image not here is pulled
       } catch (const Error& e) {

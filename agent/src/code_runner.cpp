@@ -53,7 +53,8 @@ void check_request(const Skill& skill, const CodeRequest& r) {
 void check_built(rootfs_builder::ImageStore& store, const Skill& skill) {
   try {
     store.resolve(skill.image());
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    if (!e.not_found()) throw;  // built, but broken: its own message says how
     throw Error::invalid("skill '" + skill.name + "' is not built: run `sandcell skills build " + skill.name + "`");
   }
 }

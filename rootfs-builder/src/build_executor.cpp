@@ -70,6 +70,7 @@ ImageState base_state(BuildContext& ctx, const Stage& stage) {
   try {
     return state_of_image(ctx.store.resolve(stage.base));
   } catch (const Error& e) {
+    if (!e.not_found()) throw Error::invalid(where + e.what());  // here but broken: not pulled
     if (!ctx.options.fetch_image)
       throw Error::invalid(where + e.what() + " (make it with `sandcell bootstrap`, `sandcell load` or `sandcell build` first)");
     missing = e.what();

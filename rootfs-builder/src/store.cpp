@@ -184,15 +184,15 @@ ImageRecord ImageStore::resolve(const std::string& name) const {
         return load(d.digest);
       }
     }
-    throw Error::invalid("no such image: " + name);
+    throw Error::not_found("no such image: " + name);
   }
   ImageReference ref = parse_reference(name);
   if (!ref.digest.empty()) {
-    if (!has_blob(ref.digest)) throw Error::invalid("no such image: " + name);
+    if (!has_blob(ref.digest)) throw Error::not_found("no such image: " + name);
     return load(ref.digest);
   }
   const Descriptor* d = index.find(ref.str());
-  if (d == nullptr) throw Error::invalid("no such image: " + name);
+  if (d == nullptr) throw Error::not_found("no such image: " + name);
   record.name = ref.str();
   return load(d->digest);
 }

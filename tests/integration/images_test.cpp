@@ -311,6 +311,38 @@ TEST_F(Images, OnlySandcellServeMapsCppHttplib) {
       << serve.err.substr(serve.err.size() > 3000 ? serve.err.size() - 3000 : 0);
 }
 
+// An image that is in the store but broken is an error of its own, not a missing image: neither
+// `run` nor a build's FROM pulls it (that would fetch whatever the registry has under the name,
+// docker.io/library/t:1 here) or calls it missing.
+TEST_F(Images, ABrokenImageIsReportedAndNeverPulled) {
+  dockerfile(kBusyboxImage);
+  ASSERT_EQ(build().exit_code, 0);
+  const nlohmann::json index = nlohmann::json::parse(std::ifstream(store() + "/index.json"));
+  ASSERT_EQ(index["manifests"].size(), 1u) << index.dump();
+  const std::string digest = index["manifests"][0]["digest"];
+  const std::string blob = store() + "/blobs/sha256/" + digest.substr(7);
+  fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
+  std::ofstream(blob, std::ios::trunc) << "{\"schemaVersion\": 2}";
+
+  const CliRun ran = run_sandcell({"run", "t:1", "/bin/true"});
+  EXPECT_EQ(ran.exit_code, 125);
+  EXPECT_NE(ran.err.find("blob " + digest + " is corrupt"), std::string::npos) << ran.err;
+  EXPECT_EQ(ran.err.find("pull"), std::string::npos) << ran.err;
+
+  dockerfile("FROM t:1\nRUN true\n");
+  const CliRun built = build({}, "u:1");
+  EXPECT_EQ(built.exit_code, 125);
+  EXPECT_NE(built.err.find("FROM t:1: blob " + digest + " is corrupt"), std::string::npos)
+      << built.err;
+  EXPECT_EQ(built.err.find("pull"), std::string::npos) << built.err;
+
+  const CliRun missing = run_sandcell({"run", "nosuch.invalid/x:1", "true"});
+  EXPECT_EQ(missing.exit_code, 125);
+  EXPECT_NE(missing.err.find("no such image: nosuch.invalid/x:1; pulling it failed"),
+            std::string::npos)
+      << missing.err;
+}
+
 // sandcell-images carries libcrypto in itself (from libcrypto.a): ld.so maps no libcrypto.so at
 // its start, and it exports none of its copy's symbols, so the shared libcrypto that libcurl's
 // libssl loads for a pull (Registry.TlsRegistryOnLoopback...) binds to itself alone.

@@ -20,6 +20,14 @@ class Error : public std::system_error {
     return e;
   }
 
+  // Input naming something that is not there (an image not in the store): as invalid(), with
+  // ENOENT, so a caller can tell "missing" (pull it, say how to build it) from "broken".
+  static Error not_found(std::string message) {
+    Error e(ENOENT, std::move(message));
+    e.input_error_ = true;
+    return e;
+  }
+  bool not_found() const { return input_error_ && code().value() == ENOENT; }
   const std::string& step() const { return step_; }
   bool input_error() const { return input_error_; }
   const char* what() const noexcept override {
