@@ -50,9 +50,10 @@ void check_request(const Skill& skill, const CodeRequest& r) {
   for (const std::string& g : r.get) Workspace::relative(g);
 }
 
-void check_built(rootfs_builder::ImageStore& store, const Skill& skill) {
+// The skill's image, resolved once for every phase (under the caller's store lease).
+rootfs_builder::ImageRecord built_image(rootfs_builder::ImageStore& store, const Skill& skill) {
   try {
-    store.resolve(skill.image());
+    return store.resolve(skill.image());
   } catch (const Error& e) {
     if (!e.not_found()) throw;  // built, but broken: its own message says how
     throw Error::invalid("skill '" + skill.name + "' is not built: run `sandcell skills build " + skill.name + "`");
@@ -154,7 +155,9 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   const Skill& skill = catalog.find(request.skill);
   check_request(skill, request);
   rootfs_builder::ImageStore store(context.store_root);
-  check_built(store, skill);
+  // Held for the whole call: no prune between the resolve and the last phase's run.
+  rootfs_builder::ImageStore::Lease store_lease = store.lease();
+  const rootfs_builder::ImageRecord image = built_image(store, skill);
   auto seccomp = seccomp::compile_profile_arg(context.seccomp, {}, {.report_denials = true},
                                               context.seccomp_cache_dir.empty() ? seccomp::default_cache_dir()
                                                                                 : context.seccomp_cache_dir);
@@ -163,10 +166,10 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
     SessionStore sessions(context.sessions_dir, context.session_ttl);
     sessions.expire();
     SessionLease lease = sessions.open(*request.session, skill.name);
-    return run_in_workspace({skill, request, context, store, lease.workspace(), seccomp});
+    return run_in_workspace({skill, request, context, store, image, lease.workspace(), seccomp});
   }
   ScratchWorkspace scratch(context.store_root + "/code-runs");
-  return run_in_workspace({skill, request, context, store, scratch.dir(), seccomp});
+  return run_in_workspace({skill, request, context, store, image, scratch.dir(), seccomp});
 }
 
 }  // namespace sandcell::agent

@@ -41,7 +41,8 @@ PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const st
                       int stdin_fd, bool stream) {
   runtime::Spec spec = phase_spec(ctx);
   rootfs_builder::ImageRunRequest image_request{.command = argv, .user = std::nullopt, .workdir = std::string("/workspace")};
-  auto lease = rootfs_builder::apply_image(ctx.store, ctx.skill.image(), image_request, spec);
+  rootfs_builder::apply_resolved_image(ctx.store, ctx.skill.image(), ctx.image, image_request,
+                                       spec);
   set_env(spec, ctx.request.env);
   PhaseResult phase{.name = name};
   runtime::RunOptions options;

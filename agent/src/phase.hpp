@@ -19,6 +19,7 @@ struct PhaseContext {
   const CodeRequest& request;
   const RunnerContext& runner;
   rootfs_builder::ImageStore& store;
+  const rootfs_builder::ImageRecord& image;  // the skill's, resolved once (code_runner.cpp)
   std::string workspace_dir;  // host path
   std::optional<runtime::SeccompProgram> seccomp;
 };

@@ -34,6 +34,12 @@ ImageStore::Lease apply_image(ImageStore& store, const std::string& image, const
   } catch (const Error& e) {
     throw Error::invalid("image " + image + ": " + e.what() + " (`sandcell images` lists the store " + store.root() + ")");
   }
+  apply_resolved_image(store, image, record, request, spec);
+  return lease;
+}
+
+void apply_resolved_image(ImageStore& store, const std::string& image, const ImageRecord& record,
+                          const ImageRunRequest& request, runtime::Spec& spec) {
   std::vector<std::string> layers = store.unpacked_layers(record);
   std::reverse(layers.begin(), layers.end());  // overlay wants the topmost lower first
   if (layers.empty()) throw Error::invalid("image " + image + " has no layers");
@@ -57,7 +63,6 @@ ImageStore::Lease apply_image(ImageStore& store, const std::string& image, const
       spec.env.push_back("HOME=" + resolved.home);
     }
   }
-  return lease;
 }
 
 }  // namespace sandcell::rootfs_builder

@@ -21,4 +21,11 @@ struct ImageRunRequest {
 ImageStore::Lease apply_image(ImageStore& store, const std::string& image, const ImageRunRequest& request,
                               runtime::Spec& spec);
 
+// The same for an image the caller resolved itself, while holding store.lease() (taken before
+// the resolve, so that no prune comes between): a caller that had to resolve the name anyway
+// (to pull it if missing, to check a skill is built) does not read and check the manifest and
+// config twice. `image` names it in messages.
+void apply_resolved_image(ImageStore& store, const std::string& image, const ImageRecord& record,
+                          const ImageRunRequest& request, runtime::Spec& spec);
+
 }  // namespace sandcell::rootfs_builder
