@@ -20,7 +20,7 @@ void enable_image_runs(const Globals& globals) {
     } catch (const Error& missing) {
       // Only an image that is not here is pulled, as docker run does; one that is here but
       // broken is an error: a pull would fetch whatever the registry has under that name.
-      if (!missing.not_found()) throw;
+      if (!missing.not_found()) throw Error::invalid("image " + image + ": " + missing.what());
       try {
         record = store->resolve(image_fetcher(*g, false)(image));
       } catch (const Error& e) {

@@ -55,7 +55,8 @@ rootfs_builder::ImageRecord built_image(rootfs_builder::ImageStore& store, const
   try {
     return store.resolve(skill.image());
   } catch (const Error& e) {
-    if (!e.not_found()) throw;  // built, but broken: its own message says how
+    if (!e.not_found())  // built, but broken: its own message says how
+      throw Error::invalid("skill '" + skill.name + "' image " + skill.image() + ": " + e.what());
     throw Error::invalid("skill '" + skill.name + "' is not built: run `sandcell skills build " + skill.name + "`");
   }
 }

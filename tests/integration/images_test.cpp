@@ -326,7 +326,8 @@ TEST_F(Images, ABrokenImageIsReportedAndNeverPulled) {
 
   const CliRun ran = run_sandcell({"run", "t:1", "/bin/true"});
   EXPECT_EQ(ran.exit_code, 125);
-  EXPECT_NE(ran.err.find("blob " + digest + " is corrupt"), std::string::npos) << ran.err;
+  EXPECT_NE(ran.err.find("image t:1: blob " + digest + " is corrupt"), std::string::npos)
+      << ran.err;
   EXPECT_EQ(ran.err.find("pull"), std::string::npos) << ran.err;
 
   dockerfile("FROM t:1\nRUN true\n");
