@@ -157,6 +157,9 @@ struct ChildPlan {
   // the child's pid (veth, slirp, the socket transport): that must name the new one from the
   // clone on.
   bool unshare_network = false;
+  // With unshare_network: a namespace made ahead by an earlier run (netns_pool.hpp) that the
+  // child enters instead of making one; -1: none. Closed by the child.
+  int pooled_netns_fd = -1;
   // Rootless: the sandbox gets a user namespace of its own, nested in sandcell's, with the same
   // ids; the parent writes its maps and the child waits for them before anything else.
   bool own_user_ns = false;

@@ -16,7 +16,7 @@ namespace sandcell::runtime {
 [[noreturn]] void run_child(const ChildPlan& plan) {
   restore_cpu_mask(plan);         // the supervisor cloned pinned to its CPU (cpu_handoff.hpp)
   close(plan.supervisor_sync_fd);  // so a supervisor killed before "go" is a hang-up, not a hang
-  enter_network_namespace(plan);  // --net none: while the parent makes the cgroup (costly to make)
+  const bool pooled_netns = enter_network_namespace(plan);  // --net none: made ahead, or made now
   reset_signals();
   install_stdio(plan);
   IdmappedLayers layers = wait_for_id_maps(plan);  // own user namespace: the supervisor wrote the maps
@@ -30,7 +30,7 @@ namespace sandcell::runtime {
   pivot_into_rootfs(plan);
   mask_and_protect_paths(plan);   // Docker's masked and read-only lists
   set_hostname(plan);
-  bring_up_loopback(plan);
+  if (!pooled_netns) bring_up_loopback(plan);  // a pooled namespace's lo is up
   open_proxy_listener(plan);      // socket transport: the proxy's listener, made in our netns
   apply_rlimits(plan);
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626

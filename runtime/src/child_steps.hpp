@@ -81,7 +81,8 @@ GoMessage wait_for_go(const ChildPlan& plan);
 void join_cgroup(const ChildPlan& plan, const GoMessage& go);
 void enter_cgroup_namespace(const ChildPlan& plan);
 void set_hostname(const ChildPlan& plan);
-void enter_network_namespace(const ChildPlan& plan);  // unshare_network only
+// unshare_network only. True: it entered a namespace of the pool (netns_pool.hpp), whose lo is up.
+bool enter_network_namespace(const ChildPlan& plan);
 void bring_up_loopback(const ChildPlan& plan);
 void open_proxy_listener(const ChildPlan& plan);
 void apply_rlimits(const ChildPlan& plan);

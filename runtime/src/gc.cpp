@@ -3,7 +3,9 @@
 // only in the sandbox's mount namespace; what can remain are cgroup directories, run state, the
 // claim of a `--userns=auto` run on its id range (userns_pool.hpp) and, for `--net
 // allow:`/`full`, the run's chains in the nftables table `sandcell` (its veth dies with the
-// sandbox's netns, unless something kept that alive).
+// sandbox's netns, unless something kept that alive). gc also empties the pool of network
+// namespaces runs make ahead for each other (netns_pool.hpp): a cache, not a leftover, but gc
+// is how a host is made to hold nothing of sandcell.
 #include "sandcell/network/gc.hpp"
 
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "netns_pool.hpp"
 #include "run_state.hpp"
 #include "sandcell/network/veth.hpp"
 #include "sandcell/runtime/cgroup.hpp"
@@ -92,6 +95,8 @@ std::vector<std::string> collect_garbage(const std::string& state_root) {
   const std::set<std::string> live_networks = live_network_ids(root);
   collect_run_states(root, removed);
   for (std::string& line : collect_userns_claims(root, run_is_live))
+    removed.push_back(std::move(line));
+  for (std::string& line : collect_netns_pool(root, run_is_live))
     removed.push_back(std::move(line));
   // Rootless runs make no host cgroups (a delegated subtree goes with the user's own cgroup), no
   // veths and no nft elements; those of root's runs are not the user's to judge.
