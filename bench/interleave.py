@@ -10,9 +10,11 @@ and the per-round difference to the first command cancels most of it.
 Prints, per command: median, mean, p10 and p90 in ms, and the median of the per-round
 differences to the first command ("paired"); writes the raw times as JSON if asked.
 
-usage: bench/interleave.py [--rounds N] [--warmup W] [--json FILE] NAME=COMMAND...
+usage: bench/interleave.py [--rounds N] [--warmup W] [--json FILE] [--prepare NAME=COMMAND]...
+                          NAME=COMMAND...
   COMMAND is split like a shell would (shlex), run without a shell, stdin/stdout/stderr on
-  /dev/null; a command that exits non-zero stops the benchmark.
+  /dev/null; a command that exits non-zero stops the benchmark. --prepare runs its COMMAND,
+  untimed, right before each run of the command called NAME (as hyperfine's --prepare).
 """
 import argparse
 import json
@@ -48,6 +50,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=200, help="measured rounds (default 200)")
     parser.add_argument("--warmup", type=int, default=5, help="unmeasured rounds first (default 5)")
     parser.add_argument("--json", metavar="FILE", help="write the raw times (ms) here")
+    parser.add_argument("--prepare", action="append", default=[], type=parse_command,
+                        metavar="NAME=COMMAND", help="untimed, before each run of NAME")
     parser.add_argument("commands", nargs="+", type=parse_command, metavar="NAME=COMMAND")
     args = parser.parse_args()
     if args.rounds < 2 or args.warmup < 0:
@@ -55,12 +59,19 @@ def main():
     names = [name for name, _ in args.commands]
     if len(set(names)) != len(names):
         parser.error("command names must differ")
+    prepare = dict(args.prepare)
+    if not set(prepare) <= set(names):
+        parser.error(f"--prepare names no command: {', '.join(sorted(set(prepare) - set(names)))}")
 
     times = {name: [] for name in names}
     count = len(args.commands)
     for round_number in range(args.warmup + args.rounds):
         shift = round_number % count
         for name, argv in args.commands[shift:] + args.commands[:shift]:
+            if name in prepare:
+                code, _ = run_once(prepare[name])
+                if code != 0:
+                    sys.exit(f"interleave.py: --prepare of {name} exited with {code}")
             code, ms = run_once(argv)
             if code != 0:
                 sys.exit(f"interleave.py: {name} exited with {code}: {shlex.join(argv)}")

@@ -16,6 +16,7 @@
 #include <array>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace sandcell::runtime {
@@ -81,6 +82,11 @@ bool mount_new_namespace(const std::string& file) {
 }
 
 }  // namespace
+
+bool netns_pool_enabled() {
+  const char* setting = getenv("SANDCELL_NETNS_POOL");
+  return setting == nullptr || std::string_view(setting) != "0";
+}
 
 NetnsClaim::NetnsClaim(const std::string& state_root, const std::string& run_id)
     : pool_(state_root + "/" + kNetnsPoolDir), run_id_(run_id) {

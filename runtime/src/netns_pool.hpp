@@ -23,13 +23,17 @@
 // the host's user namespace needs CAP_SYS_ADMIN there, and so would mounting its sysfs.
 // The pool never grows past what concurrent runs leave: a run adds one only when it found none
 // besides its own. `sandcell gc` removes all of it; a supervisor killed with SIGKILL leaves its
-// taken-/new- entry to gc.
+// taken-/new- entry to gc. SANDCELL_NETNS_POOL=0 turns it off.
 #include <string>
 #include <vector>
 
 namespace sandcell::runtime {
 
 constexpr const char* kNetnsPoolDir = "netns";  // under the state root
+
+// False when SANDCELL_NETNS_POOL=0: such a run neither takes nor leaves a namespace (a host that
+// must hold nothing of sandcell between runs).
+bool netns_pool_enabled();
 
 class NetnsClaim {
  public:

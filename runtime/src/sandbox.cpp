@@ -503,7 +503,8 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
       open_bind_trees(plan);
     }
     std::optional<NetnsClaim> netns;
-    if (network_plan.mode == NetworkMode::None && !plan.user_namespace && !plan.own_user_ns) {
+    if (network_plan.mode == NetworkMode::None && !plan.user_namespace && !plan.own_user_ns &&
+        netns_pool_enabled()) {
       netns.emplace(state_root, run_id);
       plan.pooled_netns_fd = netns->fd();
     }

@@ -149,6 +149,31 @@ TEST_F(NetnsPool, RunsWithAUserNamespaceMakeTheirOwn) {
   EXPECT_EQ(ready(), before) << "a run with a user namespace cannot enter a pooled one";
 }
 
+TEST_F(NetnsPool, TurnedOffItIsNeitherUsedNorFilled) {
+  namespace_of_run();
+  auto before = ready();
+  ASSERT_EQ(before.size(), 1u);
+  std::vector<std::string> argv{"/usr/bin/env",
+                                "SANDCELL_STATE=" + root_,
+                                "SANDCELL_NETNS_POOL=0",
+                                sandcell_binary(),
+                                "run",
+                                "--json",
+                                "--rootfs",
+                                test_rootfs(),
+                                "--",
+                                "readlink",
+                                "/proc/self/ns/net"};
+  CliRun off = run_program(argv);
+  ASSERT_EQ(off.exit_code, 0) << off.out << off.err;
+  EXPECT_NE(trimmed(off.record.value("stdout", "")), before.begin()->second);
+  EXPECT_EQ(ready(), before);
+  gc();
+  off = run_program(argv);
+  ASSERT_EQ(off.exit_code, 0) << off.out << off.err;
+  EXPECT_TRUE(names_in_pool().empty()) << "SANDCELL_NETNS_POOL=0 left a namespace";
+}
+
 TEST_F(NetnsPool, RunsAtTheSameTimeNeverShareANamespace) {
   for (int round = 0; round < 2; ++round) {
     std::vector<std::future<CliRun>> runs;
