@@ -13,11 +13,14 @@ differences to the first command ("paired"); writes the raw times as JSON if ask
 usage: bench/interleave.py [--rounds N] [--warmup W] [--json FILE] [--prepare NAME=COMMAND]...
                           NAME=COMMAND...
   COMMAND is split like a shell would (shlex), run without a shell, stdin/stdout/stderr on
-  /dev/null; a command that exits non-zero stops the benchmark. --prepare runs its COMMAND,
+  /dev/null; leading VAR=VALUE words set its environment, as a shell's would (without the exec
+  of env(1) that would be timed); a command that exits non-zero stops the benchmark. --prepare runs its COMMAND,
   untimed, right before each run of the command called NAME (as hyperfine's --prepare).
 """
 import argparse
 import json
+import os
+import re
 import shlex
 import statistics
 import subprocess
@@ -33,9 +36,15 @@ def parse_command(text):
 
 
 def run_once(argv):
+    env = None
+    while argv and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", argv[0]):
+        env = dict(os.environ) if env is None else env
+        key, value = argv[0].split("=", 1)
+        env[key] = value
+        argv = argv[1:]
     start = time.perf_counter_ns()
     done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL, check=False)
+                          stderr=subprocess.DEVNULL, check=False, env=env)
     elapsed = time.perf_counter_ns() - start
     return done.returncode, elapsed / 1e6
 

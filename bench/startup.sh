@@ -4,9 +4,8 @@
 #   bwrap     bwrap --unshare-all --die-with-parent --ro-bind ROOTFS / --proc /proc --dev /dev /bin/true
 #   runc      runc run on an OCI bundle (from `runc spec`) whose root.path is ROOTFS, read-only
 #   sandcell  BUILD/cli/sandcell run --rootfs ROOTFS -- /bin/true
-#   sandcell-first  the same with no network namespace made ahead by the run before (the pool
-#             under the state root is emptied before each of its runs, untimed): a host's first
-#             run, or the first after `sandcell gc` (runtime/src/netns_pool.hpp)
+#   sandcell-nopool  (interleaved only) the same with SANDCELL_NETNS_POOL=0: no network namespace
+#             made ahead by the run before (runtime/src/netns_pool.hpp), as a host's first run
 #   sandcell-rootless  the same as an unprivileged user (a temporary user with a /etc/subuid range,
 #             started through `setpriv --reuid --regid --init-groups --reset-env`), in its own user
 #             namespace with rlimits instead of cgroups
@@ -137,18 +136,6 @@ cp "$SANDCELL" "$TMP/sandcell"
 SANDCELL_BIN=$SANDCELL
 SANDCELL=$TMP/sandcell
 
-# sandcell-first: empties the pool of network namespaces made ahead (as `sandcell gc` would).
-DRAIN=$TMP/drain-netns-pool.sh
-cat >"$DRAIN" <<EOF
-#!/bin/sh
-for entry in ${SANDCELL_STATE:-/run/sandcell}/netns/ready-*; do
-  [ -d "\$entry" ] || continue
-  umount -l "\$entry/ns" && rm -f "\$entry/ns" && rmdir "\$entry"
-done
-exit 0
-EOF
-chmod +x "$DRAIN"
-
 # The rootless line: a temporary user (removed on exit) with a subordinate id range, so sandcell
 # maps a full range through newuidmap as it would for a real user.
 mkdir -p "$TMP/home"
@@ -178,10 +165,7 @@ hyperfine "${shell_opt[@]}" --warmup "$WARMUP" --runs "$RUNS" \
   -n bwrap "$BWRAP --unshare-all --die-with-parent --ro-bind $ROOTFS / --proc /proc --dev /dev /bin/true" \
   -n runc "$RUNC_WRAPPER" \
   -n sandcell "$SANDCELL run --rootfs $ROOTFS -- /bin/true" \
-  -n sandcell-first "$SANDCELL run --rootfs $ROOTFS -- /bin/true" \
   -n sandcell-rootless "$ROOTLESS" \
-  --prepare "$HOST_TRUE" --prepare "$HOST_TRUE" --prepare "$HOST_TRUE" --prepare "$HOST_TRUE" \
-  --prepare "$DRAIN" --prepare "$HOST_TRUE" \
   </dev/null
 
 echo
@@ -219,9 +203,6 @@ for key in ("mean", "median"):
         print(f"target ({key:<6}) {label:<32} {'met' if ok else 'NOT met':<8} ({detail})")
 sc, rootless = stat("sandcell", "median"), stat("sandcell-rootless", "median")
 print(f"sandcell-rootless / sandcell (root default), medians = {rootless / sc:.2f}x (+{(rootless - sc) * 1e3:.1f} ms)")
-first = stat("sandcell-first", "median")
-print(f"sandcell-first (no namespace made ahead), median = {first * 1e3:.2f} ms, "
-      f"{first / stat('unshare', 'median'):.2f}x unshare, +{(first - sc) * 1e3:.2f} ms over sandcell")
 EOF
 # ---- interleaved -----------------------------------------------------------------------------------
 # hyperfine runs each command's block in turn, and a shared VM drifts between blocks: the bwrap
@@ -231,12 +212,11 @@ EOF
 echo
 echo "## Interleaved ($ROUNDS rounds, $OUT/interleaved.json)"
 python3 "$(dirname "$0")/interleave.py" --rounds "$ROUNDS" --warmup "$WARMUP" --json "$OUT/interleaved.json" \
-  --prepare "sandcell-first=$DRAIN" \
   "sandcell=$SANDCELL run --rootfs $ROOTFS -- /bin/true" \
   "unshare=$UNSHARE --pid --fork --mount --uts --ipc --net $HOST_TRUE" \
   "bwrap=$BWRAP --unshare-all --die-with-parent --ro-bind $ROOTFS / --proc /proc --dev /dev /bin/true" \
   "runc=$RUNC_WRAPPER" \
-  "sandcell-first=$SANDCELL run --rootfs $ROOTFS -- /bin/true" \
+  "sandcell-nopool=SANDCELL_NETNS_POOL=0 $SANDCELL run --rootfs $ROOTFS -- /bin/true" \
   "sandcell-rootless=$ROOTLESS"
 python3 - "$OUT/interleaved.json" <<'EOF'
 import json, sys
@@ -251,9 +231,9 @@ for label, ok, detail in [
     ("sandcell >= 10x faster than runc", runc / sc >= 10, f"runc/sandcell = {runc / sc:.2f}x"),
 ]:
     print(f"target (interleaved) {label:<32} {'met' if ok else 'NOT met':<8} ({detail})")
-first = s["sandcell-first"]
-print(f"sandcell-first (no namespace made ahead): median {first['median']:.2f} ms, "
-      f"{first['median'] / unshare:.2f}x unshare, {first['paired_vs_first']:+.2f} ms paired vs sandcell")
+nopool = s["sandcell-nopool"]
+print(f"sandcell-nopool (no namespace made ahead): median {nopool['median']:.2f} ms, "
+      f"{nopool['median'] / unshare:.2f}x unshare, {nopool['paired_vs_first']:+.2f} ms paired vs sandcell")
 EOF
 
 echo
