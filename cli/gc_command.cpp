@@ -9,8 +9,10 @@ namespace sandcell::cli {
 
 void add_gc_command(CLI::App& app, Action& action) {
   auto* gc = app.add_subcommand(
-      "gc", "Remove what crashed runs left behind: cgroups under the sandcell parent whose "
-            "supervisor is gone, and their run state. Live runs are not touched.");
+      "gc",
+      "Remove what crashed runs left behind: cgroups under the sandcell parent whose "
+      "supervisor is gone, their run state, id-range claims and network rules; and the "
+      "network namespaces runs made ahead for the next. Live runs are not touched.");
   auto state_root = std::make_shared<std::string>();
   gc->add_option("--state", *state_root, "Run state directory (default /run/sandcell, or $SANDCELL_STATE)");
   gc->callback([&action, state_root] {

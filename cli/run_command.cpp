@@ -302,7 +302,10 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
       "Exit code: the program's own; 128+N if a signal N ended it; 125 if sandcell failed or the\n"
       "input was invalid; 126 if the command is not executable; 127 if it was not found.\n"
       "Statuses in the record: ok exit_nonzero signaled timeout_wall timeout_cpu oom pids_limit\n"
-      "output_limit runtime_error.");
+      "output_limit runtime_error.\n"
+      "Environment: SANDCELL_STATE=DIR keeps run state there (default /run/sandcell).\n"
+      "SANDCELL_NETNS_POOL=0: a --net none run as root makes its network namespace itself and\n"
+      "leaves none made ahead for the next run under DIR/netns/ (`sandcell gc` removes those).");
   run_cmd->callback([&action, f, globals] { action = [f, globals] { return run(*f, *globals); }; });
 }
 

@@ -166,16 +166,23 @@ bool enter_network_namespace(const ChildPlan& plan) {
   return false;
 }
 
-void bring_up_loopback(const ChildPlan& plan) {
-  if (plan.host_network) return;  // the host's lo is already up, and not ours to touch
+bool set_loopback_up() {
   // A new network namespace has only `lo`, and it starts down.
   int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (sock < 0) child_fail(plan, "socket for loopback setup");
+  if (sock < 0) return false;
   ifreq request{};
   snprintf(request.ifr_name, sizeof request.ifr_name, "lo");
   request.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
-  if (ioctl(sock, SIOCSIFFLAGS, &request) < 0) child_fail(plan, "bring up lo");
+  bool up = ioctl(sock, SIOCSIFFLAGS, &request) == 0;
+  int saved = errno;
   close(sock);
+  errno = saved;
+  return up;
+}
+
+void bring_up_loopback(const ChildPlan& plan) {
+  if (plan.host_network) return;  // the host's lo is already up, and not ours to touch
+  if (!set_loopback_up()) child_fail(plan, "bring up lo");
 }
 
 // Socket transport (`--net allow:`): a socket belongs to the netns it was made in, so a listener

@@ -84,6 +84,9 @@ void set_hostname(const ChildPlan& plan);
 // unshare_network only. True: it entered a namespace of the pool (netns_pool.hpp), whose lo is up.
 bool enter_network_namespace(const ChildPlan& plan);
 void bring_up_loopback(const ChildPlan& plan);
+// `lo` up in the calling task's network namespace (also the pool's helper, netns_pool.cpp);
+// false with errno set when that failed.
+bool set_loopback_up();
 void open_proxy_listener(const ChildPlan& plan);
 void apply_rlimits(const ChildPlan& plan);
 void close_inherited_fds_and_verify_cwd(const ChildPlan& plan);

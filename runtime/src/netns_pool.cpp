@@ -3,21 +3,20 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
-#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "child_steps.hpp"
 
 namespace sandcell::runtime {
 namespace {
@@ -51,12 +50,8 @@ struct HelperArgs {
 // Brings its `lo` up, as the child would (one step less at the next start), then mounts it.
 int make_ready_namespace(void* raw) {
   auto* args = static_cast<HelperArgs*>(raw);
-  int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ifreq request{};
-  snprintf(request.ifr_name, sizeof request.ifr_name, "lo");
-  request.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
-  bool up = sock >= 0 && ioctl(sock, SIOCSIFFLAGS, &request) == 0;
-  if (up && mount("/proc/self/ns/net", args->target, nullptr, MS_BIND, nullptr) == 0) return 0;
+  if (set_loopback_up() && mount("/proc/self/ns/net", args->target, nullptr, MS_BIND, nullptr) == 0)
+    return 0;
   args->error = errno != 0 ? errno : EIO;
   return 1;
 }
