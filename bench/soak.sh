@@ -32,9 +32,14 @@ host_state() {
   echo "netns $(ip netns list 2>/dev/null | grep -c sandcell || true)"
   echo "nft_tables $(nft list tables 2>/dev/null | grep -c sandcell || true)"
   echo "processes $(pgrep -c -f '^/bin/sc-probe' || true)"
-  echo "run_states $(find /run/sandcell -mindepth 1 -maxdepth 1 ! -name scratch 2>/dev/null | wc -l)"
+  echo "run_states $(find /run/sandcell -mindepth 1 -maxdepth 1 ! -name scratch ! -name netns 2>/dev/null | wc -l)"
+  echo "netns_pool $(find /run/sandcell/netns -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
 }
 
+# A run as root leaves one network namespace made ahead for the next (runtime/src/netns_pool.hpp);
+# gc empties that pool here as it does at the end, so before and after differ only by what the
+# soak itself left behind.
+"$sandcell" gc >/dev/null
 before=$(host_state)
 echo "== host before"; echo "$before"
 start=$(date +%s)

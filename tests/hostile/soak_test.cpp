@@ -124,6 +124,10 @@ TEST(Soak, SupervisorsKilledAtRandomMomentsLeaveNothingAfterGc) {
     for (const auto& dir : sandcell_cgroups())
       if (dir.find("/sandcell/" + id) != std::string::npos) left.push_back(dir);
     if (mountinfo.find("/run/sandcell/" + id) != std::string::npos) left.push_back("mount of " + id);
+    // The network namespace a killed run took from the pool, or was making for the next
+    // (runtime/src/netns_pool.hpp); gc removes those of dead runs.
+    for (const char* entry : {"/run/sandcell/netns/taken-", "/run/sandcell/netns/new-"})
+      if (mountinfo.find(entry + id) != std::string::npos) left.push_back(entry + id);
     for (const auto& entry : fs::directory_iterator("/run/sandcell", ec))
       if (entry.path().filename().string().rfind(id, 0) == 0) left.push_back(entry.path());
   }
