@@ -32,12 +32,13 @@ bool is_network_namespace(int fd) {
 }
 
 // Unmounts <dir>/ns and removes both. A lazy unmount: a run that opened the file before keeps
-// its namespace, and what it checks with is_network_namespace() is its own fd.
-void remove_entry(const std::string& dir) {
+// its namespace, and what it checks with is_network_namespace() is its own fd. False when the
+// entry was gone already (a run claimed it meanwhile).
+bool remove_entry(const std::string& dir) {
   std::string ns = dir + "/ns";
   umount2(ns.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
   unlink(ns.c_str());
-  rmdir(dir.c_str());
+  return rmdir(dir.c_str()) == 0 || errno != ENOENT;
 }
 
 struct HelperArgs {
@@ -165,10 +166,9 @@ std::vector<std::string> collect_netns_pool(const std::string& state_root,
     }
   }
   closedir(dir);
-  for (const std::string& name : names) {
-    remove_entry(pool + "/" + name);
-    removed.push_back("network namespace " + pool + "/" + name);
-  }
+  for (const std::string& name : names)
+    if (remove_entry(pool + "/" + name))
+      removed.push_back("network namespace " + pool + "/" + name);
   rmdir(pool.c_str());  // only once empty
   return removed;
 }
