@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build pkg-config clang-format
+  # lld links the lean `sandcell` with its hot functions first (cli/sandcell.order)
+  lld
   # libFuzzer targets (scripts/fuzz.sh): clang with its sanitizer and fuzzer runtimes
   clang libclang-rt-dev
   # libraries sandcell links against
