@@ -7,13 +7,10 @@
 // network's libraries then runs in `sandcell-net`, the same program linked dynamically
 // (cli/forward.cpp), and the loader's questions are asked of that one.
 #include <elf.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +20,7 @@
 #include <thread>
 
 #include "sandcell_cli.hpp"
+#include "text_pages.hpp"
 
 namespace sandcell::test {
 namespace {
@@ -166,43 +164,6 @@ TEST(LeanBinary, IsAStaticPie) {
   EXPECT_TRUE(twin.has_interpreter) << sandcell_net_binary() << " must be able to load libraries";
 }
 
-// The first pid in /proc/PID/task/PID/children, or -1.
-pid_t first_child(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-  pid_t child = -1;
-  return in >> child ? child : -1;
-}
-
-struct TextPages {
-  size_t total = 0, present = 0;
-};
-
-// The pages of `binary`'s executable mapping in process `pid`, and how many of them are mapped
-// in its page tables (bit 63 of each /proc/PID/pagemap entry).
-TextPages text_pages(pid_t pid, const std::string& binary) {
-  TextPages pages;
-  const std::string real = std::filesystem::canonical(binary).string();
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  int pagemap = open(("/proc/" + std::to_string(pid) + "/pagemap").c_str(), O_RDONLY | O_CLOEXEC);
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  for (std::string line; pagemap >= 0 && std::getline(maps, line);) {
-    unsigned long start = 0, end = 0;
-    char perms[8] = "";
-    if (sscanf(line.c_str(), "%lx-%lx %7s", &start, &end, perms) != 3 || perms[2] != 'x') continue;
-    if (!line.ends_with(" " + real)) continue;
-    for (uint64_t address = start; address < end; address += page) {
-      uint64_t entry = 0;
-      if (pread(pagemap, &entry, sizeof entry, static_cast<off_t>(address / page * sizeof entry)) !=
-          sizeof entry)
-        break;
-      ++pages.total;
-      if (entry >> 63) ++pages.present;
-    }
-  }
-  if (pagemap >= 0) close(pagemap);
-  return pages;
-}
-
 // cli/sandcell.order puts the functions a run calls first in .text, in the order of their first
 // call (lld, cli/CMakeLists.txt). A page fault maps the 64 KiB around it, so with those
 // functions spread over the program a run's supervisor mapped ~94% of its text pages by the
@@ -215,14 +176,7 @@ TEST(LeanBinary, ARunMapsLittleOfTheProgramsText) {
   const pid_t supervisor =
       spawn_sandcell({"run", "--rootfs", test_rootfs(), "--", "/bin/sleep", "1"});
   ASSERT_GT(supervisor, 0);
-  // The program runs once the init (the supervisor's child) has a child of its own.
-  pid_t program = -1;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-       program < 0 && std::chrono::steady_clock::now() < until;
-       std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
-    const pid_t init = first_child(supervisor);
-    if (init > 0) program = first_child(init);
-  }
+  const pid_t program = wait_for_sandbox_program(supervisor);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the supervisor's part of it
   const TextPages pages = text_pages(supervisor, sandcell_binary());
   int status = 0;

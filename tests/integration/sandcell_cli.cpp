@@ -115,7 +115,11 @@ CliRun run_in_sandbox(const std::vector<std::string>& flags,
 pid_t spawn_sandcell(const std::vector<std::string>& args) {
   std::vector<std::string> full{sandcell_binary()};
   full.insert(full.end(), args.begin(), args.end());
-  return spawn(full, "/dev/null", "/dev/null", "/dev/null");
+  return spawn_program(full);
+}
+
+pid_t spawn_program(const std::vector<std::string>& argv) {
+  return spawn(argv, "/dev/null", "/dev/null", "/dev/null");
 }
 
 std::vector<pid_t> processes_matching(const std::string& prefix) {

@@ -25,6 +25,8 @@ CliRun run_in_sandbox(const std::vector<std::string>& flags, const std::vector<s
 
 // Starts sandcell in the background (stdout/stderr to /dev/null); returns its pid.
 pid_t spawn_sandcell(const std::vector<std::string>& args);
+// The same for any program (argv[0] a path).
+pid_t spawn_program(const std::vector<std::string>& argv);
 
 // `sh -c command` with stderr joined to stdout; prefixed "FAILED: " when it exits non-zero
 // (outside tools the tests compare against: skopeo, podman, umoci).
