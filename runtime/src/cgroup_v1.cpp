@@ -74,6 +74,7 @@ std::map<std::string, Enforcement> CgroupV1::apply(const Limits& limits) {
   if (limits.pids && cgroupfs::exists(pids_max)) {
     cgroupfs::write(pids_max, std::to_string(*limits.pids));
     enforced["pids"] = Enforcement::CgroupV1;
+    pids_limited_ = true;
   }
   if (limits.cpus && apply_cpus(*limits.cpus)) enforced["cpus"] = Enforcement::CgroupV1;
   return enforced;
@@ -136,6 +137,14 @@ std::vector<UniqueFd> CgroupV1::open_parent_attach_files() const {
     fds.push_back(std::move(fd));
   }
   return fds;
+}
+
+UniqueFd CgroupV1::open_pids_limit() const {
+  if (!pids_limited_) return {};
+  const std::string pids_max = file("pids", "pids.max");
+  UniqueFd fd(open(pids_max.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd) throw Error(errno, "open " + pids_max);
+  return fd;
 }
 
 CgroupUsage CgroupV1::usage() const {

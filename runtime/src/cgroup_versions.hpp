@@ -57,6 +57,7 @@ class CgroupV1 final : public Cgroup {
   void add_process(pid_t pid) override;
   std::vector<UniqueFd> open_self_attach_files() const override;
   std::vector<UniqueFd> open_parent_attach_files() const override;
+  UniqueFd open_pids_limit() const override;
   CgroupUsage usage() const override;
   void kill_all() override;
   void remove() override;
@@ -73,6 +74,7 @@ class CgroupV1 final : public Cgroup {
 
   std::map<std::string, std::string> dir_of_;  // controller → its run directory
   std::vector<std::string> dirs_;              // distinct run directories, creation order
+  bool pids_limited_ = false;                  // apply() wrote pids.max
   bool removed_ = false;
 };
 

@@ -62,10 +62,12 @@ UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd) {
 }
 
 void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
-             const SeccompProgram* late_seccomp, const std::vector<UniqueFd>& parent_tasks) {
+             const SeccompProgram* late_seccomp, const std::vector<UniqueFd>& parent_tasks,
+             const UniqueFd& pids_max) {
   if (!parent_tasks.empty() && parent_tasks.size() != cgroup_tasks.size())
     throw Error(EINVAL, "a parent cgroup for each hierarchy the child joins");
-  char go = parent_tasks.empty() ? kGoTag : kGoAndLeaveTag;
+  const bool limit = pids_max && !parent_tasks.empty();
+  char go = parent_tasks.empty() ? kGoTag : limit ? kGoLeaveAndLimitTag : kGoAndLeaveTag;
   LateSeccompHeader late;
   iovec data[3] = {{.iov_base = &go, .iov_len = 1}};
   msghdr header{};
@@ -85,10 +87,10 @@ void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
                .iov_len = late.count * sizeof(sock_filter)};
     header.msg_iovlen = 3;
   }
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxCgroupTasksFds * 2)] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * (kMaxCgroupTasksFds * 2 + 1))] = {};
   if (cgroup_tasks.size() > kMaxCgroupTasksFds)
     throw Error(E2BIG, "more cgroup hierarchies than the child takes");
-  const size_t count = cgroup_tasks.size() + parent_tasks.size();
+  const size_t count = cgroup_tasks.size() + parent_tasks.size() + (limit ? 1 : 0);
   if (count > 0) {
     header.msg_control = control;
     header.msg_controllen = CMSG_SPACE(sizeof(int) * count);
@@ -102,6 +104,10 @@ void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
         const int fd = tasks.get();
         memcpy(CMSG_DATA(fds) + i++ * sizeof(int), &fd, sizeof fd);
       }
+    }
+    if (limit) {
+      const int fd = pids_max.get();
+      memcpy(CMSG_DATA(fds) + i * sizeof(int), &fd, sizeof fd);
     }
   }
   // A child that failed a setup step has said why on the socket and exited: nobody is left to

@@ -29,10 +29,12 @@ UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd);
 // `late_seccomp`: the program made after the clone (RunOptions::compile_seccomp), sent along;
 // the kernel takes at most BPF_MAXINSNS instructions, so a longer one is an Error here.
 // `parent_tasks`: the parents' `tasks` files, one per file of `cgroup_tasks` and in its order,
-// for a sandbox's init to leave its cgroups with once the program has exited
+// for a sandbox's init to leave its cgroups with once the program runs in them
 // (Cgroup::open_parent_attach_files); the tag byte says they follow the joining ones.
+// `pids_max`: with `parent_tasks`, the run's `pids.max` (opened for reading and writing), whose
+// limit counts the init until it leaves; the init lowers it by one first. Invalid: none.
 void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
              const SeccompProgram* late_seccomp = nullptr,
-             const std::vector<UniqueFd>& parent_tasks = {});
+             const std::vector<UniqueFd>& parent_tasks = {}, const UniqueFd& pids_max = {});
 
 }  // namespace sandcell::runtime

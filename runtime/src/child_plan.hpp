@@ -37,9 +37,12 @@ constexpr size_t kMaxIdmappedLayers = 128;
 // (sandbox.cpp, send_go); the child writes "0" into each and so moves itself.
 constexpr size_t kMaxCgroupTasksFds = 8;
 // The tag byte of "go": the fds that come with it are `tasks` files to join, or (kGoAndLeaveTag)
-// as many to join and then as many of their parents, to leave by once the program has exited.
+// as many to join and then as many of their parents, to leave by once the program runs, or
+// (kGoLeaveAndLimitTag) those and then the run's `pids.max`, which counts the init until it
+// leaves and which the init lowers by that one before it does.
 constexpr char kGoTag = 'g';
 constexpr char kGoAndLeaveTag = 'l';
+constexpr char kGoLeaveAndLimitTag = 'p';
 
 struct CapFree {
   void operator()(void* state) const { cap_free(state); }
@@ -226,7 +229,7 @@ struct ChildMessage {
   int kind = SetupFailed;
   int err = 0;          // errno of the failure
   int wait_status = 0;  // ProgramExited
-  int left_cgroups = 0;  // ProgramExited: the init has moved itself out of the run's cgroups
+  int left_cgroups = 0;  // ProgramExited: the init moved itself out of the run's cgroups
   int tree_ended = 0;    // ProgramExited: no process of the sandbox is left but the init
   rusage children_usage{};  // ProgramExited with tree_ended
   char step[480] = {};  // the failed step, or the program that could not be executed

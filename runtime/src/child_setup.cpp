@@ -48,7 +48,7 @@ namespace sandcell::runtime {
   apply_landlock(plan);           // hosts without AppArmor; needs no_new_privs
   set_not_dumpable(plan);         // for the init; the program's execve makes it dumpable again
   install_seccomp(plan, go);      // last
-  run_program_under_init(plan, go);  // the program is pid 2; pid 1 reaps, reports, leaves
+  run_program_under_init(plan, go);  // the program is pid 2; pid 1 leaves, reaps, reports
 }
 // clang-format on
 

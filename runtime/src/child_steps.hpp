@@ -71,6 +71,9 @@ struct GoMessage {
   // kGoAndLeaveTag: the parents' `tasks` files, one per joined hierarchy, for the init to leave.
   int parent_tasks_fds[kMaxCgroupTasksFds];
   size_t parent_tasks_count = 0;
+  // kGoLeaveAndLimitTag: the run's `pids.max` (read and write), set one above --pids for the
+  // init; the init lowers it to --pids before it leaves. -1 when none came.
+  int pids_max_fd = -1;
   // A seccomp program made after the clone (RunOptions::compile_seccomp), in a static buffer
   // of the child's: count 0 when none came.
   const LateSeccompHeader* late_seccomp = nullptr;

@@ -159,7 +159,9 @@ Isolation isolation_of(const Spec& spec, const NetworkPlan& network, CgroupHost:
 
 std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& limits) {
   Limits kernel = limits;
-  if (kernel.pids) *kernel.pids += 1;  // sandcell's init is not the program's: --pids N is N for it
+  // sandcell's init is in the cgroup when it starts the program: one more for it, which a v1
+  // init takes back when it leaves (Cgroup::open_pids_limit). --pids N is N for the program.
+  if (kernel.pids) *kernel.pids += 1;
   auto enforced = cgroup.apply(kernel);
   if (limits.wall_s) enforced["wall_s"] = Enforcement::Supervisor;
   if (limits.output_bytes) enforced["output_bytes"] = Enforcement::Supervisor;
@@ -414,7 +416,11 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
     if (seccomp_comes_late(l)) notify = compile_late_seccomp(l, result);
     std::vector<UniqueFd> cgroup_tasks = l.cgroup->open_self_attach_files();
     std::vector<UniqueFd> parent_tasks;
-    if (!cgroup_tasks.empty()) parent_tasks = l.cgroup->open_parent_attach_files();
+    UniqueFd pids_limit;
+    if (!cgroup_tasks.empty()) {
+      parent_tasks = l.cgroup->open_parent_attach_files();
+      pids_limit = l.cgroup->open_pids_limit();
+    }
     l.state.record(pid, l.cgroup->paths());
     if (l.cgroup->clone_into_fd() < 0 && cgroup_tasks.empty()) l.cgroup->add_process(pid);
     if (builder) builder->finish();
@@ -424,7 +430,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
       if (sandbox.proxy_listener) network.emplace(l.network, std::move(sandbox));
     }
     send_go(sync_parent.get(), cgroup_tasks, l.late_seccomp ? &*l.late_seccomp : nullptr,
-            parent_tasks);
+            parent_tasks, pids_limit);
     // The next run's network namespace, made while this one's program starts (~0.7 ms of the
     // supervisor's otherwise idle time; the child entered the one it took long before "go").
     if (l.netns) l.netns->replace();

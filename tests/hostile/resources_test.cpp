@@ -31,6 +31,15 @@ int64_t event_int(const CliRun& r, const char* field) {
   return r.record.is_object() ? r.record["events"].value(field, int64_t{-1}) : -1;
 }
 
+// --pids N is N for the program, at the edge too: sandcell's init, which starts it inside the
+// run's cgroup and is counted there until it leaves (v1), takes nothing of the limit.
+TEST(HostileResources, PidsOneIsTheProgramAlone) {
+  auto alone = run_in_sandbox({"--pids", "1"}, {"/bin/true"});
+  EXPECT_EQ(status_of(alone), "ok") << alone.out << alone.err;
+  auto threads = run_in_sandbox({"--pids", "1"}, {"/bin/sc-probe", "threads", "4"});
+  EXPECT_EQ(stdout_of(threads), "started 0 of 4 threads: errno=EAGAIN\n") << threads.err;
+}
+
 TEST(HostileResources, ThreadBombHitsThePidsLimit) {
   auto r = run_in_sandbox({"--pids", "32"}, {"/bin/sc-probe", "threads", "10000"});
   EXPECT_EQ(stdout_of(r), "started 31 of 10000 threads: errno=EAGAIN\n");  // 32 tasks with the main thread

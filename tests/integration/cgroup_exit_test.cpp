@@ -1,20 +1,27 @@
-// The end of a run on a v1 host: the sandbox's init moves itself out of the run's cgroups once
-// the program and whatever it left running are gone, and says so in its report, so the supervisor
-// removes them while the init is still exiting (tearing its namespaces down takes ~0.3 ms of RCU
-// grace periods here), not after. strace (of the supervisor only) shows the order of its rmdir and
-// wait4 calls: the removal follows the init's report, which the supervisor reads before it reaps
-// the init (the wait4 of the pid its clone3 returned; another reaps the helper that makes the
-// next run's network namespace, netns_pool.hpp).
+// The end of a run on a v1 host: the sandbox's init moves itself out of the run's cgroups as
+// soon as its program runs in them, and says so in its report, so once the program and whatever
+// it left running are gone the supervisor removes them while the init is still exiting (tearing
+// its namespaces down takes ~0.3 ms of RCU grace periods here), not after. strace (of the
+// supervisor only) shows the order of its rmdir and wait4 calls: the removal follows the init's
+// report, which the supervisor reads before it reaps the init (the wait4 of the pid its clone3
+// returned; another reaps the helper that makes the next run's network namespace,
+// netns_pool.hpp).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sandcell/runtime/cgroup.hpp"
 #include "sandcell_cli.hpp"
+#include "text_pages.hpp"
 
 namespace sandcell::test {
 namespace {
@@ -104,6 +111,58 @@ TEST_F(CgroupExit, WhatTheProgramLeftRunningIsEndedBeforeTheInitReports) {
   EXPECT_LT(first(calls.lines, "rmdir(", "= 0"),
             first(calls.lines, "wait4(" + calls.init + ",", ""))
       << all;
+}
+
+// The controllers' lines of /proc/PID/cgroup ("4:memory:/sandcell/RUN"): controller -> path.
+std::map<std::string, std::string> cgroups_of(pid_t pid) {
+  std::map<std::string, std::string> paths;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    for (size_t start = 0; start <= controllers.size();) {
+      const size_t comma = std::min(controllers.find(',', start), controllers.size());
+      paths[controllers.substr(start, comma - start)] = line.substr(second + 1);
+      start = comma + 1;
+    }
+  }
+  return paths;
+}
+
+// While the program runs, only its processes are in the run's cgroups: the init has moved into
+// their `sandcell` parents (child_process.cpp), and nothing is left for it to do there at the end
+// of the run. The pids limit, one above --pids while the init was counted, is --pids again.
+TEST_F(CgroupExit, TheInitIsOutOfTheRunsCgroupsWhileTheProgramRuns) {
+  const pid_t supervisor =
+      spawn_sandcell({"run", "--rootfs", test_rootfs(), "--pids", "7", "--", "/bin/sleep", "1"});
+  ASSERT_GT(supervisor, 0);
+  const pid_t program = wait_for_sandbox_program(supervisor);
+  const pid_t init = first_child(supervisor);
+  std::map<std::string, std::string> init_cgroups, program_cgroups;
+  std::string pids_max;
+  // The init leaves right after the program's execve; give it a moment to.
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+       std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(std::chrono::milliseconds(10))) {
+    auto init_now = cgroups_of(init), program_now = cgroups_of(program);
+    if (init_now.empty() || program_now.empty()) break;  // the run is over: keep the last
+    init_cgroups = init_now;
+    program_cgroups = program_now;
+    std::ifstream limit("/sys/fs/cgroup/pids" + program_cgroups["pids"] + "/pids.max");
+    std::getline(limit, pids_max);
+    if (init_cgroups["memory"] == "/sandcell") break;
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(supervisor, &status, 0), supervisor);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_GT(program, 0) << "the program never started";
+  EXPECT_EQ(pids_max, "7");
+  for (const char* controller : {"memory", "pids", "cpu", "cpuacct"}) {
+    EXPECT_EQ(init_cgroups[controller], "/sandcell") << controller;
+    EXPECT_EQ(program_cgroups[controller].rfind("/sandcell/", 0), 0u)
+        << controller << ": " << program_cgroups[controller];
+  }
 }
 
 }  // namespace

@@ -62,10 +62,16 @@ class Cgroup {
   // cgroup.procs write of another pid). Empty where the version has nothing of the kind.
   virtual std::vector<UniqueFd> open_self_attach_files() const { return {}; }
   // v1: the same for the `sandcell` parent of each hierarchy, in the same order: a sandbox's
-  // init moves itself out with them once its program has exited, so the run's cgroups are empty
-  // (and removed) while the init is still tearing its namespaces down (~0.3 ms of expedited RCU
-  // grace periods here). Empty where the version has nothing of the kind.
+  // init moves itself out with them once its program runs, so the run's cgroups hold only the
+  // program's processes and are empty (and removed) while the init is still tearing its
+  // namespaces down (~0.3 ms of expedited RCU grace periods here). Empty where the version has
+  // nothing of the kind.
   virtual std::vector<UniqueFd> open_parent_attach_files() const { return {}; }
+  // v1: the run's `pids.max`, opened for reading and writing, when apply() set a pids limit:
+  // the sandbox's init, in the cgroup when it starts its program and so counted by the limit
+  // (sandbox.cpp sets one more for it), lowers it by that one before it leaves. Invalid
+  // otherwise.
+  virtual UniqueFd open_pids_limit() const { return {}; }
   virtual CgroupUsage usage() const = 0;
   // SIGKILLs every process in the cgroup (cgroup.kill on v2, freezer + kill on v1).
   virtual void kill_all() = 0;
