@@ -1,8 +1,9 @@
 // A floor for bench/floor.sh: the kernel work a sandbox like sandcell's cannot avoid, in plain C
-// with no runtime of its own, one step at a time. It is not a sandbox to use (no seccomp, no
-// Landlock, no supervision, no output handling, no result record, no cleanup after a crash).
+// with no runtime of its own, one step at a time. It is not a sandbox to use (no Landlock, no
+// supervision, no output handling, no result record, no cleanup after a crash; seccomp only at
+// level complete).
 //
-//   floor LEVEL ROOTFS [SCRATCH]
+//   floor LEVEL ROOTFS [SCRATCH [NETNS]]
 //   LEVEL  ns       clone3 into new pid, mount, uts, ipc and net namespaces, exec /bin/true
 //          rootfs   + a tmpfs scratch, an overlay of ROOTFS over it, /proc, pivot_root
 //          mounts   + /dev (tmpfs, six nodes, devpts, shm), read-only sysfs, Docker's masked and
@@ -17,13 +18,15 @@
 //                   makes (no freezer), and a cgroup namespace once the child is in them
 //          parallel + the parent makes the cgroups while the child mounts, sends "go" when they
 //                   are ready, then makes the next run's network namespace while the program runs
-//                   (bound on NETNS in place of this run's, as sandcell's pool does); the init leaves the cgroups once the program runs and
-//                   says when it has reaped it, so that the parent removes them while the init's
-//                   exit tears the namespaces down; and sandcell's CPU hand-off at the clone
+//                   (bound on NETNS in place of this run's, as sandcell's pool does); the init
+//                   leaves the cgroups once the program runs and says when it has reaped it, so
+//                   that the parent removes them while the init's exit tears the namespaces down;
+//                   and sandcell's CPU hand-off at the clone
 //          complete + what else issue 2 asks of the kernel: a libseccomp filter denying the system
 //                   calls it names (compiled by the parent meanwhile, loaded by the init before it
-//                   forks the program), swap off, the rlimits, only fds 0-2 left, and the usage the
-//                   result record needs read before the cgroups go
+//                   forks the program), swap off, the rlimits, close_range (above the fds the init
+//                   still needs), the cwd check, and the usage the result record needs read
+//                   before the cgroups go
 //   SCRATCH  an empty directory for the scratch tmpfs (default /run/sandcell/scratch)
 //   NETNS    for pooled and above: a file with a network namespace bound on it
 // Exit status: /bin/true's (0), or 125 with a message when a step fails.
@@ -31,16 +34,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <net/if.h>
-#include <seccomp.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -73,7 +76,7 @@ static void write_in(const char* dir, const char* name, const char* value) {
   write_file(path, value);
 }
 
-// ---- cgroups: v2 when the unified tree has memory, pids and cpu, else v1 -------------------------
+// ---- cgroups: v2 when the unified tree has memory, pids and cpu, else v1 --------------------
 static const char* const kV1[] = {"freezer", "memory", "pids", "cpu", "cpuacct"};
 static char cgroup_dirs[5][256];
 static int cgroup_count;
@@ -81,7 +84,7 @@ static int without_freezer;  // pooled and above: sandcell's four hierarchies
 static int swap_off;         // complete: memory.memsw.limit_in_bytes and swappiness too
 
 static int unified, memory_dir, pids_dir, cpu_dir;
-static int leave_fds[5] = {-1, -1, -1, -1, -1};  // parallel: the parents' "tasks", for the init
+static int leave_fds[5] = {-1, -1, -1, -1, -1};   // parallel: the parents' "tasks", for the init
 static int parent_fds[5] = {-1, -1, -1, -1, -1};  // parallel: the parents, for the child to join
 static int done_fd = -1;                          // parallel: the init says "program reaped" here
 
@@ -95,7 +98,8 @@ static void name_cgroups(pid_t owner) {
     controllers[n > 0 ? n : 0] = '\0';
     close(fd);
   }
-  unified = strstr(controllers, "memory") && strstr(controllers, "pids") && strstr(controllers, "cpu");
+  unified =
+      strstr(controllers, "memory") && strstr(controllers, "pids") && strstr(controllers, "cpu");
   if (unified) {
     snprintf(cgroup_dirs[0], sizeof cgroup_dirs[0], "/sys/fs/cgroup/sandcell/floor-%d", owner);
     cgroup_count = 1;
@@ -103,7 +107,8 @@ static void name_cgroups(pid_t owner) {
   }
   for (int i = without_freezer; i < 5; ++i) {
     int n = cgroup_count++;
-    snprintf(cgroup_dirs[n], sizeof cgroup_dirs[n], "/sys/fs/cgroup/%s/sandcell/floor-%d", kV1[i], owner);
+    snprintf(cgroup_dirs[n], sizeof cgroup_dirs[n], "/sys/fs/cgroup/%s/sandcell/floor-%d", kV1[i],
+             owner);
     if (i == 1) memory_dir = n;
     if (i == 2) pids_dir = n;
     if (i == 3) cpu_dir = n;
@@ -169,7 +174,7 @@ static void remove_cgroups(void) {
     if (rmdir(cgroup_dirs[i]) < 0) die(cgroup_dirs[i]);
 }
 
-// ---- the child's mounts ---------------------------------------------------------------------------
+// ---- the child's mounts -------------------------------------------------------------------
 static void mount_rootfs(const char* lower, const char* scratch) {
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("make / private");
   if (mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=0700") < 0)
@@ -187,19 +192,24 @@ static void mount_rootfs(const char* lower, const char* scratch) {
 static void mount_dev_sys(void) {
   if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536k") < 0)
     die("mount /dev");
-  static const struct { const char* name; unsigned major, minor; } nodes[] = {
-      {"dev/null", 1, 3}, {"dev/zero", 1, 5}, {"dev/full", 1, 7},
-      {"dev/random", 1, 8}, {"dev/urandom", 1, 9}, {"dev/tty", 5, 0}};
+  static const struct {
+    const char* name;
+    unsigned major, minor;
+  } nodes[] = {{"dev/null", 1, 3},   {"dev/zero", 1, 5},    {"dev/full", 1, 7},
+               {"dev/random", 1, 8}, {"dev/urandom", 1, 9}, {"dev/tty", 5, 0}};
   mode_t old = umask(0);
   for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; ++i)
     if (mknod(nodes[i].name, S_IFCHR | 0666, makedev(nodes[i].major, nodes[i].minor)) < 0)
       die(nodes[i].name);
   umask(old);
-  if (symlink("pts/ptmx", "dev/ptmx") < 0 || symlink("/proc/self/fd", "dev/fd") < 0) die("symlinks");
+  if (symlink("pts/ptmx", "dev/ptmx") < 0 || symlink("/proc/self/fd", "dev/fd") < 0)
+    die("symlinks");
   if (mkdir("dev/pts", 0755) < 0 || mkdir("dev/shm", 01777) < 0) die("mkdir pts/shm");
-  if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
+  if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+            "newinstance,ptmxmode=0666,mode=0620") < 0)
     die("mount devpts");
-  if (mount("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k") < 0)
+  if (mount("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k") <
+      0)
     die("mount shm");
   if (mount("sysfs", "sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL) < 0)
     die("mount sysfs");
@@ -213,23 +223,25 @@ static void pivot(void) {
 
 static void mask_paths(void) {  // Docker's lists, as sandcell applies them
   static const char* const masked[] = {
-      "/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys",
-      "/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list",
+      "/proc/acpi",        "/proc/asound",  "/proc/interrupts",
+      "/proc/kcore",       "/proc/keys",    "/proc/latency_stats",
+      "/proc/sched_debug", "/proc/scsi",    "/proc/timer_list",
       "/proc/timer_stats", "/sys/firmware", "/sys/devices/virtual/powercap"};
   static const char* const readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
                                          "/proc/sysrq-trigger"};
   struct stat st;
   for (size_t i = 0; i < sizeof masked / sizeof masked[0]; ++i) {
     if (stat(masked[i], &st) < 0) continue;
-    int r = S_ISDIR(st.st_mode)
-                ? mount("tmpfs", masked[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0")
-                : mount("/dev/null", masked[i], NULL, MS_BIND, NULL);
+    int r = S_ISDIR(st.st_mode) ? mount("tmpfs", masked[i], "tmpfs",
+                                        MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0")
+                                : mount("/dev/null", masked[i], NULL, MS_BIND, NULL);
     if (r < 0) die(masked[i]);
   }
   for (size_t i = 0; i < sizeof readonly / sizeof readonly[0]; ++i) {
     if (stat(readonly[i], &st) < 0) continue;
     if (mount(readonly[i], readonly[i], NULL, MS_BIND | MS_REC, NULL) < 0 ||
-        mount(NULL, readonly[i], NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        mount(NULL, readonly[i], NULL,
+              MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
       die(readonly[i]);
   }
   if (sethostname("sandcell", 8) < 0) die("sethostname");
@@ -250,14 +262,37 @@ static void drop_privileges(void) {
 // and clone3 answered ENOSYS (glibc then falls back to clone, whose flags a filter can see). The
 // parent compiles it while the child mounts and sends it with "go", as sandcell does.
 static size_t compile_seccomp(char* buf, size_t size) {
-  static const char* const denied[] = {
-      "keyctl", "add_key", "request_key", "mount", "umount2", "unshare", "setns", "pivot_root",
-      "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf",
-      "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
-      "open_by_handle_at", "reboot", "swapon", "swapoff", "acct", "settimeofday", "clock_settime",
-      "clock_adjtime", "adjtimex", "stime"};
-  static const unsigned long namespaces[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,
-                                             CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+  static const char* const denied[] = {"keyctl",
+                                       "add_key",
+                                       "request_key",
+                                       "mount",
+                                       "umount2",
+                                       "unshare",
+                                       "setns",
+                                       "pivot_root",
+                                       "kexec_load",
+                                       "kexec_file_load",
+                                       "init_module",
+                                       "finit_module",
+                                       "delete_module",
+                                       "bpf",
+                                       "perf_event_open",
+                                       "userfaultfd",
+                                       "io_uring_setup",
+                                       "io_uring_enter",
+                                       "io_uring_register",
+                                       "open_by_handle_at",
+                                       "reboot",
+                                       "swapon",
+                                       "swapoff",
+                                       "acct",
+                                       "settimeofday",
+                                       "clock_settime",
+                                       "clock_adjtime",
+                                       "adjtimex",
+                                       "stime"};
+  static const unsigned long namespaces[] = {CLONE_NEWNS,    CLONE_NEWUTS, CLONE_NEWIPC,
+                                             CLONE_NEWUSER,  CLONE_NEWPID, CLONE_NEWNET,
                                              CLONE_NEWCGROUP};
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (ctx == NULL || seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0)
@@ -271,7 +306,8 @@ static size_t compile_seccomp(char* buf, size_t size) {
     if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
                          SCMP_A0(SCMP_CMP_MASKED_EQ, namespaces[i], namespaces[i])) < 0)
       die("seccomp clone rule");
-  if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) < 0) die("seccomp clone3 rule");
+  if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) < 0)
+    die("seccomp clone3 rule");
   int fd = memfd_create("floor-bpf", MFD_CLOEXEC);
   if (fd < 0 || seccomp_export_bpf(ctx, fd) < 0) die("seccomp_export_bpf");
   ssize_t n = pread(fd, buf, size, 0);
@@ -342,16 +378,19 @@ static const char* netns_file;
 static int make_next_netns(void* unused) {
   (void)unused;
   bring_up_lo();
-  if (mount("/proc/self/ns/net", netns_file, NULL, MS_BIND, NULL) < 0) die("bind the next namespace");
+  if (mount("/proc/self/ns/net", netns_file, NULL, MS_BIND, NULL) < 0)
+    die("bind the next namespace");
   return 0;
 }
 
 static void replace_netns(void) {
   static char stack[64 * 1024] __attribute__((aligned(16)));
   if (umount2(netns_file, MNT_DETACH) < 0) die("unmount this run's namespace");
-  pid_t helper = clone(make_next_netns, stack + sizeof stack, CLONE_VM | CLONE_VFORK | CLONE_NEWNET, NULL);
+  pid_t helper =
+      clone(make_next_netns, stack + sizeof stack, CLONE_VM | CLONE_VFORK | CLONE_NEWNET, NULL);
   int status;
-  if (helper < 0 || waitpid(helper, &status, __WALL) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  if (helper < 0 || waitpid(helper, &status, __WALL) < 0 || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0)
     die("make the next run's network namespace");
 }
 
@@ -370,7 +409,8 @@ static void limit_and_close(int go) {
   }
   if (syscall(SYS_close_range, highest + 1, ~0U, 0) < 0) die("close_range");
   char cwd[64];
-  if (chdir("/") < 0 || getcwd(cwd, sizeof cwd) == NULL || strcmp(cwd, "/") != 0) die("verify the cwd");
+  if (chdir("/") < 0 || getcwd(cwd, sizeof cwd) == NULL || strcmp(cwd, "/") != 0)
+    die("verify the cwd");
 }
 
 // Level parallel: sandcell's CPU hand-off (runtime/src/cpu_handoff.hpp). A new task goes to an
@@ -382,7 +422,8 @@ static int handed_off;
 static void pin_here(void) {
   cpu_set_t here;
   int cpu = sched_getcpu();
-  if (cpu < 0 || sched_getaffinity(0, sizeof all_cpus, &all_cpus) < 0 || CPU_COUNT(&all_cpus) < 2) return;
+  if (cpu < 0 || sched_getaffinity(0, sizeof all_cpus, &all_cpus) < 0 || CPU_COUNT(&all_cpus) < 2)
+    return;
   CPU_ZERO(&here);
   CPU_SET(cpu, &here);
   handed_off = sched_setaffinity(0, sizeof here, &here) == 0;
