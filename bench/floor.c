@@ -72,7 +72,7 @@ static void write_file(const char* path, const char* value) {
 
 static void write_in(const char* dir, const char* name, const char* value) {
   char path[512];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
+  snprintf(path, sizeof path, "%.255s/%s", dir, name);
   write_file(path, value);
 }
 
@@ -262,35 +262,14 @@ static void drop_privileges(void) {
 // and clone3 answered ENOSYS (glibc then falls back to clone, whose flags a filter can see). The
 // parent compiles it while the child mounts and sends it with "go", as sandcell does.
 static size_t compile_seccomp(char* buf, size_t size) {
-  static const char* const denied[] = {"keyctl",
-                                       "add_key",
-                                       "request_key",
-                                       "mount",
-                                       "umount2",
-                                       "unshare",
-                                       "setns",
-                                       "pivot_root",
-                                       "kexec_load",
-                                       "kexec_file_load",
-                                       "init_module",
-                                       "finit_module",
-                                       "delete_module",
-                                       "bpf",
-                                       "perf_event_open",
-                                       "userfaultfd",
-                                       "io_uring_setup",
-                                       "io_uring_enter",
-                                       "io_uring_register",
-                                       "open_by_handle_at",
-                                       "reboot",
-                                       "swapon",
-                                       "swapoff",
-                                       "acct",
-                                       "settimeofday",
-                                       "clock_settime",
-                                       "clock_adjtime",
-                                       "adjtimex",
-                                       "stime"};
+  // clang-format off
+  static const char* const denied[] = {
+      "keyctl", "add_key", "request_key", "mount", "umount2", "unshare", "setns", "pivot_root",
+      "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf",
+      "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+      "open_by_handle_at", "reboot", "swapon", "swapoff", "acct", "settimeofday", "clock_settime",
+      "clock_adjtime", "adjtimex"};
+  // clang-format on
   static const unsigned long namespaces[] = {CLONE_NEWNS,    CLONE_NEWUTS, CLONE_NEWIPC,
                                              CLONE_NEWUSER,  CLONE_NEWPID, CLONE_NEWNET,
                                              CLONE_NEWCGROUP};
@@ -333,7 +312,8 @@ static void bring_up_lo(void) {
 static void join_made_cgroups(void) {
   for (int i = 0; i < cgroup_count; ++i) {
     char name[sizeof cgroup_dirs[0] + 8];
-    snprintf(name, sizeof name, "%s/tasks", strrchr(cgroup_dirs[i], '/') + 1);
+    snprintf(name, sizeof name, "%s/%s", strrchr(cgroup_dirs[i], '/') + 1,
+             unified ? "cgroup.procs" : "tasks");
     int fd = openat(parent_fds[i], name, O_WRONLY | O_CLOEXEC);
     if (fd < 0 || write(fd, "0", 1) != 1) die(name);
     close(fd);
@@ -449,7 +429,7 @@ static int run_child(int level, const char* rootfs, const char* scratch, int net
   char message[4096];  // "go": one byte, or the seccomp program
   ssize_t got = level >= PARALLEL ? read(go, message, sizeof message) : 0;
   if (got < 0 || (level >= PARALLEL && got == 0)) die("wait for go");
-  if (level >= PARALLEL && !unified) join_made_cgroups();
+  if (level >= PARALLEL) join_made_cgroups();
   if (level >= POOLED && unshare(CLONE_NEWCGROUP) < 0) die("unshare the cgroup namespace");
   if (level >= FULL) drop_privileges();
   if (level >= COMPLETE) {
@@ -485,15 +465,17 @@ int main(int argc, char** argv) {
   if (level >= PARALLEL && (pipe2(go, O_CLOEXEC) < 0 || pipe2(done, O_CLOEXEC) < 0)) die("pipe");
   done_fd = done[1];
   if (level >= CGROUPS) name_cgroups(getpid());
-  for (int i = 0; level >= PARALLEL && !unified && i < cgroup_count; ++i) {
+  for (int i = 0; level >= PARALLEL && i < cgroup_count; ++i) {
     char tasks[sizeof cgroup_dirs[0] + 8];
-    snprintf(tasks, sizeof tasks, "%s", cgroup_dirs[i]);
+    snprintf(tasks, sizeof tasks, "%.255s", cgroup_dirs[i]);
     *strrchr(tasks, '/') = '\0';
     mkdir(tasks, 0755);  // the "sandcell" parent, as make_cgroups() would
     parent_fds[i] = open(tasks, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (parent_fds[i] < 0) die(tasks);
+    if (unified) continue;  // v2: no process in a parent with controllers: the init stays
     strcat(tasks, "/tasks");
     leave_fds[i] = open(tasks, O_WRONLY | O_CLOEXEC);
-    if (leave_fds[i] < 0 || parent_fds[i] < 0) die(tasks);
+    if (leave_fds[i] < 0) die(tasks);
   }
   if (level >= CGROUPS && level < PARALLEL) make_cgroups();
   struct clone_args args = {.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC,
@@ -506,7 +488,6 @@ int main(int argc, char** argv) {
   if (level >= PARALLEL) {
     move_away();
     make_cgroups();
-    if (unified) join_cgroups(child);
     char message[4096] = "g";  // one write of at most PIPE_BUF bytes: the child reads it whole
     size_t length = level >= COMPLETE ? compile_seccomp(message, sizeof message) : 1;
     if (write(go[1], message, length) != (ssize_t)length) die("send go");
