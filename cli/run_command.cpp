@@ -281,7 +281,7 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
                       "link-local...) to allow: and full, e.g. 10.1.2.0/24 (repeatable)")->allow_extra_args(false);
   run_cmd->add_option("--net-transport", f->net_transport, "How allow:/full reach the outside: socket "
                       "(allow: the proxy's socket only, no link), veth (veth + nftables, root), slirp "
-                      "(full: slirp4netns), auto (allow: socket; full: veth; rootless full is not available yet) [auto]");
+                      "(full: slirp4netns), auto (allow: socket; full: veth as root, slirp rootless) [auto]");
   run_cmd->add_option("--net-resolv-conf", f->net_resolv_conf, "full: the resolv.conf whose resolvers the "
                       "sandbox gets and may reach on port 53 [/etc/resolv.conf]");
   run_cmd->add_option("--userns", f->userns, "host, or auto: a user namespace of its own whose ids "
