@@ -25,7 +25,7 @@ WARMUP=${WARMUP:-5}
 ROUNDS=${ROUNDS:-200}
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 2 ]] || die "ROUNDS must be an integer >= 2 (got '$ROUNDS')"
 [ "$(id -u)" -eq 0 ] || die "must run as root: sudo $0 $*"
-for tool in hyperfine bwrap unshare cc python3; do
+for tool in hyperfine bwrap unshare cc python3 ip mountpoint; do
   command -v "$tool" >/dev/null 2>&1 || die "missing $tool (scripts/install-deps.sh)"
 done
 [ -x "$BUILD/cli/sandcell" ] || die "$BUILD/cli/sandcell not found: cmake --build $BUILD --target sandcell"
@@ -33,7 +33,7 @@ done
 ROOTFS=$(realpath "$ROOTFS")
 
 TMP=$(mktemp -d /tmp/sandcell-floor.XXXXXX)
-NETNS=/run/sandcell/floor-netns-$$       # the "pooled" levels' network namespace, made once
+NETNS=/run/sandcell/floor-netns-$$  # made here; parallel and complete put the next one on it
 cleanup() {
   if mountpoint -q "$NETNS" 2>/dev/null; then umount "$NETNS"; fi
   rm -f "$NETNS"
