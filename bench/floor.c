@@ -161,12 +161,10 @@ static void read_usage(void) {
   }
 }
 
-// v1 "tasks" (or v2 "cgroup.procs") gets the pid: "0" is the caller, before its pivot_root.
-static void join_cgroups(pid_t pid) {
-  char text[16];
-  snprintf(text, sizeof text, "%d", pid);
+// In the child before its pivot_root: v1 "tasks" (or v2 "cgroup.procs") gets "0", the writer.
+static void join_cgroups(void) {
   for (int i = 0; i < cgroup_count; ++i)
-    write_in(cgroup_dirs[i], unified ? "cgroup.procs" : "tasks", text);
+    write_in(cgroup_dirs[i], unified ? "cgroup.procs" : "tasks", "0");
 }
 
 static void remove_cgroups(void) {
@@ -419,7 +417,7 @@ static void move_away(void) {
 static int run_child(int level, const char* rootfs, const char* scratch, int netns, int go) {
   if (handed_off) sched_setaffinity(0, sizeof all_cpus, &all_cpus);
   if (netns >= 0 && setns(netns, CLONE_NEWNET) < 0) die("setns the network namespace made ahead");
-  if (level >= CGROUPS && level < PARALLEL) join_cgroups(0);
+  if (level >= CGROUPS && level < PARALLEL) join_cgroups();
   if (level >= ROOTFS) mount_rootfs(rootfs, scratch);
   if (level >= MOUNTS) mount_dev_sys();
   if (level >= ROOTFS) pivot();
