@@ -653,6 +653,40 @@ TEST_F(NetworkPolicy, Gc_RemovesTheFirewallOfAKilledSupervisorOnly) {
   EXPECT_FALSE(contains(shell_output("nft list tables"), "sandcell"));
 }
 
+// Containers, minimal roots and CI runners may have a fresh tmpfs on /run, without the /run/lock
+// that Debian's boot scripts make (issue 36): the veth path (its host-wide lock, the nft table,
+// the netns pool's files under the state root) and gc must work there. The test makes such a
+// /run in a private mount namespace, so the host's own /run is never touched.
+TEST_F(NetworkPolicy, WithoutRunLock_VethRunAndGcWork) {
+  const fs::path out = internet_->dir();
+  const std::string script =
+      "mount -t tmpfs -o mode=0755 tmpfs /run || exit 90; [ ! -e /run/lock ] || exit 91; "
+      "\"$1\" run --json --rootfs \"$2\" --net " + std::string(kAllowlist) +
+      " --net-hosts \"$3\" --net-transport veth -- sh -c '" + kProxyVars +
+      "wget -q -O- http://allowed.test/' >\"$4/run.json\" 2>\"$4/run.err\"; "
+      "\"$1\" gc >\"$4/gc.out\" 2>&1; echo \"gc=$?\"";
+  CliRun shell = run_program({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh",
+                              "-c", script, "sh", sandcell_binary(), test_rootfs(),
+                              internet_->hosts_file(), out.string()});
+  ASSERT_EQ(shell.exit_code, 0) << shell.out << shell.err;
+  auto read = [&](const char* name) {
+    std::ifstream in(out / name);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const nlohmann::json record = nlohmann::json::parse(read("run.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object()) << read("run.json") << read("run.err");
+  EXPECT_EQ(record["status"], "ok") << record.dump(2);
+  EXPECT_EQ(record["isolation"]["network_transport"], "veth") << record.dump(2);
+  EXPECT_TRUE(contains(record.value("stdout", ""), "allowed-ok")) << record.dump(2);
+  EXPECT_EQ(shell.out, "gc=0\n") << read("gc.out");
+  EXPECT_FALSE(contains(read("gc.out"), "/run/lock")) << read("gc.out");
+  // What the run made on the host is gone: gc removed the table; the veth went with the netns.
+  EXPECT_FALSE(contains(shell_output("nft list tables"), "sandcell"));
+  for (int i = 0; i < 250 && contains(shell_output("ip -o link show"), " sc-"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(contains(shell_output("ip -o link show"), " sc-"));
+}
+
 TEST_P(AllowMode, AfterRuns_NoVethNetnsElementOrTableRemains) {
   CliRun run = run_allowed("wget -q -O- http://allowed.test/");
   EXPECT_TRUE(contains(stdout_of(run), "allowed-ok"));

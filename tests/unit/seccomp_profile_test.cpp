@@ -31,6 +31,7 @@
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
+#include "host_abi.hpp"
 #include "seccomp_install.hpp"
 
 namespace sandcell::seccomp {
@@ -581,9 +582,7 @@ TEST(SeccompNotify, X32CallReachesSupervisorAsX32Name) {
 }
 
 TEST(SeccompNotify, I386CallReachesSupervisorAsI386Name) {
-  if (errno_under(nullptr, [] { return i386_getpid() > 0 ? 0L : -1L; }) != 0) {
-    GTEST_SKIP() << "kernel without IA32 emulation: int $0x80 does not reach seccomp";
-  }
+  if (!test::kernel_runs_i386_calls()) GTEST_SKIP() << test::kNoI386Reason;
   expect_foreign_call_reported(i386_getpid, "i386:getpid");
 }
 
