@@ -1,6 +1,7 @@
 #include "sandcell/runtime/rootless.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 
+#include <fcntl.h>
 #include <seccomp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <sstream>
@@ -26,6 +28,45 @@ std::optional<std::string> read_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// Whether nobody but this user (and root) can change what `st` holds or names.
+bool writable_only_by_us(const struct stat& st) {
+  const bool owner_ok = st.st_uid == 0 || st.st_uid == geteuid();
+  return owner_ok && ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0 || (st.st_mode & S_ISVTX) != 0);
+}
+
+// A compiled filter is what the sandbox runs under, so an entry is trusted only when no other
+// user could have written it or swapped a directory above it: the cache directory and every
+// ancestor owned by root or by us and not writable by group or others (a sticky directory such
+// as /tmp is fine: others cannot rename what is ours in it). Otherwise another local user could
+// plant an allow-everything program under the name our profile hashes to.
+bool trusted_directory(const fs::path& dir) {
+  if (!dir.is_absolute()) return false;
+  fs::path prefix;
+  for (const fs::path& part : dir) {
+    prefix /= part;
+    struct stat st {};
+    if (stat(prefix.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || !writable_only_by_us(st))
+      return false;
+  }
+  return true;
+}
+
+// The entry itself: a regular file of ours that only we can write, opened without following a
+// symlink and read through the fd that was checked.
+std::optional<std::string> read_trusted_file(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::optional<std::string> bytes;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+      (st.st_mode & (S_IWGRP | S_IWOTH)) == 0) {
+    bytes.emplace(static_cast<size_t>(st.st_size), '\0');
+    if (pread(fd, bytes->data(), bytes->size(), 0) != st.st_size) bytes.reset();
+  }
+  close(fd);
+  return bytes;
 }
 
 // Everything the compiled program depends on, as one string; compared in full on every hit.
@@ -124,7 +165,7 @@ std::string cache_path(const std::string& cache_dir, const std::string& key) {
 }
 
 std::optional<runtime::SeccompProgram> cached(const std::string& path, const std::string& key) {
-  std::optional<std::string> bytes = read_file(path);
+  std::optional<std::string> bytes = read_trusted_file(path);
   if (!bytes) return std::nullopt;
   try {
     Reader r(*bytes);
@@ -135,16 +176,27 @@ std::optional<runtime::SeccompProgram> cached(const std::string& path, const std
   }
 }
 
+// Written to a new file of our own (O_EXCL: never through a name someone placed) and renamed.
 void store(const std::string& path, const std::string& key, const runtime::SeccompProgram& program) {
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << encode(key, program);
-    if (!out.flush()) return;
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const std::string bytes = encode(key, program);
+  const bool written = write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+  close(fd);
+  if (!written || rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
+}
+
+// Missing directories are made private (0700; mkdir's mode, not umask(), which is the whole
+// process's and servers compile on many threads); used only when trusted_directory() holds.
+bool usable_cache_directory(const std::string& cache_dir) {
+  if (cache_dir.empty() || cache_dir[0] != '/') return false;
+  fs::path prefix;
+  for (const fs::path& part : fs::path(cache_dir)) {
+    prefix /= part;
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) return false;
   }
-  if (rename(tmp.c_str(), path.c_str()) != 0) fs::remove(tmp, ec);
+  return trusted_directory(cache_dir);
 }
 
 std::string profile_file(const std::string& arg) {
@@ -160,6 +212,7 @@ std::optional<runtime::SeccompProgram> compile_profile_arg(const std::string& ar
   if (arg == "unconfined") return std::nullopt;
   std::optional<std::string> bytes;
   if (arg != "builtin" && !arg.empty() && !cache_dir.empty()) bytes = read_file(profile_file(arg));
+  if (bytes && !usable_cache_directory(cache_dir)) bytes.reset();
   std::string key = bytes ? cache_key(*bytes, context, options) : "";
   std::string path = bytes ? cache_path(cache_dir, key) : "";
   if (bytes)
@@ -175,8 +228,10 @@ std::string default_cache_dir() {
   if (!runtime::rootless()) return "/var/cache/sandcell/seccomp";
   const char* cache = getenv("XDG_CACHE_HOME");
   const char* home = getenv("HOME");
-  return cache && *cache ? std::string(cache) + "/sandcell/seccomp"
-                         : std::string(home ? home : "/tmp") + "/.cache/sandcell/seccomp";
+  if (cache != nullptr && *cache == '/') return std::string(cache) + "/sandcell/seccomp";
+  // Without a home there is no place of this user's own: no cache (never a shared /tmp).
+  if (home != nullptr && *home == '/') return std::string(home) + "/.cache/sandcell/seccomp";
+  return "";
 }
 
 }  // namespace sandcell::seccomp

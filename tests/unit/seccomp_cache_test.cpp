@@ -62,6 +62,52 @@ TEST(CompiledCache, DamagedEntryIsRecompiled) {
   EXPECT_TRUE(same(*first, *again));
 }
 
+// Another user who can write the cache directory (or the entry) could plant any program under
+// the name a profile hashes to; such an entry is never used, and nothing is stored there.
+TEST(CompiledCache, EntryAnotherUserCouldWriteIsNotTrusted) {
+  test::TempTree dir("sc-seccomp-cache");
+  ProfileContext context;
+  const auto direct = compile(*load_profile_arg("default", context), {.report_denials = true});
+  ASSERT_TRUE(compile_profile_arg("default", context, {.report_denials = true}, dir.path));
+  const fs::path entry = fs::directory_iterator(dir.path)->path();
+  {  // the planted program: its first instruction's operand changed (compiled_cache.cpp's
+     // layout: u64 key size, key, u32 name size, name, u32 flags, u32 count, instructions)
+    std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+    uint64_t key_size = 0;
+    uint32_t name_size = 0;
+    f.read(reinterpret_cast<char*>(&key_size), sizeof key_size);
+    f.seekg(static_cast<std::streamoff>(key_size), std::ios::cur);
+    f.read(reinterpret_cast<char*>(&name_size), sizeof name_size);
+    const auto first_k = static_cast<std::streamoff>(8 + key_size + 4 + name_size + 4 + 4 + 4);
+    f.seekp(first_k);
+    const uint32_t planted = 0x7f;
+    f.write(reinterpret_cast<const char*>(&planted), sizeof planted);
+  }
+  auto from_private = compile_profile_arg("default", context, {.report_denials = true}, dir.path);
+  EXPECT_FALSE(same(*from_private, direct)) << "the control: a private entry is used as it is";
+
+  fs::permissions(entry, fs::perms::others_write, fs::perm_options::add);
+  auto from_shared_file = compile_profile_arg("default", context, {.report_denials = true}, dir.path);
+  EXPECT_TRUE(same(*from_shared_file, direct));
+
+  fs::permissions(entry, fs::perms::others_write, fs::perm_options::remove);
+  fs::permissions(dir.path, fs::perms::all);  // 0777, not sticky
+  auto from_shared_dir = compile_profile_arg("default", context, {.report_denials = true}, dir.path);
+  EXPECT_TRUE(same(*from_shared_dir, direct));
+  fs::remove(entry);
+  ASSERT_TRUE(compile_profile_arg("default", context, {.report_denials = true}, dir.path));
+  EXPECT_TRUE(fs::is_empty(dir.path)) << "stored into a directory others can write";
+}
+
+TEST(CompiledCache, MissingDirectoriesAreMadePrivate) {
+  test::TempTree dir("sc-seccomp-cache");
+  const fs::path cache = dir.path / "a" / "seccomp";
+  ASSERT_TRUE(compile_profile_arg("code", {}, {.report_denials = true}, cache));
+  EXPECT_EQ(fs::status(dir.path / "a").permissions(), fs::perms::owner_all);
+  EXPECT_EQ(fs::status(cache).permissions(), fs::perms::owner_all);
+  EXPECT_FALSE(fs::is_empty(cache));
+}
+
 TEST(CompiledCache, UnconfinedAndBuiltinNeedNoCache) {
   test::TempTree dir("sc-seccomp-cache");
   EXPECT_FALSE(compile_profile_arg("unconfined", {}, {}, dir.path));

@@ -3,7 +3,9 @@
 // compiling ~400 rules with libseccomp took ~2.7 ms of each `sandcell run`. The compiled program
 // and its notify plan are kept in <cache_dir>/<hash>.bin together with everything they were
 // compiled from (the profile's bytes, the capabilities, the options, the kernel and libseccomp
-// versions); a cache entry is used only when all of it matches exactly.
+// versions); a cache entry is used only when all of it matches exactly, and only from a directory
+// that no other user can write (the directory and each ancestor owned by root or by us, not group-
+// or world-writable unless sticky) and a file of ours: the entry is the sandbox's filter.
 #include <optional>
 #include <string>
 
@@ -21,7 +23,8 @@ std::optional<runtime::SeccompProgram> compile_profile_arg(const std::string& ar
                                                           const std::string& cache_dir);
 
 // Where compiled profiles are kept: /var/cache/sandcell/seccomp as root, else
-// $XDG_CACHE_HOME/sandcell/seccomp (~/.cache/sandcell/seccomp).
+// $XDG_CACHE_HOME/sandcell/seccomp (~/.cache/sandcell/seccomp); "" (no cache) for a user with
+// neither, rather than a directory in a shared /tmp.
 std::string default_cache_dir();
 
 }  // namespace sandcell::seccomp
