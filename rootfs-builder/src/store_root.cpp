@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/rootless.hpp"
 
 namespace sandcell::rootfs_builder {
@@ -11,10 +12,15 @@ namespace sandcell::rootfs_builder {
 std::string default_store_root() {
   if (const char* env = std::getenv("SANDCELL_ROOT"); env != nullptr && *env != '\0') return env;
   if (!runtime::rootless()) return "/var/lib/sandcell";
-  if (const char* data = std::getenv("XDG_DATA_HOME"); data != nullptr && *data != '\0')
+  if (const char* data = std::getenv("XDG_DATA_HOME"); data != nullptr && *data == '/')
     return std::string(data) + "/sandcell";
   const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "/tmp") + "/.local/share/sandcell";
+  // Never a store in a shared /tmp: another user could plant the layers this user then runs.
+  if (home == nullptr || *home != '/')
+    throw Error::invalid(
+        "no image store: without root, the store lives under $XDG_DATA_HOME or $HOME, and "
+        "neither is set; give one with --root DIR or SANDCELL_ROOT");
+  return std::string(home) + "/.local/share/sandcell";
 }
 
 }  // namespace sandcell::rootfs_builder

@@ -66,6 +66,33 @@ TEST_F(Rootless, RunIsRootOfItsOwnUserNamespaceAndSaysHowLimitsAreEnforced) {
   EXPECT_EQ(r.record["enforced"]["output_bytes"], "supervisor");
 }
 
+// A user without HOME (cron jobs, `env -i`, some CI runners): the compiled-seccomp cache and the
+// image store once fell back to /tmp/.cache and /tmp/.local, where another local user could have
+// planted the filter or the layers this user then runs (issue 36). Now the run works without a
+// cache, image commands ask for a store, and nothing but the private state directory appears in
+// /tmp (a fresh tmpfs in a private mount namespace, so the host's /tmp is not looked at).
+TEST_F(Rootless, WithoutAHomeNothingIsCachedOrStoredInTheSharedTmp) {
+  const std::string script =
+      "u=$1; d=$2; sc=$2/bin/sandcell; shift 2; "
+      // the new /tmp keeps the user's directory (which lives in the old one) at its path
+      "mount -t tmpfs -o mode=1777 tmpfs /mnt && mkdir -p /mnt/${d#/tmp/} && "
+      "mount --bind $d /mnt/${d#/tmp/} && mount --move /mnt /tmp || exit 90; "
+      "setpriv --reuid=$u --regid=$(id -g $u) --init-groups env -i PATH=/usr/bin:/bin "
+      "\"$sc\" run --rootfs \"$1\" -- true; echo run=$?; "
+      "setpriv --reuid=$u --regid=$(id -g $u) --init-groups env -i PATH=/usr/bin:/bin "
+      "\"$sc\" images 2>&1; echo images=$?; ls -A /tmp | grep -vxF \"${d#/tmp/}\"";
+  CliRun r = run_program({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh",
+                          "-c", script, "sh", user_->name(), user_->dir(), user_->rootfs()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out,
+            "run=0\n"
+            "sandcell: no image store: without root, the store lives under $XDG_DATA_HOME or "
+            "$HOME, and neither is set; give one with --root DIR or SANDCELL_ROOT\n"
+            "images=125\n"
+            "sandcell-" + std::to_string(user_->uid()) + "\n")
+      << r.err;
+}
+
 TEST_F(Rootless, MemoryLimitByRlimitAsStopsABigAllocation) {
   auto r = run({"--memory", "64m"}, {"/bin/sc-probe", "mem", "512"});
   EXPECT_EQ(r.record["enforced"]["memory_bytes"], "rlimit");
