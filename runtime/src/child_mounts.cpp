@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -39,7 +39,7 @@ namespace {
 uint64_t runtime_dev_mount = 0;
 
 uint64_t mount_id_of(int fd) {
-  struct statx stx{};
+  struct statx stx {};
   if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
     return 0;
   return stx.stx_mnt_id;
@@ -49,9 +49,11 @@ constexpr long kMqueueMagic = 0x19800202;  // not in <linux/magic.h>
 // Docker and runc allow these /proc files to be covered (lxcfs binds its views over them);
 // anything else under /proc is refused, as runc's checkProcMount does.
 bool proc_destination_allowed(const char* path) {
-  static constexpr const char* kAllowed[] = {
-      "/proc/cpuinfo", "/proc/diskstats", "/proc/meminfo",  "/proc/stat",    "/proc/swaps",
-      "/proc/uptime",  "/proc/loadavg",   "/proc/slabinfo", "/proc/net/dev", "/proc/sys/kernel/ns_last_pid"};
+  static constexpr const char* kAllowed[] = {"/proc/cpuinfo", "/proc/diskstats",
+                                             "/proc/meminfo", "/proc/stat",
+                                             "/proc/swaps",   "/proc/uptime",
+                                             "/proc/loadavg", "/proc/slabinfo",
+                                             "/proc/net/dev", "/proc/sys/kernel/ns_last_pid"};
   for (const char* allowed : kAllowed)
     if (strcmp(path, allowed) == 0) return true;
   return false;
@@ -59,16 +61,20 @@ bool proc_destination_allowed(const char* path) {
 
 // What kind of place `fd` is, when it is one a mount must not be steered onto; nullptr if none.
 const char* special_place(int fd) {
-  struct statfs fs{};
+  struct statfs fs {};
   if (fstatfs(fd, &fs) < 0) return "an unknown filesystem";
   switch (fs.f_type) {
-    case PROC_SUPER_MAGIC: return "procfs";
-    case SYSFS_MAGIC: return "sysfs";
-    case DEVPTS_SUPER_MAGIC: return "devpts";
-    case kMqueueMagic: return "mqueue";
+    case PROC_SUPER_MAGIC:
+      return "procfs";
+    case SYSFS_MAGIC:
+      return "sysfs";
+    case DEVPTS_SUPER_MAGIC:
+      return "devpts";
+    case kMqueueMagic:
+      return "mqueue";
     default:
       return runtime_dev_mount != 0 && mount_id_of(fd) == runtime_dev_mount ? "the runtime's /dev"
-                                                                          : nullptr;
+                                                                            : nullptr;
   }
 }
 
@@ -78,12 +84,12 @@ const char* special_place(int fd) {
 // not on the path: a mount may land there only when the path names the place itself, with no
 // symlink on the way, and under /proc only on runc's short list.
 void refuse_special_target(const ChildPlan& plan, int rootfd, const char* path, int fd) {
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) < 0) child_fail(plan, "stat mount point %s", path);
   const char* place = special_place(fd);
   if (place == nullptr) return;
   int literal = open_beneath(rootfd, path, O_PATH, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
-  struct stat lst{};
+  struct stat lst {};
   bool same = literal >= 0 && fstat(literal, &lst) == 0 && lst.st_dev == st.st_dev &&
               lst.st_ino == st.st_ino;
   if (literal >= 0) close(literal);
@@ -97,7 +103,8 @@ void refuse_special_target(const ChildPlan& plan, int rootfd, const char* path, 
 }  // namespace
 
 void note_runtime_dev(const ChildPlan& plan, int rootfd) {
-  int dev = open_beneath(rootfd, "dev", O_PATH | O_DIRECTORY, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  int dev =
+      open_beneath(rootfd, "dev", O_PATH | O_DIRECTORY, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
   if (dev < 0) child_fail(plan, "open /dev (it must be a directory, not a symlink)");
   runtime_dev_mount = mount_id_of(dev);
   close(dev);
@@ -362,7 +369,7 @@ namespace {
 int open_verified_null(const ChildPlan& plan) {
   // After pivot_root (or chroot): "/" is the container's root.
   int null = open_beneath(AT_FDCWD, "/dev/null", O_PATH, RESOLVE_NO_SYMLINKS);
-  struct stat st{};
+  struct stat st {};
   if (null < 0 || fstat(null, &st) < 0) child_fail(plan, "open /dev/null to mask paths with");
   if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
     errno = EPERM;
@@ -384,16 +391,16 @@ int empty_read_only_tmpfs() {
   if (context < 0) return -1;
   int tree = -1;
   if (syscall(SYS_fsconfig, context, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0)
-    tree = static_cast<int>(syscall(SYS_fsmount, context, FSMOUNT_CLOEXEC,
-                                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                        MOUNT_ATTR_NOEXEC));
+    tree = static_cast<int>(
+        syscall(SYS_fsmount, context, FSMOUNT_CLOEXEC,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
   close(context);
   return tree;
 }
 
 int read_only_clone(int fd) {
-  int tree = static_cast<int>(syscall(SYS_open_tree, fd, "",
-                                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+  int tree = static_cast<int>(syscall(
+      SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
   if (tree < 0) return -1;
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;

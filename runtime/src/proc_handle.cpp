@@ -30,7 +30,7 @@ int openat2_in(int dirfd, const char* path, int flags, unsigned long long resolv
 // Closes `fd` and fails with EXDEV unless it lies on procfs.
 int require_procfs(int fd) {
   if (fd < 0) return -1;
-  struct statfs fs{};
+  struct statfs fs {};
   int err = fstatfs(fd, &fs) < 0 ? errno : 0;
   if (err == 0 && fs.f_type == PROC_SUPER_MAGIC) return fd;
   close(fd);

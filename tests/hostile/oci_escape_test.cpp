@@ -40,7 +40,9 @@ struct HostileImage {
     fs::create_symlink(target, root + "/" + inside);
   }
   void bind(const std::string& destination, const std::string& source, bool read_only = false) {
-    b.config["mounts"].push_back({{"destination", destination}, {"type", "bind"}, {"source", source},
+    b.config["mounts"].push_back({{"destination", destination},
+                                  {"type", "bind"},
+                                  {"source", source},
                                   {"options", {"rbind", read_only ? "ro" : "rw"}}});
   }
   void drop_mounts_under(const std::string& prefix) {
@@ -58,7 +60,7 @@ std::string host_file(const std::string& path, const std::string& text, mode_t m
 }
 
 mode_t mode_of(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   lstat(path.c_str(), &st);
   return st.st_mode & 07777;
 }
@@ -127,13 +129,14 @@ class DevSwapper {
 
  private:
   bool is_node(const std::string& name) const {
-    struct stat st{};
+    struct stat st {};
     return lstat((dev_ + "/" + name).c_str(), &st) == 0 && S_ISCHR(st.st_mode);
   }
   void swap(const std::string& name) const {
     std::string tmp = dev_ + "/." + name + ".swap";
     unlink(tmp.c_str());
-    if (symlink(target_.c_str(), tmp.c_str()) == 0) rename(tmp.c_str(), (dev_ + "/" + name).c_str());
+    if (symlink(target_.c_str(), tmp.c_str()) == 0)
+      rename(tmp.c_str(), (dev_ + "/" + name).c_str());
   }
   void run() {
     while (!stop_)
@@ -176,12 +179,13 @@ class InstantSwapper {
         const auto* event = reinterpret_cast<const inotify_event*>(events + at);
         at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
         std::string name = event->len ? event->name : "";
-        struct stat st{};
+        struct stat st {};
         if (name.empty() || name[0] == '.' || lstat((dev_ + "/" + name).c_str(), &st) < 0 ||
             !S_ISCHR(st.st_mode))
           continue;
         std::string tmp = dev_ + "/." + name + ".swap";
-        if (symlink(target_.c_str(), tmp.c_str()) == 0) rename(tmp.c_str(), (dev_ + "/" + name).c_str());
+        if (symlink(target_.c_str(), tmp.c_str()) == 0)
+          rename(tmp.c_str(), (dev_ + "/" + name).c_str());
       }
     }
     close(watch);
@@ -224,8 +228,13 @@ TEST(HostileOci, DeviceNodesSwappedForSymlinks_NeverChmodAHostFile) {
   HostileImage image;
   std::string shared = share_dev(image);
   std::string sentinel = host_file(image.b.path("sentinel"), "host secret\n", 0600);
-  image.b.config["linux"]["devices"] = {{{"path", "/dev/sc-node"}, {"type", "c"}, {"major", 1},
-                                         {"minor", 3}, {"fileMode", 0666}, {"uid", 0}, {"gid", 0}}};
+  image.b.config["linux"]["devices"] = {{{"path", "/dev/sc-node"},
+                                         {"type", "c"},
+                                         {"major", 1},
+                                         {"minor", 3},
+                                         {"fileMode", 0666},
+                                         {"uid", 0},
+                                         {"gid", 0}}};
   image.b.config["process"]["args"] = {"true"};
   image.b.write();
   int started = 0;
@@ -258,8 +267,9 @@ TEST(HostileOci, DevNullSwappedForASymlink_NeverBecomesTheSourceOfMaskedPaths) {
     DevSwapper swapper(shared, "/secrets/keys");
     CliRun run = image.b.oci({"run", "-b", image.b.dir(), "mask-race"});
     started += run.exit_code == 0;
-    EXPECT_EQ(run.out.find("SENTINEL"), std::string::npos) << "try " << i << ": a masked path showed "
-                                                           << "the swapped-in file";
+    EXPECT_EQ(run.out.find("SENTINEL"), std::string::npos)
+        << "try " << i << ": a masked path showed "
+        << "the swapped-in file";
   }
   EXPECT_EQ(read_text(sentinel), "SENTINEL-MASKED\n");
   EXPECT_EQ(mode_of(sentinel), 0644u);
