@@ -1,8 +1,12 @@
 #include "sandcell/apparmor/profile.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -222,7 +226,32 @@ void load_profile(const std::string& text) {
   if (send_err != 0) throw Error(send_err, "feed the profile to " + parser);
 }
 
-int change_onexec(const char* profile) noexcept {
+namespace {
+
+// CVE-2025-52881 class: "/proc/thread-self/attr/..." by name is whatever a mount or symlink made
+// of it; a volume file there took the write and left the program unconfined. Opened beneath the
+// caller's checked thread-self directory, with no symlink and no mount crossing on the way, and
+// the file itself checked to be procfs.
+int open_attr_exec(int thread_self) {
+  for (const char* name : {"attr/apparmor/exec", "attr/exec"}) {
+    open_how how{};
+    how.flags = O_WRONLY | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS;
+    int fd = static_cast<int>(syscall(SYS_openat2, thread_self, name, &how, sizeof how));
+    if (fd < 0 && errno == ENOENT) continue;  // older kernels: only the shared attr/exec
+    if (fd < 0) return -1;
+    struct statfs fs{};
+    if (fstatfs(fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC) return fd;
+    close(fd);
+    errno = EXDEV;
+    return -1;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int change_onexec(const char* profile, int thread_self) noexcept {
   // The same request libapparmor's aa_change_onexec writes, without its allocations.
   char request[1024];
   size_t name_len = strlen(profile);
@@ -234,8 +263,7 @@ int change_onexec(const char* profile) noexcept {
   memcpy(request + 5, profile, name_len + 1);
   // Kernels with LSM stacking have a per-LSM attr/apparmor/; older ones only the shared attr/exec,
   // which is AppArmor's when AppArmor is the major LSM.
-  int fd = open("/proc/thread-self/attr/apparmor/exec", O_WRONLY | O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT) fd = open("/proc/self/attr/exec", O_WRONLY | O_CLOEXEC);
+  int fd = open_attr_exec(thread_self);
   if (fd < 0) return -1;
   ssize_t written = write(fd, request, name_len + 5);
   int write_errno = errno;

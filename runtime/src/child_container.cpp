@@ -20,6 +20,7 @@
 
 #include "child_container_steps.hpp"
 #include "child_steps.hpp"
+#include "proc_handle.hpp"
 
 namespace sandcell::runtime {
 namespace {
@@ -64,12 +65,29 @@ void mount_one(const ChildPlan& plan, int rootfd, const PlannedContainerMount& m
     mount_at_fd(plan, nullptr, target, nullptr, m.propagation, nullptr, dst);
   }
   close(target);
+  if (strcmp(dst, "/dev") == 0 || strcmp(dst, "/dev/") == 0) note_runtime_dev(plan, rootfd);
 }
 
 void apply_container_mounts(const ChildPlan& plan) {
   int rootfd = open_root(plan);
   for (const PlannedContainerMount& m : plan.container->mounts) mount_one(plan, rootfd, m);
   close(rootfd);
+}
+
+// The node we just made, by an fd that is checked to be it (a process sharing the directory may
+// have swapped in a symlink or another file), and chown on that fd: never a chown by name.
+void chown_made_node(const ChildPlan& plan, int dirfd, const char* name, const PlannedDevice& d) {
+  int node = open_beneath(dirfd, name, O_PATH, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
+  struct stat st{};
+  if (node < 0 || fstat(node, &st) < 0) child_fail(plan, "open device %s", d.path.c_str());
+  if ((st.st_mode & S_IFMT) != (d.mode & S_IFMT) ||
+      ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) && st.st_rdev != d.dev)) {
+    errno = EPERM;
+    child_fail(plan, "device %s was replaced while it was being made", d.path.c_str());
+  }
+  if (fchownat(node, "", d.uid, d.gid, AT_EMPTY_PATH) < 0)
+    child_fail(plan, "set the owner of device %s", d.path.c_str());
+  close(node);
 }
 
 void make_config_device(const ChildPlan& plan, int rootfd, const PlannedDevice& d) {
@@ -85,7 +103,7 @@ void make_config_device(const ChildPlan& plan, int rootfd, const PlannedDevice& 
   if (dirreal < 0) child_fail(plan, "open the directory of device %s", d.path.c_str());
   const char* name = strrchr(d.path.c_str(), '/') + 1;
   unlinkat(dirreal, name, 0);
-  if (mknodat(dirreal, name, d.mode, d.dev) < 0) {
+  if (mknod_exact(dirreal, name, d.mode, d.dev) < 0) {
     if (d.host_path.empty() || (errno != EPERM && errno != EACCES)) child_fail(plan, "mknod %s", d.path.c_str());
     int made = openat(dirreal, name, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (made < 0) child_fail(plan, "create %s", d.path.c_str());
@@ -94,9 +112,8 @@ void make_config_device(const ChildPlan& plan, int rootfd, const PlannedDevice& 
     if (target < 0) child_fail(plan, "open %s", d.path.c_str());
     mount_at_fd(plan, d.host_path.c_str(), target, nullptr, MS_BIND, nullptr, d.path.c_str());
     close(target);
-  } else if (fchownat(dirreal, name, d.uid, d.gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-             fchmodat(dirreal, name, d.mode & 07777, 0) < 0) {
-    child_fail(plan, "set owner and mode of device %s", d.path.c_str());
+  } else {
+    chown_made_node(plan, dirreal, name, d);
   }
   close(dirreal);
   close(dirfd);
@@ -104,7 +121,11 @@ void make_config_device(const ChildPlan& plan, int rootfd, const PlannedDevice& 
 
 void create_container_devices(const ChildPlan& plan) {
   int rootfd = open_root(plan);
-  int devpath = open_mount_target(plan, rootfd, "/dev", false);
+  // /dev must be the container's own directory: through a symlink (into a volume another
+  // container shares, say) the nodes would be made where someone else can swap them.
+  if (mkdirat(rootfd, "dev", 0755) < 0 && errno != EEXIST) child_fail(plan, "create /dev");
+  int devpath = open_beneath(rootfd, "dev", O_PATH | O_DIRECTORY, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  if (devpath < 0) child_fail(plan, "open /dev in the container (it must be a directory, not a symlink)");
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", devpath);
   int devfd = open(path, O_DIRECTORY | O_CLOEXEC);
@@ -134,16 +155,23 @@ void enter_container_root(const ChildPlan& plan) {
   if (chdir("/") < 0) child_fail(plan, "chdir / after chroot");
 }
 
+// Through a procfs of our own (proc_handle.hpp): the container's /proc/sys is whatever its
+// mounts and symlinks made of it, and a redirected write lands in a host-global file.
 void write_sysctls(const ChildPlan& plan) {
   const ContainerPlan& c = *plan.container;
+  if (c.sysctl_paths.empty()) return;
+  int proc = open_private_procfs();
+  if (proc < 0) child_fail(plan, "linux.sysctl: open a procfs of our own");
   for (size_t i = 0; i < c.sysctl_paths.size(); ++i) {
-    int fd = open(c.sysctl_paths[i].c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) child_fail(plan, "linux.sysctl: open %s", c.sysctl_paths[i].c_str());
+    const char* path = c.sysctl_paths[i].c_str();
+    int fd = strncmp(path, "/proc/", 6) == 0 ? open_proc_file(proc, path + 6, O_WRONLY) : -1;
+    if (fd < 0) child_fail(plan, "linux.sysctl: open %s beneath procfs, without symlinks", path);
     const std::string& value = c.sysctl_values[i];
     if (write(fd, value.data(), value.size()) != static_cast<ssize_t>(value.size()))
-      child_fail(plan, "linux.sysctl: write %s to %s", value.c_str(), c.sysctl_paths[i].c_str());
+      child_fail(plan, "linux.sysctl: write %s to %s", value.c_str(), path);
     close(fd);
   }
+  close(proc);
 }
 
 void finish_root(const ChildPlan& plan) {
@@ -229,6 +257,7 @@ void run_start_hooks(const ChildPlan& plan) {
   install_stdio(plan);
   join_namespaces(plan);          // linux.namespaces entries with a path
   join_cgroup(plan, wait_for_go(plan));  // id maps written; v1: joins with the files sent
+  set_not_dumpable(plan);         // CVE-2016-9962: after the maps are written (rootless needs us dumpable)
   become_namespace_root(plan);
   if (plan.container->new_cgroup_ns) enter_cgroup_namespace(plan);
   set_root_propagation(plan);
@@ -244,6 +273,7 @@ void run_start_hooks(const ChildPlan& plan) {
   apply_rlimits(plan);
   set_process_attributes(plan);   // personality, umask
   attach_terminal(plan);          // process.terminal: pty master to --console-socket
+  close_fds_not_needed(plan);     // CVE-2016-9962: the caller's fds, before the credentials change
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
   // Without no_new_privs only a task with CAP_SYS_ADMIN may install a filter: then it goes in
   // now, while privileged (as runc does), and must allow the few steps that follow.

@@ -87,6 +87,7 @@ void attach_terminal(const ChildPlan& plan) {
 // fork, as setns(CLONE_NEWPID) only takes effect for children), its cgroups, then the same
 // confinement as the init.
 [[noreturn]] void run_exec_child(const ChildPlan& plan) {
+  set_not_dumpable(plan);         // CVE-2016-9962: no /proc/<pid>/fd for the container; execve resets it
   reset_signals();
   install_stdio(plan);
   join_namespaces(plan);
@@ -94,6 +95,7 @@ void attach_terminal(const ChildPlan& plan) {
   apply_rlimits(plan);
   set_process_attributes(plan);
   attach_terminal(plan);
+  close_fds_not_needed(plan);     // the caller's fds, before the credentials change
   close_inherited_fds_and_verify_cwd(plan);
   // Without no_new_privs only a task with CAP_SYS_ADMIN may install a filter: then it goes in
   // now, while privileged (as runc does), and must allow the few steps that follow.

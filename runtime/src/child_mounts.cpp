@@ -1,16 +1,19 @@
 // Child-side mount steps: private propagation, the overlay rootfs, declared mounts, /proc /dev
 // /sys, pivot_root, and Docker's masked and read-only paths. No allocation (see child_plan.hpp).
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -26,6 +29,85 @@ int open_beneath(int dirfd, const char* path, int flags, unsigned long long reso
   how.flags = static_cast<unsigned long long>(flags) | O_CLOEXEC;
   how.resolve = resolve;
   return static_cast<int>(syscall(SYS_openat2, dirfd, path, &how, sizeof how));
+}
+
+namespace {
+
+// The mount id of the /dev the runtime built (note_runtime_dev); 0 until there is one. A mount
+// id, not st_dev: a /dev bound from a volume shares st_dev with everything else on that disk.
+// The child is one thread, and this is its only copy.
+uint64_t runtime_dev_mount = 0;
+
+uint64_t mount_id_of(int fd) {
+  struct statx stx {};
+  if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
+    return 0;
+  return stx.stx_mnt_id;
+}
+constexpr long kMqueueMagic = 0x19800202;  // not in <linux/magic.h>
+
+// Docker and runc allow these /proc files to be covered (lxcfs binds its views over them);
+// anything else under /proc is refused, as runc's checkProcMount does.
+bool proc_destination_allowed(const char* path) {
+  static constexpr const char* kAllowed[] = {"/proc/cpuinfo", "/proc/diskstats",
+                                             "/proc/meminfo", "/proc/stat",
+                                             "/proc/swaps",   "/proc/uptime",
+                                             "/proc/loadavg", "/proc/slabinfo",
+                                             "/proc/net/dev", "/proc/sys/kernel/ns_last_pid"};
+  for (const char* allowed : kAllowed)
+    if (strcmp(path, allowed) == 0) return true;
+  return false;
+}
+
+// What kind of place `fd` is, when it is one a mount must not be steered onto; nullptr if none.
+const char* special_place(int fd) {
+  struct statfs fs {};
+  if (fstatfs(fd, &fs) < 0) return "an unknown filesystem";
+  switch (fs.f_type) {
+    case PROC_SUPER_MAGIC:
+      return "procfs";
+    case SYSFS_MAGIC:
+      return "sysfs";
+    case DEVPTS_SUPER_MAGIC:
+      return "devpts";
+    case kMqueueMagic:
+      return "mqueue";
+    default:
+      return runtime_dev_mount != 0 && mount_id_of(fd) == runtime_dev_mount ? "the runtime's /dev"
+                                                                            : nullptr;
+  }
+}
+
+// runc GHSA-fh74-hm69-rqjw / CVE-2025-52565 class: an image symlink (/dev -> /proc/sys/kernel,
+// /etc/resolv.conf -> /proc/sys/kernel/core_pattern) steers a config mount onto procfs, sysfs or
+// the /dev the runtime fills with device nodes. Decided on the opened target (fstatfs, fstat),
+// not on the path: a mount may land there only when the path names the place itself, with no
+// symlink on the way, and under /proc only on runc's short list.
+void refuse_special_target(const ChildPlan& plan, int rootfd, const char* path, int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) < 0) child_fail(plan, "stat mount point %s", path);
+  const char* place = special_place(fd);
+  if (place == nullptr) return;
+  int literal = open_beneath(rootfd, path, O_PATH, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  struct stat lst {};
+  bool same = literal >= 0 && fstat(literal, &lst) == 0 && lst.st_dev == st.st_dev &&
+              lst.st_ino == st.st_ino;
+  if (literal >= 0) close(literal);
+  bool proc = strcmp(place, "procfs") == 0;
+  if (same && (!proc || proc_destination_allowed(path))) return;
+  errno = EPERM;
+  child_fail(plan, "mount destination %s resolves onto %s (%s)", path, place,
+             same ? "only a short list of /proc files may be covered" : "through a symlink");
+}
+
+}  // namespace
+
+void note_runtime_dev(const ChildPlan& plan, int rootfd) {
+  int dev =
+      open_beneath(rootfd, "dev", O_PATH | O_DIRECTORY, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  if (dev < 0) child_fail(plan, "open /dev (it must be a directory, not a symlink)");
+  runtime_dev_mount = mount_id_of(dev);
+  close(dev);
 }
 
 // Opens `path` (absolute, inside the sandbox) as an O_PATH fd, creating missing directories and,
@@ -57,6 +139,7 @@ int open_mount_target(const ChildPlan& plan, int rootfd, const char* path, bool 
     if (last) break;
     cursor = slash + strspn(slash, "/");
   }
+  refuse_special_target(plan, rootfd, path, parent);
   return parent;
 }
 
@@ -95,6 +178,18 @@ int open_root(const ChildPlan& plan) {
   return fd;
 }
 
+int mknod_exact(int dirfd, const char* name, mode_t mode, dev_t dev) {
+  // The node gets exactly `mode` (mknod applies the umask, and the supervisor's may be stricter)
+  // with no chmod afterwards: a chmod by name follows a symlink that a process sharing the
+  // directory swapped in meanwhile, resolved against the host's root before pivot_root.
+  mode_t saved = umask(0);
+  int made = mknodat(dirfd, name, mode, dev);
+  int err = errno;
+  umask(saved);
+  errno = err;
+  return made;
+}
+
 void make_device_nodes(const ChildPlan& plan, int devfd) {
   // The host's numbers, as runc makes them. mknod where we may (six inodes in our /dev tmpfs,
   // ~0.1 ms less than six bind mounts and their teardown); in a user namespace mknod is refused,
@@ -107,11 +202,8 @@ void make_device_nodes(const ChildPlan& plan, int devfd) {
                   {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
   char source[32];
   for (const auto& device : kDevices) {
-    if (mknodat(devfd, device.name, S_IFCHR | 0666, makedev(device.major, device.minor)) == 0) {
-      // mknod applies the umask; the supervisor's may be stricter than 0666 needs.
-      if (fchmodat(devfd, device.name, 0666, 0) < 0) child_fail(plan, "chmod /dev/%s", device.name);
+    if (mknod_exact(devfd, device.name, S_IFCHR | 0666, makedev(device.major, device.minor)) == 0)
       continue;
-    }
     if (errno != EPERM) child_fail(plan, "mknod /dev/%s", device.name);
     int made = openat(devfd, device.name, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (made < 0) child_fail(plan, "create /dev/%s", device.name);
@@ -267,30 +359,81 @@ void pivot_into_rootfs(const ChildPlan& plan) {
   if (chdir("/") < 0) child_fail(plan, "chdir / after pivot_root");
 }
 
+namespace {
+
+// CVE-2025-31133 class: binding "/dev/null" by name binds whatever that name is at that moment,
+// and a process sharing /dev (a volume) can have swapped it for a symlink to core_pattern. The
+// source is a /dev/null we opened ourselves, checked to be the null device, and every mount of
+// this step goes by fd (open_tree, fsmount, move_mount): no name, and no /proc/self/fd, is
+// resolved after the fd was checked.
+int open_verified_null(const ChildPlan& plan) {
+  // After pivot_root (or chroot): "/" is the container's root.
+  int null = open_beneath(AT_FDCWD, "/dev/null", O_PATH, RESOLVE_NO_SYMLINKS);
+  struct stat st {};
+  if (null < 0 || fstat(null, &st) < 0) child_fail(plan, "open /dev/null to mask paths with");
+  if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
+    errno = EPERM;
+    child_fail(plan, "/dev/null is not the null device (char 1:3); refusing to mask paths with it");
+  }
+  return null;
+}
+
+void attach_detached(const ChildPlan& plan, int tree, int target, const char* what) {
+  if (tree < 0) child_fail(plan, "prepare the mount for %s", what);
+  if (syscall(SYS_move_mount, tree, "", target, "",
+              MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    child_fail(plan, "mount over %s", what);
+  close(tree);
+}
+
+int empty_read_only_tmpfs() {
+  int context = static_cast<int>(syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC));
+  if (context < 0) return -1;
+  int tree = -1;
+  if (syscall(SYS_fsconfig, context, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0)
+    tree = static_cast<int>(
+        syscall(SYS_fsmount, context, FSMOUNT_CLOEXEC,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
+  close(context);
+  return tree;
+}
+
+int read_only_clone(int fd) {
+  int tree = static_cast<int>(syscall(
+      SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+  if (tree < 0) return -1;
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+  if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+    close(tree);
+    return -1;
+  }
+  return tree;
+}
+
+}  // namespace
+
 void mask_and_protect_paths(const ChildPlan& plan) {
+  int null = plan.masked_paths.empty() ? -1 : open_verified_null(plan);
   for (const std::string& path : plan.masked_paths) {
     int fd = open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) continue;
     if (fd < 0) child_fail(plan, "open masked path %s", path.c_str());
     struct stat st;
     if (fstat(fd, &st) < 0) child_fail(plan, "stat masked path %s", path.c_str());
-    if (S_ISDIR(st.st_mode))
-      mount_at_fd(plan, "tmpfs", fd, "tmpfs", MS_RDONLY | kNoSuidDev | MS_NOEXEC, "size=0",
-                  path.c_str());
-    else
-      mount_at_fd(plan, "/dev/null", fd, nullptr, MS_BIND, nullptr, path.c_str());
+    int tree = S_ISDIR(st.st_mode)
+                   ? empty_read_only_tmpfs()
+                   : static_cast<int>(syscall(SYS_open_tree, null, "",
+                                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+    attach_detached(plan, tree, fd, path.c_str());
     close(fd);
   }
+  if (null >= 0) close(null);
   for (const std::string& path : plan.readonly_paths) {
     int fd = open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) continue;
     if (fd < 0) child_fail(plan, "open read-only path %s", path.c_str());
-    mount_at_fd(plan, path.c_str(), fd, nullptr, MS_BIND | MS_REC, nullptr, path.c_str());
-    close(fd);
-    // Reopen: the fd still names the mount underneath, not the new bind mount.
-    fd = open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) child_fail(plan, "reopen read-only path %s", path.c_str());
-    remount_read_only(plan, fd, kNoSuidDev | MS_NOEXEC, path.c_str());
+    attach_detached(plan, read_only_clone(fd), fd, path.c_str());
     close(fd);
   }
 }

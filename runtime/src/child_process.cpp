@@ -24,8 +24,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "child_steps.hpp"
+#include "proc_handle.hpp"
 #include "sandcell/apparmor/profile.hpp"
 
 namespace sandcell::runtime {
@@ -243,7 +245,12 @@ int create_working_directory(const ChildPlan& plan) {
   for (char* slash = strchr(path + 1, '/');; slash = strchr(slash + 1, '/')) {
     if (slash != nullptr) *slash = '\0';
     if (mkdir(path, 0755) == 0) {
-      if (chown(path, plan.uid, plan.gid) < 0) return -1;
+      // By an fd of the directory just made, never by name: the name may be a symlink by now.
+      int dir = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (dir < 0) return -1;
+      int owned = fchown(dir, plan.uid, plan.gid);
+      close(dir);
+      if (owned < 0) return -1;
     } else if (errno != EEXIST) {
       return -1;
     }
@@ -271,6 +278,19 @@ void close_inherited_fds_and_verify_cwd(const ChildPlan& plan) {
     errno = EPERM;
     child_fail(plan, "working directory %s is outside the sandbox root", plan.cwd.c_str());
   }
+}
+
+void close_fds_not_needed(const ChildPlan& plan) {
+  const ContainerPlan* c = plan.container.get();
+  unsigned first = 3 + static_cast<unsigned>(c ? c->preserve_fds : 0);
+  unsigned keep[2] = {static_cast<unsigned>(plan.sync_fd),
+                      static_cast<unsigned>(c && c->start_fd >= 0 ? c->start_fd : plan.sync_fd)};
+  if (keep[0] > keep[1]) std::swap(keep[0], keep[1]);
+  for (unsigned kept : keep) {
+    if (kept > first) syscall(SYS_close_range, first, kept - 1, 0U);
+    first = kept + 1 > first ? kept + 1 : first;
+  }
+  if (syscall(SYS_close_range, first, ~0U, 0U) < 0) child_fail(plan, "close_range");
 }
 
 void drop_bounding_set(const ChildPlan& plan) {
@@ -322,8 +342,14 @@ void set_no_new_privs(const ChildPlan& plan) {
 
 void apply_apparmor(const ChildPlan& plan) {
   if (plan.apparmor_profile.empty()) return;
-  if (apparmor::change_onexec(plan.apparmor_profile.c_str()) < 0)
+  int proc = open_private_procfs();
+  if (proc < 0) child_fail(plan, "open a procfs of our own for AppArmor's attr/exec");
+  int thread_self = open_proc_thread_self(proc);
+  if (thread_self < 0) child_fail(plan, "open thread-self in our procfs");
+  if (apparmor::change_onexec(plan.apparmor_profile.c_str(), thread_self) < 0)
     child_fail(plan, "apply AppArmor profile %s", plan.apparmor_profile.c_str());
+  close(thread_self);
+  close(proc);
 }
 
 void apply_landlock(const ChildPlan& plan) {

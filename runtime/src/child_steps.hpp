@@ -45,12 +45,19 @@ void mask_and_protect_paths(const ChildPlan& plan);
 
 // child_mounts.cpp, shared with the container checklist
 int open_beneath(int dirfd, const char* path, int flags, unsigned long long resolve);
+// Refuses a target an image symlink steered onto procfs, sysfs, devpts, mqueue or the runtime's
+// /dev (see child_mounts.cpp, refuse_special_target).
 int open_mount_target(const ChildPlan& plan, int rootfd, const char* path, bool as_file);
+// After the container's /dev is mounted: remember its device, so a later mount that a symlink
+// steers into it is refused.
+void note_runtime_dev(const ChildPlan& plan, int rootfd);
 void mount_at_fd(const ChildPlan& plan, const char* source, int target_fd, const char* fstype,
                  unsigned long flags, const char* data, const char* what);
 void remount_read_only(const ChildPlan& plan, int target_fd, unsigned long extra, const char* what);
 int open_root(const ChildPlan& plan);
 void make_device_nodes(const ChildPlan& plan, int devfd);  // null zero full random urandom tty
+// mknodat with the umask at 0 for the call, so no chmod by name is needed after it.
+int mknod_exact(int dirfd, const char* name, mode_t mode, dev_t dev);
 
 // child_process.cpp
 void reset_signals();
@@ -93,6 +100,12 @@ bool set_loopback_up();
 void open_proxy_listener(const ChildPlan& plan);
 void apply_rlimits(const ChildPlan& plan);
 void close_inherited_fds_and_verify_cwd(const ChildPlan& plan);
+// CVE-2016-9962: a process that enters a running container holds whatever its caller had open
+// (a host directory, the host's pid namespace, the sync sockets), and once its credentials are
+// the container's a process in there may take them from /proc/<pid>/fd. So before they change,
+// every fd but 0-2, the preserved ones (--preserve-fds), the sync socket and `start`'s listener
+// is closed (not only CLOEXEC), and the process is not dumpable until its execve.
+void close_fds_not_needed(const ChildPlan& plan);
 void drop_bounding_set(const ChildPlan& plan);
 void switch_user(const ChildPlan& plan);
 void set_capabilities(const ChildPlan& plan);

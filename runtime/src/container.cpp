@@ -17,6 +17,7 @@
 
 #include "child_messages.hpp"
 #include "child_plan.hpp"
+#include "proc_handle.hpp"
 #include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "spec_checks.hpp"
@@ -57,16 +58,17 @@ std::string id_map_text(const std::vector<IdMapping>& mappings) {
   return text;
 }
 
+// /proc writes go beneath a checked procfs, never through a symlink or a mount (proc_handle.hpp).
 void write_id_maps(const Container& c, pid_t pid) {
-  std::string proc = "/proc/" + std::to_string(pid);
-  if (!c.uid_mappings.empty()) write_file(proc + "/uid_map", id_map_text(c.uid_mappings));
-  if (!c.gid_mappings.empty()) write_file(proc + "/gid_map", id_map_text(c.gid_mappings));
+  std::string proc = std::to_string(pid);
+  if (!c.uid_mappings.empty()) write_host_proc_file(proc + "/uid_map", id_map_text(c.uid_mappings));
+  if (!c.gid_mappings.empty()) write_host_proc_file(proc + "/gid_map", id_map_text(c.gid_mappings));
 }
 
 void set_oom_score_adj(const Container& c, pid_t pid) {
   if (!c.oom_score_adj) return;
   try {
-    write_file("/proc/" + std::to_string(pid) + "/oom_score_adj", std::to_string(*c.oom_score_adj));
+    write_host_proc_file(std::to_string(pid) + "/oom_score_adj", std::to_string(*c.oom_score_adj));
   } catch (const Error& e) {
     throw Error(e.code().value(), "process.oomScoreAdj " + std::to_string(*c.oom_score_adj) +
                                       " (lowering it needs CAP_SYS_RESOURCE)");

@@ -20,6 +20,7 @@
 
 #include "child_messages.hpp"
 #include "child_plan.hpp"
+#include "proc_handle.hpp"
 #include "cpu_handoff.hpp"
 #include "netns_pool.hpp"
 #include "network_setup.hpp"
@@ -135,10 +136,7 @@ void map_sandbox_ids(pid_t pid, int sync_fd) {
   for (const char* map : {"uid_map", "gid_map"}) {
     std::ifstream own(std::string("/proc/self/") + map);
     std::string text((std::istreambuf_iterator<char>(own)), std::istreambuf_iterator<char>());
-    std::string path = "/proc/" + std::to_string(pid) + "/" + map, lines = identity_map_of(text);
-    UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
-    if (!fd || write(fd.get(), lines.data(), lines.size()) != static_cast<ssize_t>(lines.size()))
-      throw Error(errno, "write " + path);
+    write_host_proc_file(std::to_string(pid) + "/" + map, identity_map_of(text));
   }
   if (send(sync_fd, "u", 1, MSG_NOSIGNAL) < 0 && errno != EPIPE)
     throw Error(errno, "tell the child its ids are mapped");

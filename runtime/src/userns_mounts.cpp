@@ -11,19 +11,19 @@
 #include <string>
 #include <vector>
 
+#include "proc_handle.hpp"
 #include "sandcell/runtime/error.hpp"
 
 namespace sandcell::runtime {
 namespace {
 
 void write_id_map(pid_t child, const char* file, uint32_t base, uint32_t size) {
-  std::string path = "/proc/" + std::to_string(child) + "/" + file;
+  std::string path = std::to_string(child) + "/" + file;
   std::string map = "0 " + std::to_string(base) + " " + std::to_string(size) + "\n";
-  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd) throw Error(errno, "open " + path);
+  UniqueFd fd = open_host_proc_file(path, O_WRONLY);  // checked procfs (proc_handle.hpp)
   // The kernel takes a map in one write only.
   if (write(fd.get(), map.data(), map.size()) != static_cast<ssize_t>(map.size()))
-    throw Error(errno, "write " + path + " (" + map.substr(0, map.size() - 1) + ")");
+    throw Error(errno, "write /proc/" + path + " (" + map.substr(0, map.size() - 1) + ")");
 }
 
 UniqueFd idmapped_layer(const std::string& layer, int userns_fd) {

@@ -161,10 +161,10 @@ TEST(AppArmorProfile, StripUserns_RemovesExactlyTheUsernsRule) {
 
 TEST(AppArmorProfile, ChangeOnexec_RejectsBadNamesWithoutTouchingProc) {
   errno = 0;
-  EXPECT_EQ(change_onexec(""), -1);
+  EXPECT_EQ(change_onexec("", -1), -1);
   EXPECT_EQ(errno, EINVAL);
   std::string long_name(2000, 'x');
-  EXPECT_EQ(change_onexec(long_name.c_str()), -1);
+  EXPECT_EQ(change_onexec(long_name.c_str(), -1), -1);
   EXPECT_EQ(errno, ENAMETOOLONG);
 }
 

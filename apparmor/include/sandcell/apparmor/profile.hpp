@@ -32,6 +32,8 @@ void load_profile(const std::string& text);
 
 // Asks the kernel to switch to `profile` at the next execve. For the sandbox child between
 // clone and execve: it neither allocates nor throws. Returns 0, or -1 with errno set.
-int change_onexec(const char* profile) noexcept;
+// `thread_self`: the caller's /proc/thread-self directory on a procfs it checked (the runtime's
+// proc_handle.hpp); the attr file is opened beneath it, never by a /proc path.
+int change_onexec(const char* profile, int thread_self) noexcept;
 
 }  // namespace sandcell::apparmor
