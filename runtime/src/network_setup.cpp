@@ -24,6 +24,7 @@ std::vector<network::Cidr> parse_cidrs(const std::vector<std::string>& texts) {
   for (const std::string& text : texts) {
     try {
       cidrs.push_back(network::Cidr::parse(text));
+      network::check_openable(cidrs.back());
     } catch (const Error& e) {
       throw Error::invalid("--net-allow-cidr " + text + ": " + e.what());
     }
@@ -37,7 +38,7 @@ network::Allowlist parse_allowlist(const NetworkPolicy& policy) {
     try {
       allowlist.add(entry);
     } catch (const Error& e) {
-      throw Error::invalid("--net allow: " + entry + ": " + e.what());
+      throw Error::invalid(std::string("--net allow: ") + e.what());  // e names the entry
     }
   }
   if (!policy.allow_file.empty()) allowlist.merge(network::Allowlist::from_file(policy.allow_file));
