@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "sandcell/network/address_policy.hpp"
+#include "sandcell/runtime/error.hpp"
 
 namespace sandcell::network {
 namespace {
@@ -37,23 +38,44 @@ IpAddress unmapped(const IpAddress& address) {
   return v4;
 }
 
+struct InterfaceAddress {
+  IpAddress address;
+  std::string link;
+};
+
+std::vector<InterfaceAddress> interface_addresses() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) throw Error(errno, "list the host's own addresses (getifaddrs)");
+  const std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> owned(list, &freeifaddrs);
+  std::vector<InterfaceAddress> out;
+  for (const ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    if (entry->ifa_addr == nullptr) continue;
+    const int family = entry->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    if (auto address = IpAddress::from_sockaddr(entry->ifa_addr))
+      out.push_back({.address = *address, .link = entry->ifa_name});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::string> address_of_this_host(const IpAddress& requested) {
   const IpAddress address = unmapped(requested);
   if (auto why = always_local(address)) return why;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0)
-    return std::string("the host's own addresses could not be listed: ") + std::strerror(errno);
-  const std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> owned(list, &freeifaddrs);
-  for (const ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
-    if (entry->ifa_addr == nullptr) continue;
-    const int family = entry->ifa_addr->sa_family;
-    if (family != AF_INET && family != AF_INET6) continue;
-    if (IpAddress::from_sockaddr(entry->ifa_addr) == address)
-      return "address of this host " + address.to_string() + " (" + entry->ifa_name + ")";
+  try {
+    for (const auto& [local, link] : interface_addresses())
+      if (local == address) return "address of this host " + address.to_string() + " (" + link + ")";
+  } catch (const Error& e) {
+    return std::string(e.what());  // fails closed: the address is refused with the reason
   }
   return std::nullopt;
+}
+
+std::vector<IpAddress> addresses_of_this_host() {
+  std::vector<IpAddress> out;
+  for (const auto& entry : interface_addresses()) out.push_back(entry.address);
+  return out;
 }
 
 }  // namespace sandcell::network

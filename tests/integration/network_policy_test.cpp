@@ -548,6 +548,39 @@ TEST_P(AllowMode, HostAddressesInsideAnOpenedRange_Refused) {
   EXPECT_EQ(run.record["events"]["allowed_connections"], 0);
 }
 
+// --- every drop in the record (issue 38) --------------------------------------------------------
+
+TEST_F(NetworkPolicy, VethTransport_DirectConnectionsDroppedByTheHost_Recorded) {
+  CliRun run = run_allowed("veth", "sc-probe connect " + std::string(kAllowedIp) +
+                                       " 80; sc-probe udp-send " + kInternetSide +
+                                       " 53; sc-probe connect $h 22; echo h=$h");
+  const std::string out = stdout_of(run);
+  // Still dropped by the host's table, as before: the program sees timeouts.
+  EXPECT_TRUE(contains(out, "connect timeout\nudp timeout\nconnect timeout\n")) << out;
+  const std::string host = out.substr(out.find("h=") + 2, out.find('\n', out.find("h=")) - out.find("h=") - 2);
+  const std::string why = " dropped by the firewall: only the proxy is reachable";
+  EXPECT_EQ(dropped_reason(run, kAllowedIp, 80), "tcp" + why) << run.record.dump(2);
+  EXPECT_EQ(dropped_reason(run, kInternetSide, 53), "udp" + why) << run.record.dump(2);
+  EXPECT_EQ(dropped_reason(run, host, 22), "tcp" + why) << run.record.dump(2);
+  EXPECT_EQ(run.record["events"]["blocked_connections"].size(), 3u) << run.record.dump(2);
+}
+
+// Full mode over veth inside the test internet's namespace (forwarding turned on there, never on
+// the host): its servers' addresses are the "host's" own, which its input chain drops.
+TEST_F(NetworkPolicy, FullMode_ConnectionToTheHostItself_DroppedAndRecorded) {
+  sh("ip netns exec " + internet_->netns() + " sysctl -qw net.ipv4.ip_forward=1");
+  CliRun run = run_program({"/usr/bin/nsenter", "--net=/run/netns/" + internet_->netns(),
+                            sandcell_binary(), "run", "--json", "--rootfs", test_rootfs(), "--net",
+                            "full", "--net-transport", "veth", "--", "sc-probe", "connect",
+                            kAllowedIp, "80"});
+  ASSERT_TRUE(run.record.is_object()) << run.out << run.err;
+  // Dropped in the sandbox's own output hook: TCP retries the SYN until sc-probe gives up.
+  EXPECT_EQ(stdout_of(run), "connect timeout\n") << run.record.dump(2);
+  EXPECT_EQ(dropped_reason(run, kAllowedIp, 80),
+            "tcp dropped by the firewall: an address of this host")
+      << run.record.dump(2);
+}
+
 TEST_F(NetworkPolicy, DefaultTransport_SocketForAllowVethForFullAsRoot) {
   CliRun allow = run_in_sandbox({"--net", kAllowlist, "--net-hosts", internet_->hosts_file()}, {"true"});
   EXPECT_EQ(allow.record["isolation"]["network_transport"], "socket") << allow.out << allow.err;

@@ -383,6 +383,29 @@ TEST(ResolvConf, LoopbackStub_IsReplacedByUpstreams) {
   EXPECT_EQ(sandbox_dns(direct, upstream).resolv_conf, "nameserver 192.168.1.1\n");
 }
 
+TEST(SandboxFilter, HostAddresses_DroppedAndRememberedBeforeOpenedRanges) {
+  const std::string script = sandbox_filter_script(
+      {Cidr::parse("10.0.0.0/8")}, {},
+      {*IpAddress::parse("10.0.0.5"), *IpAddress::parse("203.0.113.5"),
+       *IpAddress::parse("10.0.0.5"), *IpAddress::parse("2001:db8::5")});
+  const std::string host_rule =
+      "output ip daddr { 10.0.0.5, 203.0.113.5 } meta l4proto { tcp, udp } add @dropped { ip "
+      "daddr . meta l4proto . th dport } drop\n";
+  ASSERT_NE(script.find(host_rule), std::string::npos) << script;
+  EXPECT_LT(script.find(host_rule), script.find("output ip daddr { 10.0.0.0/8 } accept")) << script;
+}
+
+TEST(SandboxFilter, ProxyOnly_RemembersAllButTheProxyAndDropsNothing) {
+  const std::string script = proxy_only_filter_script(*IpAddress::parse("198.18.0.1"), 40000);
+  EXPECT_NE(script.find("output ip daddr 198.18.0.1 tcp dport 40000 accept\n"), std::string::npos)
+      << script;
+  EXPECT_NE(script.find("output meta nfproto ipv4 meta l4proto { tcp, udp } add @dropped { ip "
+                        "daddr . meta l4proto . th dport }\n"),
+            std::string::npos)
+      << script;
+  EXPECT_EQ(script.find(" drop\n"), std::string::npos) << "the host's table drops: " << script;
+}
+
 TEST(SandboxFilter, DropsBlockedRangesButOpensResolversOnPort53AndAllowedCidrs) {
   const std::string script = sandbox_filter_script(
       {Cidr::parse("10.1.2.0/24"), Cidr::parse("fc00::/7")},

@@ -79,5 +79,7 @@ class AddressPolicy {
 // addresses inside IPv4-mapped IPv6 ones. Fails closed: when the addresses cannot be listed,
 // every address is refused with the reason.
 std::optional<std::string> address_of_this_host(const IpAddress& address);
+// Every interface address of the calling thread's network namespace, now. Throws Error.
+std::vector<IpAddress> addresses_of_this_host();
 
 }  // namespace sandcell::network
