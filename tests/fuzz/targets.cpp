@@ -114,7 +114,8 @@ void allowlist(std::string_view input) {
       check_entry_opens_its_ports(entry);
       joined += (joined.empty() ? "" : ",") + text;
     }
-    if (network::Allowlist::parse(joined).entries() != list.entries())
+    // With the prefix: an entry for the host "allow" ("allow:443") would otherwise lose its name.
+    if (network::Allowlist::parse("allow:" + joined).entries() != list.entries())
       throw std::logic_error("the canonical entries parse to another list: " + joined);
   } catch (const Error& e) {
     throw std::logic_error(std::string("an accepted allowlist's own entries were refused: ") + e.what());
