@@ -271,14 +271,17 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
                    "sandbox's ids are the host's on it)")
       ->allow_extra_args(false);
   run_cmd->add_option("--tmpfs", f->tmpfs, "tmpfs at DST[:SIZE] (repeatable; size default 64m)")->allow_extra_args(false);
-  run_cmd->add_option("--net", f->net, "Network policy: none (loopback only), allow:HOST[,HOST...] "
-                      "(only these hosts, through sandcell's proxy; *.example.com for subdomains), "
-                      "or full (NAT, without private and metadata ranges) [none]");
-  run_cmd->add_option("--net-allow-file", f->net_allow_file, "More allow: hosts, one per line ('#' comments)");
+  run_cmd->add_option("--net", f->net, "Network policy: none (loopback only), allow:ENTRY[,ENTRY...] "
+                      "(only these hosts, through sandcell's proxy), or full (NAT, without private "
+                      "and metadata ranges) [none]. An entry is HOST (CONNECT to 443 and plain HTTP "
+                      "to 80 only), HOST:PORT, HOST:LOW-HIGH, *.DOMAIN[:PORT] for subdomains, or "
+                      "[IPv6]:PORT; e.g. allow:pypi.org,*.pythonhosted.org,git.example.com:22");
+  run_cmd->add_option("--net-allow-file", f->net_allow_file, "More allow: entries, one per line ('#' comments)");
   run_cmd->add_option("--net-hosts", f->net_hosts, "Hosts file (ADDRESS NAME...) the proxy resolves "
                       "names from instead of DNS");
   run_cmd->add_option("--net-allow-cidr", f->net_allow_cidrs, "Open a blocked range (private, CGNAT, "
-                      "link-local...) to allow: and full, e.g. 10.1.2.0/24 (repeatable)")->allow_extra_args(false);
+                      "link-local...) to allow: and full, e.g. 10.1.2.0/24 (repeatable; never the host's own "
+                      "addresses or 198.18.0.0/15)")->allow_extra_args(false);
   run_cmd->add_option("--net-transport", f->net_transport, "How allow:/full reach the outside: socket "
                       "(allow: the proxy's socket only, no link), veth (veth + nftables, root), slirp "
                       "(full: slirp4netns), auto (allow: socket; full: veth as root, slirp rootless) [auto]");

@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include "sandcell/runtime/error.hpp"
+
 namespace sandcell::network {
 namespace {
 
@@ -77,6 +79,23 @@ std::optional<std::string> blocked_in(const std::vector<NamedRange>& ranges, con
 
 }  // namespace
 
+const Cidr& sandcell_range() {
+  static const Cidr range = Cidr::parse("198.18.0.0/15");
+  return range;
+}
+
+void check_openable(const Cidr& allowed) {
+  static const Cidr mapped = Cidr::parse("::ffff:198.18.0.0/111");
+  if (allowed.overlaps(sandcell_range()) || allowed.overlaps(mapped))
+    throw Error::invalid(allowed.to_string() + " overlaps " + sandcell_range().to_string() +
+                         ", sandcell's own veth and proxy addresses, which no sandbox may "
+                         "reach: open a range outside it");
+}
+
+AddressPolicy::AddressPolicy(std::vector<Cidr> allowed) : allowed_(std::move(allowed)) {
+  for (const Cidr& cidr : allowed_) check_openable(cidr);
+}
+
 const std::vector<Cidr>& blocked_ipv4_ranges() {
   static const std::vector<Cidr> ranges = [] {
     std::vector<Cidr> out;
@@ -88,6 +107,10 @@ const std::vector<Cidr>& blocked_ipv4_ranges() {
 
 std::optional<std::string> AddressPolicy::blocked_range(const IpAddress& address) const {
   const auto inside = address.family == AF_INET6 ? ipv4_inside(address) : std::nullopt;
+  // Never opened (the constructor refuses such ranges; this holds whatever it was given).
+  if (sandcell_range().contains(address)) return blocked_in(ipv4_ranges(), address);
+  if (inside && sandcell_range().contains(inside->first))
+    return inside->second + (" " + *blocked_in(ipv4_ranges(), inside->first));
   for (const auto& cidr : allowed_) {
     if (cidr.contains(address)) return std::nullopt;
     if (inside && std::string_view(inside->second) == "IPv4-mapped" &&

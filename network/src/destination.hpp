@@ -1,6 +1,6 @@
 #pragma once
-// The proxy's decision about one requested host: allowlist, then the proxy's own resolution, then
-// the address policy on every resolved address.
+// The proxy's decision about one request: allowlist (host and port), then the proxy's own
+// resolution, then the address policy and the host's own addresses on every resolved address.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +17,8 @@ struct Verdict {
   std::vector<IpAddress> addresses;  // checked addresses, to connect to in order
 };
 
-Verdict check_destination(const ProxyConfig& config, std::string_view requested_host);
+// `connect`: a CONNECT tunnel, else a plain HTTP request (the two default ports differ).
+Verdict check_destination(const ProxyConfig& config, std::string_view requested_host,
+                          uint16_t port, bool connect);
 
 }  // namespace sandcell::network

@@ -89,6 +89,11 @@ bool Cidr::contains(const IpAddress& address) const {
   return (address.bytes[full] & mask) == (network_.bytes[full] & mask);
 }
 
+// Two prefixes overlap exactly when one contains the other's network address.
+bool Cidr::overlaps(const Cidr& other) const {
+  return contains(other.network_) || other.contains(network_);
+}
+
 std::string Cidr::to_string() const {
   return network_.to_string() + "/" + std::to_string(prefix_length_);
 }

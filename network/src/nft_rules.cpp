@@ -194,37 +194,68 @@ std::string sandcell_table_script() {
          add + "postrouting ip saddr @" + kNatSourcesSet + " oifname != \"sc-*\" masquerade\n";
 }
 
+namespace {
+
+// The sandbox netns's table up to its output chain, with the remembering sets (the same in both
+// filters, so SandboxFilter::dropped() reads either).
+std::string filter_table_script() {
+  const std::string t = std::string(kTable) + " ";
+  const std::string kept = " flags dynamic; size " + std::to_string(kDroppedFlowsKept) + "; }\n";
+  return "add table " + t + "\n" + "add set " + t +
+         "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
+         join(blocked_ipv4_ranges()) + " }; }\n" + "add set " + t +
+         "dropped { type ipv4_addr . inet_proto . inet_service;" + kept + "add set " + t +
+         "dropped6 { type ipv6_addr . inet_proto . inet_service;" + kept + "add chain " + t +
+         "output { type filter hook output priority filter; policy accept; }\n" + "add rule " + t +
+         "output oifname \"lo\" accept\n";
+}
+
+std::string join_ipv4(const std::vector<IpAddress>& addresses) {
+  std::set<std::string> texts;  // a set: nft refuses an element listed twice
+  for (const auto& a : addresses)
+    if (a.family == AF_INET) texts.insert(a.to_string());
+  std::string out;
+  for (const auto& text : texts) out += (out.empty() ? "" : ", ") + text;
+  return out;
+}
+
+}  // namespace
+
 std::string sandbox_filter_script(const std::vector<Cidr>& allowed_cidrs,
-                                  const std::vector<IpAddress>& resolvers) {
+                                  const std::vector<IpAddress>& resolvers,
+                                  const std::vector<IpAddress>& host_addresses) {
   const std::string t = std::string(kTable) + " ";
   const std::string add = "add rule " + t + "output ";
   std::vector<Cidr> open;
   for (const auto& cidr : allowed_cidrs)
     if (cidr.network().family == AF_INET) open.push_back(cidr);
-  std::set<std::string> dns;
-  for (const auto& r : resolvers)
-    if (r.family == AF_INET) dns.insert(r.to_string());
-  const std::string kept = " flags dynamic; size " + std::to_string(kDroppedFlowsKept) + "; }\n";
+  const std::string dns = join_ipv4(resolvers);
+  const std::string host = join_ipv4(host_addresses);
   // Remembering a drop: `add @set { key }` adds the key once and is a no-op when it is there.
   const std::string remember4 = "add @dropped { ip daddr . meta l4proto . ";
-  std::string script = "add table " + t + "\n" + "add set " + t +
-                       "blocked { type ipv4_addr; flags interval; auto-merge; elements = { " +
-                       join(blocked_ipv4_ranges()) + " }; }\n" + "add set " + t +
-                       "dropped { type ipv4_addr . inet_proto . inet_service;" + kept + "add set " +
-                       t + "dropped6 { type ipv6_addr . inet_proto . inet_service;" + kept +
-                       "add chain " + t +
-                       "output { type filter hook output priority filter; policy accept; }\n" +
-                       add + "oifname \"lo\" accept\n" + add +
+  std::string script = filter_table_script() + add +
                        "meta nfproto ipv6 meta l4proto { tcp, udp } add @dropped6 { ip6 daddr . "
                        "meta l4proto . th dport } drop\n" +
                        add + "meta nfproto != ipv4 drop\n";
+  if (!host.empty())
+    script += add + "ip daddr { " + host + " } meta l4proto { tcp, udp } " + remember4 +
+              "th dport } drop\n" + add + "ip daddr { " + host + " } " + remember4 + "0 } drop\n";
   if (!open.empty()) script += add + "ip daddr { " + join(open) + " } accept\n";
-  std::string dns_list;
-  for (const auto& r : dns) dns_list += (dns_list.empty() ? "" : ", ") + r;
   if (!dns.empty())
-    script += add + "ip daddr { " + dns_list + " } meta l4proto { tcp, udp } th dport 53 accept\n";
+    script += add + "ip daddr { " + dns + " } meta l4proto { tcp, udp } th dport 53 accept\n";
   return script + add + "ip daddr @blocked meta l4proto { tcp, udp } " + remember4 +
          "th dport } drop\n" + add + "ip daddr @blocked " + remember4 + "0 } drop\n";
+}
+
+std::string proxy_only_filter_script(const IpAddress& proxy, uint16_t proxy_port) {
+  const std::string add = "add rule " + std::string(kTable) + " output ";
+  const std::string remember4 = "add @dropped { ip daddr . meta l4proto . ";
+  return filter_table_script() + add + "ip daddr " + proxy.to_string() + " tcp dport " +
+         std::to_string(proxy_port) + " accept\n" + add +
+         "meta nfproto ipv6 meta l4proto { tcp, udp } add @dropped6 { ip6 daddr . meta l4proto . "
+         "th dport }\n" +
+         add + "meta nfproto ipv4 meta l4proto { tcp, udp } " + remember4 + "th dport }\n" + add +
+         "meta nfproto ipv4 meta l4proto != { tcp, udp } " + remember4 + "0 }\n";
 }
 
 std::vector<DroppedFlow> parse_dropped_flows(const std::string& nft_json) {
@@ -250,11 +281,13 @@ std::vector<DroppedFlow> parse_dropped_flows(const std::string& nft_json) {
 }
 
 SandboxFilter::SandboxFilter(pid_t sandbox_pid, const std::vector<Cidr>& allowed_cidrs,
-                             const std::vector<IpAddress>& resolvers) {
+                             const std::vector<IpAddress>& resolvers)
+    : SandboxFilter(sandbox_pid, sandbox_filter_script(allowed_cidrs, resolvers)) {}
+
+SandboxFilter::SandboxFilter(pid_t sandbox_pid, const std::string& script) {
   const std::string path = "/proc/" + std::to_string(sandbox_pid) + "/ns/net";
   netns_.reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!netns_) throw Error(errno, "open " + path);
-  const std::string script = sandbox_filter_script(allowed_cidrs, resolvers);
   run_in_netns(netns_.get(), [&] {
     // The context is made here: libnftables talks to the netns its netlink socket was opened in.
     NftContext().run(script, "install the sandbox's own nft filter");

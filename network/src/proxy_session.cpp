@@ -47,7 +47,7 @@ class Session {
   void run() {
     if (!read_head()) return;
     const auto& head = *parser_.head();
-    const Verdict verdict = check_destination(state_.config, head.host);
+    const Verdict verdict = check_destination(state_.config, head.host, head.port, head.connect);
     state_.record({.host = verdict.host,
                    .port = head.port,
                    .reason = verdict.reason,

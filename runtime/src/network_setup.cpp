@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <fstream>
@@ -24,6 +25,7 @@ std::vector<network::Cidr> parse_cidrs(const std::vector<std::string>& texts) {
   for (const std::string& text : texts) {
     try {
       cidrs.push_back(network::Cidr::parse(text));
+      network::check_openable(cidrs.back());
     } catch (const Error& e) {
       throw Error::invalid("--net-allow-cidr " + text + ": " + e.what());
     }
@@ -37,7 +39,7 @@ network::Allowlist parse_allowlist(const NetworkPolicy& policy) {
     try {
       allowlist.add(entry);
     } catch (const Error& e) {
-      throw Error::invalid("--net allow: " + entry + ": " + e.what());
+      throw Error::invalid(std::string("--net allow: ") + e.what());  // e names the entry
     }
   }
   if (!policy.allow_file.empty()) allowlist.merge(network::Allowlist::from_file(policy.allow_file));
@@ -210,7 +212,7 @@ void plan_proxy_listener(const NetworkPlan& network, ChildPlan& plan) {
 }
 
 SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox)
-    : address_policy_(plan.address_policy) {
+    : mode_(plan.mode), address_policy_(plan.address_policy) {
   if (plan.transport == NetworkTransport::Socket) {
     proxy_ =
         std::make_unique<network::Proxy>(proxy_config(plan, ""), std::move(sandbox.proxy_listener));
@@ -226,7 +228,11 @@ SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox)
   if (plan.mode == NetworkMode::Full) {
     // The host's firewall enforces; the same filter inside the sandbox's netns drops first and
     // remembers what it dropped, for the record (and the program sees EPERM, not a silence).
-    filter_.emplace(sandbox.pid, plan.address_policy.allowed(), plan.dns.resolvers);
+    // The host's own addresses too: its input chain drops what the sandbox sends them.
+    host_addresses_ = network::addresses_of_this_host();
+    filter_.emplace(sandbox.pid, network::sandbox_filter_script(plan.address_policy.allowed(),
+                                                                plan.dns.resolvers,
+                                                                host_addresses_));
     // The firewall needs the pair's names and addresses, not its links: installed meanwhile.
     veth_.emplace(network::veth_id_for(sandbox.run_id), sandbox.pid,
                   [&](const network::VethPair& pair) {
@@ -238,6 +244,9 @@ SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox)
   veth_.emplace(network::veth_id_for(sandbox.run_id), sandbox.pid);
   start_proxy(plan, sandbox.proxy_env);  // on the host end's address: after the links
   firewall_ = std::make_unique<network::SandboxFirewall>(firewall_spec(plan, *veth_));
+  // The host's table drops everything but the proxy's port; this remembers where it went.
+  filter_.emplace(sandbox.pid,
+                  network::proxy_only_filter_script(veth_->host_address(), proxy_->port()));
 }
 
 SandboxNetwork::~SandboxNetwork() {
@@ -278,16 +287,23 @@ void SandboxNetwork::withdraw() noexcept {
   }
 }
 
+std::string SandboxNetwork::drop_reason(const network::DroppedFlow& flow) const {
+  if (flow.address.family == AF_INET6) return "IPv6 does not leave the sandbox";
+  if (mode_ == NetworkMode::Allow) return "only the proxy is reachable";
+  if (auto range = address_policy_.blocked_range(flow.address)) return *range;
+  if (std::find(host_addresses_.begin(), host_addresses_.end(), flow.address) !=
+      host_addresses_.end())
+    return "an address of this host";
+  return "a blocked range";
+}
+
 void SandboxNetwork::record_drops(network::SandboxFilter& filter, Events& events) const {
   try {
     for (const network::DroppedFlow& flow : filter.dropped()) {
-      std::optional<std::string> range = address_policy_.blocked_range(flow.address);
-      std::string why = flow.address.family == AF_INET6 ? "IPv6 does not leave the sandbox"
-                                                        : range.value_or("a blocked range");
       events.blocked_connections.push_back(
           {.host = flow.address.to_string(),
            .port = flow.port,
-           .reason = flow.protocol + " dropped by the firewall: " + why});
+           .reason = flow.protocol + " dropped by the firewall: " + drop_reason(flow)});
     }
   } catch (const std::exception& e) {  // nft's JSON, a thread, a setns: none may lose the record
     events.blocked_connections.push_back(
@@ -299,13 +315,15 @@ void SandboxNetwork::record_drops(network::SandboxFilter& filter, Events& events
 }
 
 void SandboxNetwork::record(Events& events) {
+  if (proxy_) {  // first: its refusals are what a program asked for, the drops what it tried
+    proxy_->stop();
+    for (auto& blocked : proxy_->blocked())
+      events.blocked_connections.push_back(std::move(blocked));
+    events.allowed_connections = proxy_->allowed_count();
+  }
   if (filter_) record_drops(*filter_, events);
   if (slirp_) record_drops(slirp_->filter(), events);
   if (veth_) veth_->leave_to_kernel();
-  if (!proxy_) return;
-  proxy_->stop();
-  for (auto& blocked : proxy_->blocked()) events.blocked_connections.push_back(std::move(blocked));
-  events.allowed_connections = proxy_->allowed_count();
 }
 
 }  // namespace sandcell::runtime

@@ -85,11 +85,17 @@ class SandboxNetwork {
   void start_proxy(const NetworkPlan& plan, const ProxyEnvPage* proxy_env);
   network::FirewallSpec firewall_spec(const NetworkPlan& plan, const network::VethPair& pair) const;
 
-  // Full mode: what the sandbox's own filter dropped (veth: filter_; slirp: slirp_->filter()).
+  // What the sandbox's own filter dropped or saw dropped (veth: filter_; slirp:
+  // slirp_->filter()), with the rule that dropped it.
   void record_drops(network::SandboxFilter& filter, Events& events) const;
+  std::string drop_reason(const network::DroppedFlow& flow) const;
 
+  NetworkMode mode_;
   network::AddressPolicy address_policy_;         // names the blocked range a drop went to
-  std::optional<network::SandboxFilter> filter_;  // full mode over veth
+  std::vector<network::IpAddress> host_addresses_;  // full mode over veth: when the run started
+  // Over veth: full mode's filter (drops and remembers), allow mode's (remembers what the host's
+  // table drops: everything but the proxy).
+  std::optional<network::SandboxFilter> filter_;
   std::optional<network::SlirpNetwork> slirp_;
   std::optional<network::VethPair> veth_;
   std::unique_ptr<network::SandboxFirewall> firewall_;

@@ -61,7 +61,7 @@ void proxy_request(std::string_view input) {
   }
 }
 
-// Host names and allowlists: a normalised name normalises to itself; an entry allows itself.
+// Host names: a normalised name normalises to itself.
 void host_name(std::string_view input) {
   try {
     network::NormalisedHost once = network::normalise_host(input);
@@ -70,12 +70,55 @@ void host_name(std::string_view input) {
       throw std::logic_error("normalise_host is not idempotent on " + once.name);
   } catch (const Error&) {
   }
+}
+
+namespace {
+
+// A one-entry list opens exactly the entry's ports on the entry's own host: 443 to CONNECT and 80
+// to plain HTTP when bare, else LOW..HIGH to both.
+void check_entry_opens_its_ports(const network::AllowlistEntry& entry) {
+  network::Allowlist one;
+  one.add(entry.to_string());
+  if (entry.wildcard && entry.host.size() > 250) return;  // no deeper name fits in 253 bytes
+  const auto host = network::normalise_host(entry.wildcard ? "x." + entry.host : entry.host);
+  const auto opens = [&](uint16_t port, bool connect) { return !one.refusal(host, port, connect); };
+  const network::PortRule& p = entry.ports;
+  const bool ok = p.is_default()
+                      ? opens(443, true) && opens(80, false) && !opens(80, true) &&
+                            !opens(443, false) && !opens(22, true) && !opens(22, false)
+                      : opens(p.low, true) && opens(p.high, false) &&
+                            (p.low == 1 || !opens(static_cast<uint16_t>(p.low - 1), true)) &&
+                            (p.high == 65535 || !opens(static_cast<uint16_t>(p.high + 1), false));
+  if (!ok) throw std::logic_error("allowlist entry " + entry.to_string() + " opens other ports");
+  if (entry.wildcard && !one.refusal(network::normalise_host(entry.host), p.low ? p.low : 443, true))
+    throw std::logic_error("wildcard " + entry.to_string() + " matches its base name");
+}
+
+}  // namespace
+
+// `--net allow:` text: every entry accepted prints canonically, parses back to itself, and opens
+// exactly its own ports on its own host; everything refused is an input error naming the entry.
+void allowlist(std::string_view input) {
+  network::Allowlist list;
   try {
-    network::Allowlist list = network::Allowlist::parse(input);
-    for (const std::string& entry : list.entries())
-      if (entry.rfind("*.", 0) != 0 && !list.allows(network::normalise_host(entry)))
-        throw std::logic_error("allowlist entry " + entry + " does not allow itself");
-  } catch (const Error&) {
+    list = network::Allowlist::parse(input);
+  } catch (const Error& e) {
+    if (!e.input_error()) throw std::logic_error(std::string("allowlist gave a system error: ") + e.what());
+    return;
+  }
+  std::string joined;
+  try {
+    for (const std::string& text : list.entries()) {
+      const auto entry = network::AllowlistEntry::parse(text);
+      if (entry.to_string() != text) throw std::logic_error("entry " + text + " is not canonical");
+      check_entry_opens_its_ports(entry);
+      joined += (joined.empty() ? "" : ",") + text;
+    }
+    // With the prefix: an entry for the host "allow" ("allow:443") would otherwise lose its name.
+    if (network::Allowlist::parse("allow:" + joined).entries() != list.entries())
+      throw std::logic_error("the canonical entries parse to another list: " + joined);
+  } catch (const Error& e) {
+    throw std::logic_error(std::string("an accepted allowlist's own entries were refused: ") + e.what());
   }
 }
 

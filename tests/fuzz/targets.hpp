@@ -14,6 +14,7 @@ void dockerfile(std::string_view input);
 void seccomp_profile(std::string_view input);
 void proxy_request(std::string_view input);  // the first byte picks where the input is split
 void host_name(std::string_view input);
+void allowlist(std::string_view input);      // `--net allow:` text, entries with ports
 void image_json(std::string_view input);     // the first byte picks the reader
 void code_request(std::string_view input);   // `sandcell code --request-json`, an agent's request
 void oci_config(std::string_view input);     // a bundle's config.json → runtime::Spec

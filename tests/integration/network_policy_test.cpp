@@ -128,6 +128,9 @@ class TestInternet {
       routes_.push_back(address);
     }
     serve(kAllowedIp, "allowed-ok");
+    // Ports a bare allowlist entry must not open (SSH, an application port) and 443, which it
+    // opens to CONNECT: plain HTTP everywhere, so a tunnel that got through would show the body.
+    for (const char* port : {"443", "22", "8080"}) serve(kAllowedIp, "allowed-ok", port);
     serve(kDeniedIp, "denied-ok");
     serve(kMetadataIp, "metadata-ok");
     serve(kInternalIp, "internal-ok");
@@ -140,16 +143,17 @@ class TestInternet {
         << kAllowedIp << " allowed.test www.allowed.test\n"
         << kDeniedIp << " denied.test evil.test allowed.test.evil.test evilallowed.test\n"
         << kMetadataIp << " metadata.allowed.test\n"
-        << kInternalIp << " internal.allowed.test\n";
+        << kInternalIp << " internal.allowed.test\n"
+        << kHostSide << " self.allowed.test\n";
     wait_until_serving();
   }
 
-  void serve(const char* address, const std::string& body) {
+  void serve(const char* address, const std::string& body, const char* port = "80") {
     fs::path www = dir_ / address;
     fs::create_directories(www);
     std::ofstream(www / "index.html") << body << "\n";
     start({"ip", "netns", "exec", netns_, "busybox", "httpd", "-f", "-p",
-           std::string(address) + ":80", "-h", www.string()});
+           std::string(address) + ":" + port, "-h", www.string()});
   }
 
   // A server process in the test namespace, killed by teardown().
@@ -168,7 +172,9 @@ class TestInternet {
 
   void wait_until_serving() const {
     for (int i = 0; i < 100; ++i) {
-      if (host_reaches(kAllowedIp, 80) && host_reaches(kDeniedIp, 80) &&
+      if (host_reaches(kAllowedIp, 80) && host_reaches(kAllowedIp, 443) &&
+          host_reaches(kAllowedIp, 22) && host_reaches(kAllowedIp, 8080) &&
+          host_reaches(kDeniedIp, 80) &&
           host_reaches(kMetadataIp, 80) && host_reaches(kInternalIp, 80) &&
           host_reaches(kResolverIp, 80) && resolver_answers())
         return;
@@ -293,7 +299,7 @@ INSTANTIATE_TEST_SUITE_P(Transport, AllowMode, ::testing::Values("socket", "veth
 
 TEST_P(AllowMode, AllowedHost_Returns200ThroughTheProxy) {
   CliRun run = run_allowed("wget -q -O- http://allowed.test/; " +
-                           raw_request("CONNECT allowed.test:80 HTTP/1.1"));
+                           raw_request("CONNECT allowed.test:443 HTTP/1.1"));
   ASSERT_TRUE(run.record.is_object()) << run.err;
   EXPECT_EQ(run.record["status"], "ok") << run.record.dump(2);
   EXPECT_TRUE(contains(stdout_of(run), "allowed-ok"));
@@ -409,6 +415,170 @@ TEST_P(AllowMode, BypassingTheProxy_TcpUdpIcmpAndDns_Dropped) {
   }
   EXPECT_FALSE(contains(out, " 1 packets received")) << out;
   EXPECT_FALSE(contains(out, "nslookup=0")) << out;
+}
+
+// --- ports (issue 38): a bare entry opens 443 to CONNECT and 80 to plain HTTP, nothing else ----
+
+// The status line of every raw request, then the body a GET gets (if any), in order.
+TEST_P(AllowMode, BareHost_DefaultPortsAllowedOtherPortsRefusedAndRecorded) {
+  CliRun run = run_allowed(
+      "wget -q -O- http://allowed.test/; " + raw_request("CONNECT allowed.test:443 HTTP/1.1") +
+      raw_request("CONNECT allowed.test:22 HTTP/1.1") +
+      raw_request("CONNECT www.allowed.test:8080 HTTP/1.1") +
+      raw_request("CONNECT allowed.test:80 HTTP/1.1") +
+      "printf 'CONNECT allowed.test:22 HTTP/1.1\\r\\n\\r\\n' | nc $h $port | tail -n 1; "
+      "wget -q -O- http://allowed.test:8080/ || echo wget=$?");
+  ASSERT_TRUE(run.record.is_object()) << run.err;
+  const std::string rule = "allowed.test opens CONNECT to 443 and HTTP to 80 only";
+  EXPECT_EQ(stdout_of(run), "allowed-ok\nHTTP/1.1 200 Connection established\r\n"
+                            "HTTP/1.1 403 Forbidden\r\nHTTP/1.1 403 Forbidden\r\n"
+                            "HTTP/1.1 403 Forbidden\r\nport 22 not allowed: " + rule + "\nwget=1\n")
+      << run.record.dump(2);
+  EXPECT_EQ(run.record["events"]["allowed_connections"], 2);
+  const auto& blocked = run.record["events"]["blocked_connections"];
+  ASSERT_EQ(blocked.size(), 5u) << run.record.dump(2);
+  EXPECT_EQ(blocked[0]["host"], "allowed.test");
+  EXPECT_EQ(blocked[0]["port"], 22);
+  EXPECT_EQ(blocked[0]["reason"], "port 22 not allowed: " + rule);
+  EXPECT_EQ(blocked[1]["host"], "www.allowed.test");
+  EXPECT_EQ(blocked[1]["reason"],
+            "port 8080 not allowed: *.allowed.test opens CONNECT to 443 and HTTP to 80 only");
+  EXPECT_EQ(blocked[2]["port"], 80);
+  EXPECT_EQ(blocked[4]["port"], 8080);
+}
+
+TEST_P(AllowMode, HostPortRangesAndWildcardWithPort_OpenExactlyThosePorts) {
+  const std::vector<std::string> flags = {
+      "--net", "allow:allowed.test:8080,*.allowed.test:20-22,[2001:db8::1]:443",
+      "--net-hosts", internet_->hosts_file(), "--net-transport", GetParam()};
+  CliRun run = run_in_sandbox(
+      flags, {"sh", "-c",
+              kProxyVars + "wget -q -O- http://allowed.test:8080/; " +
+                  raw_request("CONNECT www.allowed.test:22 HTTP/1.1") +
+                  raw_request("CONNECT www.allowed.test:443 HTTP/1.1") +
+                  raw_request("CONNECT allowed.test:443 HTTP/1.1") +
+                  raw_request("CONNECT allowed.test:22 HTTP/1.1")});
+  ASSERT_TRUE(run.record.is_object()) << run.err;
+  EXPECT_EQ(stdout_of(run), "allowed-ok\nHTTP/1.1 200 Connection established\r\n"
+                            "HTTP/1.1 403 Forbidden\r\nHTTP/1.1 403 Forbidden\r\n"
+                            "HTTP/1.1 403 Forbidden\r\n")
+      << run.record.dump(2);
+  const auto& blocked = run.record["events"]["blocked_connections"];
+  ASSERT_EQ(blocked.size(), 3u) << run.record.dump(2);
+  EXPECT_EQ(blocked[0]["reason"], "port 443 not allowed: *.allowed.test:20-22 opens 20-22 only");
+  EXPECT_EQ(blocked[1]["reason"], "port 443 not allowed: allowed.test:8080 opens 8080 only");
+}
+
+TEST_F(NetworkPolicy, MalformedAllowlistEntries_Exit125NamingTheEntry) {
+  const fs::path file = internet_->dir() / "allow";
+  for (const std::string entry : {"host:", "host:0", "host:65536", "host:22-21", ":22"}) {
+    CliRun flag = run_in_sandbox({"--net", "allow:ok.test," + entry}, {"true"});
+    EXPECT_EQ(flag.exit_code, 125) << entry;
+    EXPECT_TRUE(contains(flag.err, "allowlist entry '" + entry + "'")) << entry << ": " << flag.err;
+    std::ofstream(file) << "ok.test:443\n" << entry << "\n";
+    CliRun listed = run_in_sandbox({"--net", "allow:ok.test", "--net-allow-file", file}, {"true"});
+    EXPECT_EQ(listed.exit_code, 125) << entry;
+    EXPECT_TRUE(contains(listed.err, file.string() + ":2: allowlist entry '" + entry + "'"))
+        << entry << ": " << listed.err;
+  }
+}
+
+// --- the host itself (issue 38): the proxy runs in the host's network namespace ----------------
+
+// A TCP listener of the test's own on an address of the host (the host end of the test's veth):
+// connections complete in the backlog, so anything that connects gets through.
+class HostListener {
+ public:
+  explicit HostListener(const char* address) : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in sin{.sin_family = AF_INET, .sin_port = 0, .sin_addr = {}, .sin_zero = {}};
+    inet_pton(AF_INET, address, &sin.sin_addr);
+    socklen_t length = sizeof sin;
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&sin), sizeof sin) != 0 || listen(fd_, 16) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&sin), &length) != 0)
+      throw std::runtime_error(std::string("listen on ") + address + ": " + strerror(errno));
+    port_ = ntohs(sin.sin_port);
+  }
+  ~HostListener() { close(fd_); }
+  HostListener(const HostListener&) = delete;
+  HostListener& operator=(const HostListener&) = delete;
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_;
+  uint16_t port_ = 0;
+};
+
+TEST_P(AllowMode, AllowedNamePointingAtTheHostItself_Refused) {
+  HostListener service(kHostSide);  // a host service: reachable from the host, not through us
+  ASSERT_TRUE(host_reaches(kHostSide, service.port()));
+  const std::string target = "self.allowed.test:" + std::to_string(service.port());
+  const fs::path allow = internet_->dir() / "allow-self";
+  std::ofstream(allow) << target << "\n";
+  CliRun run = run_allowed(raw_request("CONNECT " + target + " HTTP/1.1"),
+                           {"--net-allow-file", allow.string()});
+  EXPECT_EQ(stdout_of(run), "HTTP/1.1 403 Forbidden\r\n") << run.record.dump(2);
+  const auto& blocked = run.record["events"]["blocked_connections"];
+  ASSERT_EQ(blocked.size(), 1u) << run.record.dump(2);
+  EXPECT_EQ(blocked[0]["port"], service.port());
+  EXPECT_TRUE(contains(blocked[0]["reason"], "resolves to blocked address: address of this host " +
+                                                 std::string(kHostSide) + " (sct"))
+      << run.record.dump(2);
+}
+
+// The same from inside the test internet's namespace, where its servers' addresses are the host's
+// own: an allowed name, and a range --net-allow-cidr opens, still do not reach them.
+TEST_P(AllowMode, HostAddressesInsideAnOpenedRange_Refused) {
+  std::vector<std::string> argv = {"/usr/bin/nsenter", "--net=/run/netns/" + internet_->netns(),
+                                   sandcell_binary(), "run", "--json", "--rootfs", test_rootfs(),
+                                   "--net", kAllowlist, "--net-hosts", internet_->hosts_file(),
+                                   "--net-transport", GetParam(), "--net-allow-cidr", "10.0.0.0/24",
+                                   "--", "sh", "-c",
+                                   kProxyVars + "wget -q -O- http://allowed.test/; "
+                                                "wget -q -O- http://internal.allowed.test/; " +
+                                       raw_request("CONNECT allowed.test:443 HTTP/1.1")};
+  CliRun run = run_program(argv);
+  ASSERT_TRUE(run.record.is_object()) << run.out << run.err;
+  EXPECT_EQ(stdout_of(run), "HTTP/1.1 403 Forbidden\r\n") << run.record.dump(2);
+  EXPECT_EQ(dropped_reason(run, "allowed.test", 80),
+            std::string("resolves to blocked address: address of this host ") + kAllowedIp +
+                " (" + "sct" + internet_->netns().substr(7) + "n)");
+  EXPECT_EQ(dropped_reason(run, "internal.allowed.test", 80),
+            std::string("resolves to blocked address: address of this host ") + kInternalIp +
+                " (lo)");
+  EXPECT_EQ(run.record["events"]["allowed_connections"], 0);
+}
+
+// --- every drop in the record (issue 38) --------------------------------------------------------
+
+TEST_F(NetworkPolicy, VethTransport_DirectConnectionsDroppedByTheHost_Recorded) {
+  CliRun run = run_allowed("veth", "sc-probe connect " + std::string(kAllowedIp) +
+                                       " 80; sc-probe udp-send " + kInternetSide +
+                                       " 53; sc-probe connect $h 22; echo h=$h");
+  const std::string out = stdout_of(run);
+  // Still dropped by the host's table, as before: the program sees timeouts.
+  EXPECT_TRUE(contains(out, "connect timeout\nudp timeout\nconnect timeout\n")) << out;
+  const std::string host = out.substr(out.find("h=") + 2, out.find('\n', out.find("h=")) - out.find("h=") - 2);
+  const std::string why = " dropped by the firewall: only the proxy is reachable";
+  EXPECT_EQ(dropped_reason(run, kAllowedIp, 80), "tcp" + why) << run.record.dump(2);
+  EXPECT_EQ(dropped_reason(run, kInternetSide, 53), "udp" + why) << run.record.dump(2);
+  EXPECT_EQ(dropped_reason(run, host, 22), "tcp" + why) << run.record.dump(2);
+  EXPECT_EQ(run.record["events"]["blocked_connections"].size(), 3u) << run.record.dump(2);
+}
+
+// Full mode over veth inside the test internet's namespace (forwarding turned on there, never on
+// the host): its servers' addresses are the "host's" own, which its input chain drops.
+TEST_F(NetworkPolicy, FullMode_ConnectionToTheHostItself_DroppedAndRecorded) {
+  sh("ip netns exec " + internet_->netns() + " sysctl -qw net.ipv4.ip_forward=1");
+  CliRun run = run_program({"/usr/bin/nsenter", "--net=/run/netns/" + internet_->netns(),
+                            sandcell_binary(), "run", "--json", "--rootfs", test_rootfs(), "--net",
+                            "full", "--net-transport", "veth", "--", "sc-probe", "connect",
+                            kAllowedIp, "80"});
+  ASSERT_TRUE(run.record.is_object()) << run.out << run.err;
+  // Dropped in the sandbox's own output hook: TCP retries the SYN until sc-probe gives up.
+  EXPECT_EQ(stdout_of(run), "connect timeout\n") << run.record.dump(2);
+  EXPECT_EQ(dropped_reason(run, kAllowedIp, 80),
+            "tcp dropped by the firewall: an address of this host")
+      << run.record.dump(2);
 }
 
 TEST_F(NetworkPolicy, DefaultTransport_SocketForAllowVethForFullAsRoot) {
@@ -580,6 +750,8 @@ TEST_F(NetworkPolicy, BadNetworkFlags_Exit125WithAMessage) {
            {{"--net", "allow:"}, "needs hosts"},
            {{"--net", "allow:a b.test"}, "a b.test"},
            {{"--net", "allow:x.test", "--net-allow-cidr", "10.0.0.1/8"}, "--net-allow-cidr"},
+           {{"--net", "allow:x.test", "--net-allow-cidr", "198.18.0.0/16"}, "overlaps 198.18.0.0/15"},
+           {{"--net", "full", "--net-allow-cidr", "0.0.0.0/0"}, "overlaps 198.18.0.0/15"},
            {{"--net-hosts", internet_->hosts_file()}, "--net-hosts needs"},
            {{"--net", "allow:x.test", "--net-allow-file", "/nonexistent"}, "nonexistent"},
            {{"--net-transport", "veth"}, "--net-transport needs"},

@@ -36,6 +36,7 @@ TEST(FuzzReplay, Dockerfile) { replay("dockerfile", fuzz::dockerfile); }
 TEST(FuzzReplay, SeccompProfile) { replay("seccomp_profile", fuzz::seccomp_profile); }
 TEST(FuzzReplay, ProxyRequest) { replay("proxy_request", fuzz::proxy_request); }
 TEST(FuzzReplay, HostName) { replay("host_name", fuzz::host_name); }
+TEST(FuzzReplay, Allowlist) { replay("allowlist", fuzz::allowlist); }
 TEST(FuzzReplay, ImageJson) { replay("image_json", fuzz::image_json); }
 TEST(FuzzReplay, CodeRequest) { replay("code_request", fuzz::code_request); }
 TEST(FuzzReplay, OciConfig) { replay("oci_config", fuzz::oci_config); }

@@ -13,8 +13,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sandcell/network/address_policy.hpp"
 #include "sandcell/network/host_policy.hpp"
@@ -168,6 +170,89 @@ TEST(Allowlist, FromFile_SkipsCommentsAndBlankLines) {
   EXPECT_TRUE(list.allows(normalise_host("x.wild.test")));
   EXPECT_EQ(list.entries().size(), 2u);
   EXPECT_THROW(Allowlist::from_file(dir.write("bad", "ok.test\nbad host\n")), Error);
+  try {
+    Allowlist::from_file(dir.write("port", "ok.test:443\nok.test:0\n"));
+    ADD_FAILURE() << "port 0 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(":2: allowlist entry 'ok.test:0'"), std::string::npos)
+        << e.what();
+  }
+}
+
+std::optional<std::string> refusal(const Allowlist& list, const char* host, uint16_t port,
+                                   bool connect) {
+  return list.refusal(normalise_host(host), port, connect);
+}
+
+TEST(Allowlist, BareHost_OpensConnect443AndHttp80Only) {
+  const auto list = Allowlist::parse("allow:allowed.test,*.wild.test");
+  for (const char* host : {"allowed.test", "a.wild.test"}) {
+    EXPECT_EQ(refusal(list, host, 443, true), std::nullopt) << host;
+    EXPECT_EQ(refusal(list, host, 80, false), std::nullopt) << host;
+    for (uint16_t port : {22, 25, 6379, 8080}) {
+      EXPECT_NE(refusal(list, host, port, true), std::nullopt) << host << ":" << port;
+      EXPECT_NE(refusal(list, host, port, false), std::nullopt) << host << ":" << port;
+    }
+    EXPECT_NE(refusal(list, host, 80, true), std::nullopt) << "CONNECT to 80: " << host;
+    EXPECT_NE(refusal(list, host, 443, false), std::nullopt) << "plain HTTP to 443: " << host;
+  }
+  EXPECT_EQ(*refusal(list, "allowed.test", 22, true),
+            "port 22 not allowed: allowed.test opens CONNECT to 443 and HTTP to 80 only");
+  EXPECT_EQ(*refusal(list, "other.test", 443, true), "not in allowlist");
+  EXPECT_EQ(*refusal(Allowlist::parse("192.0.2.7"), "192.0.2.8", 443, true), "ip literal");
+}
+
+TEST(Allowlist, HostPortRangesWildcardsAndIpv6_OpenExactlyTheirPorts) {
+  const auto list = Allowlist::parse(
+      "allow:git.test:22,apt.test:8000-8080,*.pkg.test:8443,[2001:db8::1]:443,192.0.2.7:5432");
+  EXPECT_EQ(refusal(list, "git.test", 22, true), std::nullopt);
+  EXPECT_EQ(refusal(list, "git.test", 22, false), std::nullopt);
+  EXPECT_NE(refusal(list, "git.test", 443, true), std::nullopt) << "a port replaces the default";
+  EXPECT_EQ(refusal(list, "apt.test", 8000, true), std::nullopt);
+  EXPECT_EQ(refusal(list, "apt.test", 8080, false), std::nullopt);
+  EXPECT_EQ(*refusal(list, "apt.test", 8081, true),
+            "port 8081 not allowed: apt.test:8000-8080 opens 8000-8080 only");
+  EXPECT_EQ(refusal(list, "a.b.pkg.test", 8443, true), std::nullopt);
+  EXPECT_NE(refusal(list, "pkg.test", 8443, true), std::nullopt);
+  EXPECT_NE(refusal(list, "a.pkg.test", 443, true), std::nullopt);
+  EXPECT_EQ(refusal(list, "[2001:DB8::1]", 443, true), std::nullopt);
+  EXPECT_EQ(refusal(list, "3221225991", 5432, true), std::nullopt);  // 192.0.2.7 in decimal
+  EXPECT_EQ(list.entries(),
+            (std::vector<std::string>{"192.0.2.7:5432", "[2001:db8::1]:443", "apt.test:8000-8080",
+                                      "git.test:22", "*.pkg.test:8443"}));
+  // Two entries for one host: either opens its ports.
+  const auto both = Allowlist::parse("allow:git.test,git.test:22");
+  EXPECT_EQ(refusal(both, "git.test", 22, true), std::nullopt);
+  EXPECT_EQ(refusal(both, "git.test", 443, true), std::nullopt);
+  EXPECT_EQ(*refusal(both, "git.test", 25, true),
+            "port 25 not allowed: git.test opens CONNECT to 443 and HTTP to 80 only; git.test:22 "
+            "opens 22 only");
+}
+
+std::string entry_error(const std::string& spec) {
+  try {
+    Allowlist::parse(spec);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Allowlist, MalformedPortsAndHosts_RefusedNamingTheEntry) {
+  for (const char* bad : {"host:", "host:0", "host:65536", "host:22-21", ":22", "host:+22",
+                          "host:0x16", "host: 22", "host:22-", "host:-22", "host:1-2-3",
+                          "host:99999999999", "[::1", "[::1]x", "[::1]:", "[a.test]:443",
+                          "*.host:0", "a*.host:443", "host:22:23x", "*.192.0.2.7:443"}) {
+    const std::string error = entry_error(bad);
+    EXPECT_NE(error.find(std::string("allowlist entry '") + bad + "'"), std::string::npos)
+        << bad << ": " << error;
+  }
+  EXPECT_NE(entry_error("host:").find("missing port"), std::string::npos);
+  EXPECT_NE(entry_error("host:65536").find("out of range"), std::string::npos);
+  EXPECT_NE(entry_error("host:22-21").find("backwards"), std::string::npos);
+  EXPECT_NE(entry_error(":22").find("missing host"), std::string::npos);
+  EXPECT_EQ(entry_error("host:1-65535"), "");
+  EXPECT_EQ(entry_error("::1"), "") << "a bare IPv6 literal is an address, not a host and port";
 }
 
 // --- addresses -------------------------------------------------------------------------------
@@ -228,6 +313,30 @@ TEST(AddressPolicy, AllowCidr_OpensOnlyThatRange) {
             "link-local/metadata 169.254.0.0/16");
 }
 
+TEST(AddressPolicy, AllowCidr_OverlappingSandcellsOwnRange_Refused) {
+  for (const char* range : {"198.18.0.0/15", "198.19.4.0/30", "198.18.0.1", "198.0.0.0/8",
+                            "0.0.0.0/0", "::ffff:198.18.0.1", "::ffff:0:0/96", "::/0"}) {
+    try {
+      AddressPolicy({Cidr::parse(range)});
+      ADD_FAILURE() << range << " opened";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("overlaps 198.18.0.0/15"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_NO_THROW(AddressPolicy({Cidr::parse("198.20.0.0/16"), Cidr::parse("198.16.0.0/15")}));
+}
+
+TEST(AddressPolicy, AddressOfThisHost_LoopbackUnspecifiedAndMappedForms) {
+  for (const char* a : {"127.0.0.1", "127.0.0.2", "127.255.255.254", "0.0.0.0", "0.1.2.3", "::1",
+                        "::", "::ffff:127.0.0.2", "::ffff:0.0.0.0"}) {
+    EXPECT_NE(address_of_this_host(*IpAddress::parse(a)), std::nullopt) << a;
+  }
+  // 2001:db8::/32 and 203.0.113.0/24 are documentation ranges no real interface carries.
+  for (const char* a : {"203.0.113.77", "2001:db8::77", "::ffff:203.0.113.77"})
+    EXPECT_EQ(address_of_this_host(*IpAddress::parse(a)), std::nullopt) << a;
+}
+
 TEST(AddressPolicy, CidrParse_RejectsBadRanges) {
   EXPECT_EQ(Cidr::parse("10.0.0.0/8").to_string(), "10.0.0.0/8");
   EXPECT_EQ(Cidr::parse("192.0.2.1").prefix_length(), 32u);
@@ -272,6 +381,29 @@ TEST(ResolvConf, LoopbackStub_IsReplacedByUpstreams) {
   const auto direct =
       dir.write("direct", "nameserver 192.168.1.1 # router\nnameserver 192.168.1.1\n");
   EXPECT_EQ(sandbox_dns(direct, upstream).resolv_conf, "nameserver 192.168.1.1\n");
+}
+
+TEST(SandboxFilter, HostAddresses_DroppedAndRememberedBeforeOpenedRanges) {
+  const std::string script = sandbox_filter_script(
+      {Cidr::parse("10.0.0.0/8")}, {},
+      {*IpAddress::parse("10.0.0.5"), *IpAddress::parse("203.0.113.5"),
+       *IpAddress::parse("10.0.0.5"), *IpAddress::parse("2001:db8::5")});
+  const std::string host_rule =
+      "output ip daddr { 10.0.0.5, 203.0.113.5 } meta l4proto { tcp, udp } add @dropped { ip "
+      "daddr . meta l4proto . th dport } drop\n";
+  ASSERT_NE(script.find(host_rule), std::string::npos) << script;
+  EXPECT_LT(script.find(host_rule), script.find("output ip daddr { 10.0.0.0/8 } accept")) << script;
+}
+
+TEST(SandboxFilter, ProxyOnly_RemembersAllButTheProxyAndDropsNothing) {
+  const std::string script = proxy_only_filter_script(*IpAddress::parse("198.18.0.1"), 40000);
+  EXPECT_NE(script.find("output ip daddr 198.18.0.1 tcp dport 40000 accept\n"), std::string::npos)
+      << script;
+  EXPECT_NE(script.find("output meta nfproto ipv4 meta l4proto { tcp, udp } add @dropped { ip "
+                        "daddr . meta l4proto . th dport }\n"),
+            std::string::npos)
+      << script;
+  EXPECT_EQ(script.find(" drop\n"), std::string::npos) << "the host's table drops: " << script;
 }
 
 TEST(SandboxFilter, DropsBlockedRangesButOpensResolversOnPort53AndAllowedCidrs) {
@@ -387,7 +519,7 @@ class ProxyTest : public ::testing::Test {
     // httplib's stop() is a no-op until the accept loop runs: wait for it, or TearDown hangs.
     while (!upstream_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     hosts_ = dir_.write("hosts",
-                        "127.0.0.1 allowed.test a.wild.test unlisted.test\n"
+                        "127.0.0.1 allowed.test a.wild.test unlisted.test\n127.0.0.99 self.wild.test\n"
                         "169.254.169.254 meta.test\n"
                         "192.0.2.1 mixed.test\n127.0.0.1 mixed.test\n");
   }
@@ -396,12 +528,20 @@ class ProxyTest : public ::testing::Test {
     upstream_thread_.join();
   }
 
-  // The upstream is on loopback, so reaching it needs the 127/8 override.
+  // The upstream is on loopback, so reaching it needs the 127/8 override, and a narrower idea of
+  // the host's own addresses than the proxy's (which always include 127/8): only 127.0.0.99.
+  // AddressOfThisHost_RefusedWhateverAllowCidrOpens runs the real one. The upstream's port is
+  // ephemeral: allowed.test and *.wild.test open all ports above 1023.
   ProxyConfig config(bool open_loopback = true) const {
     ProxyConfig c;
-    c.allowlist = Allowlist::parse("allow:allowed.test,*.wild.test,meta.test,mixed.test");
+    c.allowlist = Allowlist::parse(
+        "allow:allowed.test:1024-65535,*.wild.test:1024-65535,meta.test,mixed.test");
     c.resolver = Resolver::from_hosts_file(hosts_);
     if (open_loopback) c.address_policy = AddressPolicy({Cidr::parse("127.0.0.0/8")});
+    c.host_address = [](const IpAddress& a) -> std::optional<std::string> {
+      if (a == *IpAddress::parse("127.0.0.99")) return "the test's host address";
+      return std::nullopt;
+    };
     c.idle_timeout = std::chrono::seconds(5);
     c.connect_timeout = std::chrono::seconds(2);
     return c;
@@ -452,6 +592,41 @@ TEST_F(ProxyTest, Connect_NotInAllowlist_403AndLogged) {
   EXPECT_EQ(proxy.allowed_count(), 0u);
 }
 
+TEST_F(ProxyTest, Connect_PortNotOpened_403NamingTheRuleAndLogged) {
+  Proxy proxy(config());
+  const auto reply = Connection(proxy.port()).exchange("CONNECT meta.test:22 HTTP/1.1\r\n\r\n");
+  const std::string rule = "port 22 not allowed: meta.test opens CONNECT to 443 and HTTP to 80 only";
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 Forbidden")) << reply;
+  EXPECT_TRUE(reply.ends_with("\r\n\r\n" + rule + "\n")) << reply;
+  const auto get = Connection(proxy.port()).exchange("GET http://allowed.test:80/ HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(get.starts_with("HTTP/1.1 403 Forbidden")) << get;
+  const auto blocked = proxy.blocked();
+  ASSERT_EQ(blocked.size(), 2u);
+  EXPECT_EQ(blocked[0].host, "meta.test");
+  EXPECT_EQ(blocked[0].port, 22);
+  EXPECT_EQ(blocked[0].reason, rule);
+  EXPECT_EQ(blocked[1].reason,
+            "port 80 not allowed: allowed.test:1024-65535 opens 1024-65535 only");
+  EXPECT_EQ(proxy.allowed_count(), 0u);
+}
+
+TEST_F(ProxyTest, Connect_AddressOfThisHost_RefusedWhateverAllowCidrOpens) {
+  Proxy seam(config());  // the test's narrower host: 127.0.0.99 only
+  Connection(seam.port()).exchange("CONNECT self.wild.test:" + std::to_string(upstream_port_) +
+                                   " HTTP/1.1\r\n\r\n");
+  ASSERT_EQ(seam.blocked().size(), 1u);
+  EXPECT_EQ(seam.blocked()[0].reason, "resolves to blocked address: the test's host address");
+  auto real = config();
+  real.host_address = address_of_this_host;  // what a run uses: 127/8 is the host's own
+  Proxy proxy(std::move(real));
+  const auto reply =
+      Connection(proxy.port()).exchange("CONNECT " + target("allowed.test") + " HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 403")) << reply;
+  ASSERT_EQ(proxy.blocked().size(), 1u);
+  EXPECT_EQ(proxy.blocked()[0].reason, "resolves to blocked address: this host's loopback");
+  EXPECT_EQ(proxy.allowed_count(), 0u);
+}
+
 TEST_F(ProxyTest, Connect_NameResolvingToLoopback_BlockedWithoutOverride) {
   Proxy proxy(config(false));
   const auto reply =
@@ -470,7 +645,7 @@ TEST_F(ProxyTest, Connect_AnyBlockedAddressOfAName_Refuses) {
 
 TEST_F(ProxyTest, Connect_MetadataAddress_BlockedEvenWithLoopbackOpen) {
   Proxy proxy(config());
-  const auto reply = Connection(proxy.port()).exchange("CONNECT meta.test:80 HTTP/1.1\r\n\r\n");
+  const auto reply = Connection(proxy.port()).exchange("CONNECT meta.test:443 HTTP/1.1\r\n\r\n");
   EXPECT_TRUE(reply.starts_with("HTTP/1.1 403")) << reply;
   EXPECT_EQ(proxy.blocked().at(0).reason, "resolves to blocked address 169.254.169.254");
 }

@@ -32,6 +32,7 @@ class Cidr {
   static Cidr parse(std::string_view text);
   Cidr(IpAddress network, unsigned prefix_length);
   bool contains(const IpAddress& address) const;
+  bool overlaps(const Cidr& other) const;
   const IpAddress& network() const { return network_; }
   unsigned prefix_length() const { return prefix_length_; }
   std::string to_string() const;
@@ -46,9 +47,18 @@ class Cidr {
 // 192.168/16 198.18/15 224/4 240/4 (which covers 255.255.255.255).
 const std::vector<Cidr>& blocked_ipv4_ranges();
 
+// sandcell's own addresses: every veth pair's /30 and the allowlist proxies listening on their
+// host ends (veth.hpp). No `--net-allow-cidr` may open any part of it, or one sandbox could
+// reach another's proxy and tunnel out under that sandbox's allowlist and record.
+const Cidr& sandcell_range();
+// Throws Error::invalid when `allowed` overlaps sandcell_range() (or its IPv4-mapped form).
+void check_openable(const Cidr& allowed);
+
 class AddressPolicy {
  public:
-  explicit AddressPolicy(std::vector<Cidr> allowed = {}) : allowed_(std::move(allowed)) {}
+  AddressPolicy() = default;
+  // Throws Error::invalid when a range may not be opened (check_openable).
+  explicit AddressPolicy(std::vector<Cidr> allowed);
 
   // The name of the blocked range the address falls in ("link-local 169.254.0.0/16"), or nullopt
   // when the proxy may connect to it. An allow-cidr range that contains the address (or the IPv4
@@ -61,5 +71,15 @@ class AddressPolicy {
  private:
   std::vector<Cidr> allowed_;
 };
+
+// Why `address` is the host itself as seen from the calling thread's network namespace ("address
+// of this host 203.0.113.5 (eth0)"), or nullopt. Asked afresh on every call (getifaddrs): an
+// address added after the proxy started counts too. Besides every interface address: 0.0.0.0/8
+// and :: (a connect to them reaches the host), all of 127.0.0.0/8 and ::1, and the IPv4
+// addresses inside IPv4-mapped IPv6 ones. Fails closed: when the addresses cannot be listed,
+// every address is refused with the reason.
+std::optional<std::string> address_of_this_host(const IpAddress& address);
+// Every interface address of the calling thread's network namespace, now. Throws Error.
+std::vector<IpAddress> addresses_of_this_host();
 
 }  // namespace sandcell::network

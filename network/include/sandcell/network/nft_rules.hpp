@@ -103,9 +103,19 @@ class SandboxFirewall {
 // dynamic sets `dropped` (IPv4: address . protocol . port, 0 for ICMP and other protocols) and
 // `dropped6` (IPv6 TCP and UDP; the kernel's own ICMPv6 chatter is dropped unremembered), at most
 // kDroppedFlowsKept each, so the run's record can name its blocked connections.
+// `host_addresses` (full mode over veth): the host's own IPv4 addresses when the run started.
+// The host's table drops whatever the sandbox sends them (its input chain takes only the proxy),
+// so they are dropped here first, before any opened range, and remembered like the others.
 inline constexpr unsigned kDroppedFlowsKept = 256;
 std::string sandbox_filter_script(const std::vector<Cidr>& allowed_cidrs,
-                                  const std::vector<IpAddress>& resolvers);
+                                  const std::vector<IpAddress>& resolvers,
+                                  const std::vector<IpAddress>& host_addresses = {});
+
+// Allow mode over veth: the same table in the sandbox's netns, remembering (in `dropped` and
+// `dropped6`) every packet that leaves for anything but TCP to the proxy. It drops nothing itself:
+// the host's table drops those packets (nft_rules.hpp, above), and the program sees what it saw
+// before, a timeout; the record now says where they went.
+std::string proxy_only_filter_script(const IpAddress& proxy, uint16_t proxy_port);
 
 // One destination the sandbox filter dropped packets to.
 struct DroppedFlow {
@@ -122,6 +132,8 @@ class SandboxFilter {
   // Opens the netns of `sandbox_pid` and installs sandbox_filter_script() there. Throws Error.
   SandboxFilter(pid_t sandbox_pid, const std::vector<Cidr>& allowed_cidrs,
                 const std::vector<IpAddress>& resolvers);
+  // The same with another script (sandbox_filter_script() or proxy_only_filter_script()).
+  SandboxFilter(pid_t sandbox_pid, const std::string& script);
   // Every destination dropped so far (each once). Throws Error.
   std::vector<DroppedFlow> dropped() const;
   // Lets the netns go (the kernel tears it down when nothing else holds it).

@@ -10,12 +10,17 @@
 // listed), resolved by the proxy's own resolver, and refused when ANY resolved address is in a
 // blocked range (a name that resolves to a public and a metadata address is refused, not
 // filtered). The proxy then connects to exactly the address it checked; there is no second
-// resolution. Any destination port is allowed: the allowlist names hosts, and the address policy
-// already keeps the proxy off the host's own and internal services.
+// resolution. Ports: an entry opens its own (HOST:PORT, HOST:LOW-HIGH) or, bare, 443 to CONNECT
+// and 80 to plain HTTP (host_policy.hpp). The proxy runs in the host's network namespace, so no
+// address of the host itself is ever a destination, whatever --net-allow-cidr opens: asked at
+// every request (address_of_this_host), so an allowed name pointed at the host's public address
+// cannot reach sshd or anything else listening there.
 #include <netinet/in.h>
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +38,9 @@ struct ProxyConfig {
   uint16_t listen_port = 0;                  // 0: the kernel picks one; see Proxy::port()
   Allowlist allowlist;
   AddressPolicy address_policy;
+  // The host's own addresses, checked on every resolved address after address_policy. Unit tests
+  // whose upstream listens on loopback give a narrower one.
+  std::function<std::optional<std::string>(const IpAddress&)> host_address = address_of_this_host;
   Resolver resolver = Resolver::system();
   size_t max_clients = 64;  // further connections get 503 and are closed
   size_t max_header_bytes = 16 * 1024;
