@@ -15,7 +15,12 @@ struct HttpApiOptions {
   std::string token{};   // required for TCP; ignored on a unix socket (its mode 0600 guards it)
   int max_running = 2;
   int max_queued = 64;
-  size_t max_body_bytes = 32u << 20;
+  size_t max_body_bytes = 32u << 20;   // decoded, whatever the framing (chunked too)
+  // Slow clients: the whole request head must arrive within this time, and one source address
+  // holds at most this many connections (the worker pool has that many threads beyond
+  // running + queued work, so one client cannot starve /v1/health or admitted requests).
+  double head_timeout_seconds = 10;
+  int max_connections_per_client = 8;
   std::string default_skill = "python";  // for file transfers without ?skill=
 };
 
