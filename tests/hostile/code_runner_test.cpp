@@ -185,15 +185,15 @@ TEST_F(HostileCode, InputFilesCannotReplaceTheRunnersOwnFiles) {
     nlohmann::json request = {{"skill", "probe"},
                               {"code", "echo mine"},
                               {"session", "s1"},
-                              {"files", {{{"path", path}, {"content", "echo theirs\n"}}}}};
+                              {"files", {{{"path", path}, {"content_base64", "ZWNobyB0aGVpcnMK"}}}}};  // "echo theirs"
     CliRun r =
         run_sandcell({"--root", store(), "code", "--skills-dir", (tree_.path / "skills").string(),
                       "--sessions-dir", sessions(), "--request-json", "-"},
                      request.dump());
     ASSERT_TRUE(r.record.is_object()) << r.out << r.err;
-    EXPECT_TRUE(r.record.contains("error") && r.record["error"].is_object())
-        << path << ": " << r.out;
-    EXPECT_EQ(r.out.find("theirs"), std::string::npos) << path;
+    EXPECT_EQ(r.out.find("theirs"), std::string::npos) << path << " replaced the code: " << r.out;
+    ASSERT_TRUE(r.record.contains("error") && r.record["error"].is_object()) << path << ": " << r.out;
+    EXPECT_NE(r.record["error"].value("message", "").find("runner's own"), std::string::npos) << r.out;
   }
 }
 
