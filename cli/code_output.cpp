@@ -60,7 +60,7 @@ void save_gets(const agent::CodeResult& r, const std::vector<std::string>& gets)
   }
 }
 
-// The artifact's path below the artifacts directory, or why it is not saved.
+// The artifact's path below the artifacts directory; nullopt (and `why`) when it is not saved.
 std::optional<std::string> artifact_relative(const std::string& path, const ArtifactsTarget& target, std::string& why) {
   std::string root = target.workspace_root.empty() ? "/workspace" : target.workspace_root;
   while (root.size() > 1 && root.back() == '/') root.pop_back();
@@ -68,8 +68,9 @@ std::optional<std::string> artifact_relative(const std::string& path, const Arti
   for (size_t start = 0; start < rel.size();) {
     size_t end = std::min(rel.find('/', start), rel.size());
     std::string_view part(rel.data() + start, end - start);
-    if (part.empty() || part == "." || part == "..") return why = "not a plain relative path", std::nullopt;
-    if (part[0] == '.' && !target.dotfiles) return why = "a dot-file (--artifacts-dotfiles saves it)", std::nullopt;
+    if (part.empty() || part == "." || part == "..") why = "not a plain relative path";
+    else if (part[0] == '.' && !target.dotfiles) why = "a dot-file (--artifacts-dotfiles saves it)";
+    if (!why.empty()) return std::nullopt;
     start = end + 1;
   }
   return rel;

@@ -31,7 +31,7 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
                   "Seconds a client has to send a request's whole head; slower ones are closed")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--max-connections-per-client", options->max_connections_per_client,
-                  "Open connections one client address may hold; more are closed at once")
+                  "Connections of one client address that may wait for a request head (slow ones); beyond it 1 s each, from 4x on 429")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--skill", options->default_skill, "Skill for file transfers without ?skill=")->capture_default_str();
   add_ceiling_flags(cmd, *ceilings, true);

@@ -163,26 +163,23 @@ bool GuardedServer::body_over_limit() {
   return current && current->body_too_large;
 }
 
-bool GuardedServer::admit_client(const std::string& address) {
-  if (address.empty()) return true;  // a unix socket: its mode is the guard
+GuardedServer::HeadSlot GuardedServer::enter_head(const std::string& client) {
+  if (client.empty()) return HeadSlot::Normal;  // a unix socket: its mode is the guard
   std::lock_guard lock(clients_mutex_);
-  int& open = clients_[address];
-  if (open >= bounds_.max_connections_per_client) {
-    if (open == 0) clients_.erase(address);
-    return false;
-  }
-  ++open;
-  return true;
+  int& waiting = clients_[client];
+  if (waiting >= 4 * bounds_.max_connections_per_client) return HeadSlot::Refused;
+  return ++waiting > bounds_.max_connections_per_client ? HeadSlot::Crowded : HeadSlot::Normal;
 }
 
-void GuardedServer::leave_client(const std::string& address) {
-  if (address.empty()) return;
+void GuardedServer::leave_head(const std::string& client) {
+  if (client.empty()) return;
   std::lock_guard lock(clients_mutex_);
-  if (--clients_[address] <= 0) clients_.erase(address);
+  if (--clients_[client] <= 0) clients_.erase(client);
 }
 
-// httplib's keep-alive loop (process_server_socket_core), with a head deadline per request.
-void GuardedServer::serve_connection(socket_t sock) {
+// httplib's keep-alive loop (process_server_socket_core), with a deadline from the moment a
+// connection starts waiting for a request to the end of its head, counted per client.
+void GuardedServer::serve_connection(socket_t sock, const std::string& client) {
   ConnectionState state;
   current = &state;
   const auto io_timeout =
@@ -190,14 +187,26 @@ void GuardedServer::serve_connection(socket_t sock) {
   BoundedStream stream(sock, state, bounds_,
                        std::chrono::duration_cast<std::chrono::milliseconds>(io_timeout));
   for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-    if (!stream.has_buffered() &&
-        !wait_for(sock, POLLIN, std::chrono::seconds(keep_alive_timeout_sec_)))
+    HeadSlot slot = enter_head(client);
+    if (slot == HeadSlot::Refused) {
+      static constexpr std::string_view kRefused =
+          "HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+      (void)send(sock, kRefused.data(), kRefused.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       break;
-    state = ConnectionState{.head_deadline = Clock::now() + bounds_.head_timeout};
-    bool connection_closed = false;
-    bool ok = process_request(stream, left == 1, connection_closed, [](httplib::Request&) {
-      current->in_head = false;  // called once the headers are read, before any body byte
-    });
+    }
+    const auto timeout =
+        slot == HeadSlot::Normal ? bounds_.head_timeout : bounds_.crowded_head_timeout;
+    state = ConnectionState{.head_deadline = Clock::now() + timeout};
+    const auto idle =
+        std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(keep_alive_timeout_sec_));
+    bool ok = false, connection_closed = false;
+    if (stream.has_buffered() || wait_for(sock, POLLIN, idle))
+      ok =
+          process_request(stream, left == 1, connection_closed, [this, &client](httplib::Request&) {
+            current->in_head = false;  // called once the headers are read, before any body byte
+            leave_head(client);
+          });
+    if (state.in_head) leave_head(client);  // the head never came
     if (state.close_after) {
       close_after_early_answer(sock);
       break;
@@ -208,11 +217,7 @@ void GuardedServer::serve_connection(socket_t sock) {
 }
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
-  const std::string client = peer_of(sock).first;
-  if (admit_client(client)) {
-    serve_connection(sock);
-    leave_client(client);
-  }
+  serve_connection(sock, peer_of(sock).first);
   shutdown(sock, SHUT_RDWR);
   close(sock);
   return true;

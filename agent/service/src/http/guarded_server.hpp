@@ -18,8 +18,12 @@ struct ConnectionBounds {
   // second must not hold a worker thread for longer.
   std::chrono::milliseconds head_timeout{10000};
   size_t max_head_bytes = 64 << 10;
-  int max_connections_per_client = 8;  // per source address on TCP
-  size_t max_body_bytes = 32u << 20;   // decoded; on the wire at most 1/8 more (chunk framing)
+  // Connections of one source address (TCP) waiting for a request head: this many get the
+  // head_timeout; beyond it they get crowded_head_timeout (a prompt client in a burst is still
+  // served); from 4 times this many on, new ones are answered 429 and closed at once.
+  int max_connections_per_client = 16;
+  std::chrono::milliseconds crowded_head_timeout{1000};
+  size_t max_body_bytes = 32u << 20;  // decoded; on the wire at most 1/8 more (chunk framing)
 };
 
 class GuardedServer : public httplib::Server {
@@ -32,14 +36,16 @@ class GuardedServer : public httplib::Server {
   static bool body_over_limit();
 
  private:
+  enum class HeadSlot { Normal, Crowded, Refused };
+
   bool process_and_close_socket(socket_t sock) override;
-  bool admit_client(const std::string& address);
-  void leave_client(const std::string& address);
-  void serve_connection(socket_t sock);
+  HeadSlot enter_head(const std::string& client);
+  void leave_head(const std::string& client);
+  void serve_connection(socket_t sock, const std::string& client);
 
   ConnectionBounds bounds_;
   std::mutex clients_mutex_;
-  std::map<std::string, int> clients_;  // open connections per source address
+  std::map<std::string, int> clients_;  // connections waiting for a head, per source address
 };
 
 }  // namespace sandcell::agent_service

@@ -84,10 +84,11 @@ HttpApi::HttpApi(Executor& executor, HttpApiOptions options)
     throw Error::invalid("--max-running must be at least 1 and --max-queued at least 0");
   // Every queued request waits in a server thread, so the pool must hold running + queued
   // + a few for health checks and 429 answers; otherwise httplib's own unbounded queue
-  // would hide the limit. And one client's connections, however slow: they cannot take the
-  // threads admitted work and health checks need.
-  size_t threads =
-      static_cast<size_t>(s.options.max_running + s.options.max_queued + s.options.max_connections_per_client + 4);
+  // would hide the limit. And the connections one client may have waiting for a head (4 times
+  // --max-connections-per-client, GuardedServer): however slow, they cannot take the threads
+  // admitted work and health checks need.
+  size_t threads = static_cast<size_t>(s.options.max_running + s.options.max_queued +
+                                       4 * s.options.max_connections_per_client + 4);
   s.server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.server.set_payload_max_length(s.options.max_body_bytes);
   s.server.set_socket_options([&s](socket_t sock) {
