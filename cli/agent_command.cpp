@@ -38,6 +38,7 @@ void print_progress(const svc::Json& r) {
 }
 
 int run_agent_command(AgentFlags& f, const Globals& globals) {
+  agent::check_ceilings(f.ceilings);
   std::string config = f.config_file;
   if (config.empty()) config = std::getenv("SANDCELL_AGENT_CONFIG") ? std::getenv("SANDCELL_AGENT_CONFIG") : globals->store_root() + "/agent.json";
   auto model = svc::make_chat_model(svc::resolve_provider_config(f.provider, config));

@@ -24,6 +24,7 @@ void add_mcp_command(CLI::App& app, Action& action, const Globals& globals) {
       "versions 2024-11-05 to 2025-11-25 (initialize) and 2026-07-28 (server/discover, _meta).");
   cmd->callback([&action, options, bin, ceilings, globals] {
     action = [options, bin, ceilings, globals] {
+      agent::check_ceilings(*ceilings);  // a bad one fails here, not at the first call
       auto executor = agent_service::make_subprocess_executor({*bin, globals->root, ceiling_args(*ceilings)});
       return agent_service::serve_mcp_stdio(*executor, *options);
     };

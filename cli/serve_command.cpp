@@ -49,6 +49,7 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
     action = [options, bin, ceilings, max_body_mb, globals] {
       if (options->token.empty() && std::getenv("SANDCELL_TOKEN")) options->token = std::getenv("SANDCELL_TOKEN");
       options->max_body_bytes = *max_body_mb << 20;
+      agent::check_ceilings(*ceilings);  // a bad one fails here, not at the first request
       auto executor = agent_service::make_subprocess_executor({*bin, globals->root, ceiling_args(*ceilings)});
       return agent_service::serve_http_until_signal(*executor, *options);
     };
