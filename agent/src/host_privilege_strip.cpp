@@ -60,55 +60,71 @@ void strip_fd(int fd, const struct stat& st, const std::string& path, PrivilegeS
   }
 }
 
-struct PrivilegeWalk {
-  int max_depth;
-  PrivilegeStrip& out;
-
-  void entry(int dir_fd, const std::string& name, const std::string& path, int depth) {
-    struct stat st;
-    if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno == ENOENT) return;
-      throw Error(errno, "stat " + path);
-    }
-    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
-      if (unlinkat(dir_fd, name.c_str(), 0) == 0)
-        ++out.nodes_removed;
-      else if (!refused_as_not_ours(st))
-        throw Error(errno, "remove the device node " + path);
-      return;
-    }
-    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-      return;  // symlinks, FIFOs, sockets: no privilege
-    // O_NONBLOCK|O_NOFOLLOW: the entry cannot have become a FIFO or symlink that blocks or leads
-    // out; nothing runs in the sandbox any more, but the check costs nothing.
-    int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-                (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0);
-    UniqueFd fd(openat(dir_fd, name.c_str(), flags));
-    if (!fd && refused_as_not_ours(st)) return;
-    if (!fd) throw Error(errno, "open " + path);
-    check(fstat(fd.get(), &st), "stat " + path);
-    strip_fd(fd.get(), st, path, out);
-    if (S_ISDIR(st.st_mode)) walk(fd.get(), path, depth + 1);
+// Strips one entry; returns true for a directory to descend into.
+bool strip_entry(int dir_fd, const std::string& name, const std::string& path,
+                 PrivilegeStrip& out) {
+  struct stat st;
+  if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return false;
+    throw Error(errno, "stat " + path);
   }
-
-  void walk(int dir_fd, const std::string& path, int depth) {
-    if (depth > max_depth) {
-      out.depth_limited = true;
-      return;
-    }
-    for (const std::string& name : entry_names(dir_fd))
-      entry(dir_fd, name, path + "/" + name, depth);
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    if (unlinkat(dir_fd, name.c_str(), 0) == 0)
+      ++out.nodes_removed;
+    else if (!refused_as_not_ours(st))
+      throw Error(errno, "remove the device node " + path);
+    return false;
   }
-};
+  if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return false;  // symlinks, FIFOs, sockets
+  // O_NONBLOCK|O_NOFOLLOW: the entry cannot have become a FIFO or symlink that blocks or leads
+  // out; nothing runs in the sandbox any more, but the check costs nothing.
+  int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+              (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0);
+  UniqueFd fd(openat(dir_fd, name.c_str(), flags));
+  if (!fd && refused_as_not_ours(st)) return false;
+  if (!fd) throw Error(errno, "open " + path);
+  check(fstat(fd.get(), &st), "stat " + path);
+  strip_fd(fd.get(), st, path, out);
+  return S_ISDIR(st.st_mode);
+}
 
 }  // namespace
 
-PrivilegeStrip strip_host_privileges(int dir_fd, int max_depth) {
+// Depth first with one directory open at a time, coming back up through "..": the code chooses
+// how deep its tree is, and neither PATH_MAX nor the fd limit may leave a part of it unstripped.
+// ".." is safe here: nothing runs in the sandbox any more and the session (if any) is locked.
+PrivilegeStrip strip_host_privileges(int dir_fd) {
   PrivilegeStrip out;
   struct stat st;
   check(fstat(dir_fd, &st), "stat the workspace");
   strip_fd(dir_fd, st, "/workspace", out);
-  PrivilegeWalk{max_depth, out}.walk(dir_fd, "/workspace", 1);
+  UniqueFd cur(openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!cur) throw Error(errno, "open the workspace");
+  std::string path = "/workspace";
+  auto level = [&] {  // the subdirectories of `cur`, every entry stripped
+    std::vector<std::string> subdirs;
+    for (const std::string& name : entry_names(cur.get()))
+      if (strip_entry(cur.get(), name, path + "/" + name, out)) subdirs.push_back(name);
+    return subdirs;
+  };
+  std::vector<std::vector<std::string>> pending{level()};
+  while (!pending.empty()) {
+    if (pending.back().empty()) {
+      pending.pop_back();
+      if (pending.empty()) break;
+      cur = UniqueFd(openat(cur.get(), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!cur) throw Error(errno, "open the parent of " + path);
+      path.erase(path.rfind('/'));
+      continue;
+    }
+    std::string name = std::move(pending.back().back());
+    pending.back().pop_back();
+    UniqueFd sub(openat(cur.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub) continue;  // gone, or another user's (rootless): strip_entry has said which
+    cur = std::move(sub);
+    path += "/" + name;
+    pending.push_back(level());
+  }
   return out;
 }
 

@@ -12,12 +12,10 @@ struct PrivilegeStrip {
   uint64_t modes_cleared = 0;   // setuid/setgid bits taken off files and directories
   uint64_t xattrs_removed = 0;  // file capabilities and ACLs
   uint64_t nodes_removed = 0;   // character and block devices
-  bool depth_limited = false;   // a tree deeper than the walk's bound (the private run
-                                // directory still keeps every other host user out)
 };
 
-// Walks the tree under `dir_fd` without following symlinks. Throws Error on a failure to
-// clear what it found (never leaves a privileged file behind silently).
-PrivilegeStrip strip_host_privileges(int dir_fd, int max_depth = 256);
+// Walks the tree under `dir_fd`, at any depth, without following symlinks. Throws Error on a
+// failure to clear what it found (never leaves a privileged file behind silently).
+PrivilegeStrip strip_host_privileges(int dir_fd);
 
 }  // namespace sandcell::agent

@@ -109,6 +109,31 @@ TEST(WorkspacePrivileges, SetuidAndSetgidBitsAreStripped) {
   fs::remove_all(root);
 }
 
+// The code chooses how deep its tree is: a setuid file below PATH_MAX (and below any fd budget
+// a walk holding one fd per level would need) is stripped too.
+TEST(WorkspacePrivileges, FilesDeeperThanPathMaxAreStripped) {
+  namespace fs = std::filesystem;
+  std::string root = (fs::temp_directory_path() / "sc-strip-deep-XXXXXX").string();
+  ASSERT_NE(mkdtemp(root.data()), nullptr);
+  int fd = open(root.c_str(), O_RDONLY | O_DIRECTORY);
+  const std::string name(200, 'd');
+  for (int level = 0; level < 30; ++level) {  // 30 * 201 bytes: past PATH_MAX (4096)
+    ASSERT_EQ(mkdirat(fd, name.c_str(), 0755), 0);
+    int sub = openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
+    close(fd);
+    fd = sub;
+  }
+  int file = openat(fd, "deep", O_WRONLY | O_CREAT, 0755);
+  ASSERT_EQ(fchmod(file, 04755), 0);
+  close(file);
+  Workspace(root).strip_privileges();
+  struct stat st {};
+  ASSERT_EQ(fstatat(fd, "deep", &st, 0), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  close(fd);
+  EXPECT_EQ(system(("rm -rf " + root).c_str()), 0);
+}
+
 // A workspace deeper than PATH_MAX (the code chooses its depth): `sessions list` counted the
 // bytes up to the first name too long and stopped.
 TEST(SessionSizes, CountFilesDeeperThanPathMax) {
