@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "request_ceiling_flags.hpp"
 #include "sandcell/agent_service/agent.hpp"
 
 namespace sandcell::cli {
@@ -16,6 +17,7 @@ struct AgentFlags {
   svc::ProviderConfig provider;
   svc::AgentOptions agent;
   std::string config_file, sandcell_bin;
+  agent::RequestCeilings ceilings;
   int max_time_s = 600;
   bool no_tools = false, json = false;
 };
@@ -36,10 +38,11 @@ void print_progress(const svc::Json& r) {
 }
 
 int run_agent_command(AgentFlags& f, const Globals& globals) {
+  agent::check_ceilings(f.ceilings);
   std::string config = f.config_file;
   if (config.empty()) config = std::getenv("SANDCELL_AGENT_CONFIG") ? std::getenv("SANDCELL_AGENT_CONFIG") : globals->store_root() + "/agent.json";
   auto model = svc::make_chat_model(svc::resolve_provider_config(f.provider, config));
-  auto executor = svc::make_subprocess_executor({f.sandcell_bin, globals->root});
+  auto executor = svc::make_subprocess_executor({f.sandcell_bin, globals->root, ceiling_args(f.ceilings)});
   svc::Transcript transcript(globals->store_root(), svc::new_run_id());
   transcript.on_record(print_progress);
   f.agent.max_time = std::chrono::seconds(f.max_time_s);
@@ -83,6 +86,7 @@ void add_agent_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--max-time", f->max_time_s, "Seconds for the whole run")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--net", f->agent.net, "Network policy of every execution (none, allow:HOSTS, full)");
   cmd->add_option("--timeout", f->agent.exec_timeout_s, "Seconds per execution (default: the skill's)");
+  add_ceiling_flags(cmd, f->ceilings, true);
   cmd->add_flag("--no-tools", f->no_tools, "The model has no tool calling: run its fenced code blocks instead");
   cmd->add_flag("--keep-session", f->agent.keep_session, "Keep the run's session (its /workspace) afterwards");
   cmd->add_flag("--json", f->json, "Print the outcome as JSON");
@@ -96,7 +100,14 @@ void add_agent_command(CLI::App& app, Action& action, const Globals& globals) {
       "  ANTHROPIC_API_KEY=... sandcell agent --provider anthropic --model claude-sonnet-4-5 --net allow:pypi.org \"...\"\n"
       "The answer goes to stdout; progress, the transcript path and a security summary to stderr.\n"
       "Exit: 0 answered, 1 step or time budget used up, 125 provider or sandcell error.");
-  cmd->callback([&action, f, globals] { action = [f, globals] { return run_agent_command(*f, globals); }; });
+  cmd->callback([&action, f, globals, cmd] {
+    // The model's requests are bounded by the ceilings; the operator's own --net and --timeout
+    // raise them unless they were given too.
+    if (!f->agent.net.empty() && cmd->count("--allowed-net") == 0) f->ceilings.net = f->agent.net;
+    if (f->agent.exec_timeout_s > 0 && cmd->count("--max-timeout") == 0)
+      f->ceilings.timeout = std::to_string(std::max(f->agent.exec_timeout_s, std::stoi(*f->ceilings.timeout)));
+    action = [f, globals] { return run_agent_command(*f, globals); };
+  });
 }
 
 }  // namespace sandcell::cli

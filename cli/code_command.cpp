@@ -11,9 +11,11 @@
 
 #include "code_output.hpp"
 #include "commands.hpp"
+#include "request_ceiling_flags.hpp"
 #include "sandcell/agent/code_runner.hpp"
 #include "sandcell/agent/sessions.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::cli {
 namespace {
@@ -27,8 +29,9 @@ struct CodeFlags {
   std::optional<double> session_ttl;
   std::vector<std::string> puts, gets, env;
   agent::LimitArgs limits;
+  agent::RequestCeilings ceilings;
   agent::NetworkArgs network;
-  bool json = false, stream = false;
+  bool json = false, stream = false, artifacts_dotfiles = false;
 };
 
 constexpr uint64_t kMaxLocalFile = 64ull << 20;
@@ -89,7 +92,7 @@ agent::CodeRequest request_from_json(const CodeFlags& f) {
   std::string text = read_local(f.request_json, "--request-json");
   json j;
   try {
-    j = json::parse(text);
+    j = parse_bounded_json(text);
   } catch (const json::parse_error& e) {
     throw Error::invalid(std::string("request is not valid JSON: ") + e.what());
   }
@@ -105,6 +108,8 @@ agent::RunnerContext runner_context(const CodeFlags& f, const GlobalOptions& g) 
   ctx.session_ttl = agent::resolve_session_ttl(f.session_ttl);
   ctx.network = f.network;
   ctx.seccomp = f.seccomp;
+  agent::check_ceilings(f.ceilings);
+  ctx.ceilings = f.ceilings;
   if (f.userns == "auto") ctx.user_namespace = runtime::UserNamespace::Auto;
   if (f.userns == "host") ctx.user_namespace = runtime::UserNamespace::Host;
   return ctx;
@@ -121,7 +126,7 @@ int code(const CodeFlags& f, const GlobalOptions& g) {
   ctx.on_output = out.sink();
   agent::CodeResult result = agent::run_code(catalog, request, ctx);
   if (!f.report.empty()) write_report(f.report, agent::to_json(result));
-  return out.finish(result, f.gets, f.artifacts_dir);
+  return out.finish(result, f.gets, {f.artifacts_dir, catalog.find(request.skill).artifacts, f.artifacts_dotfiles});
 }
 
 int code_or_error(const CodeFlags& f, const GlobalOptions& g) {
@@ -171,9 +176,11 @@ void add_code_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--env", f->env, "Environment K=V for install and run (repeatable)")->allow_extra_args(false);
   cmd->add_option("--stdin", f->stdin_file, "File given to the program as stdin [none]");
   add_limit_flags(cmd, *f);
+  add_ceiling_flags(cmd, f->ceilings, false);
   cmd->add_flag("--json", f->json, "Print the result as one JSON document");
   cmd->add_option("--report", f->report, "Write the result JSON to FILE");
-  cmd->add_option("--artifacts-dir", f->artifacts_dir, "Save the artifacts (files written under /workspace/out) here");
+  cmd->add_option("--artifacts-dir", f->artifacts_dir, "Save the artifacts (files written under /workspace/out) here, keeping their tree; never overwrites");
+  cmd->add_flag("--artifacts-dotfiles", f->artifacts_dotfiles, "With --artifacts-dir: save names starting with '.' too");
   cmd->add_option("--request-json", f->request_json, "Read one JSON request (FILE or -) and print one JSON result "
                                                      "(the agent contract; agent/README.md)");
   cmd->add_flag("--stream", f->stream, "With --request-json: newline-delimited JSON events as output arrives");

@@ -1,18 +1,23 @@
 #include "code_output.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/unique_fd.hpp"
 
 namespace sandcell::cli {
 namespace {
 
 using nlohmann::json;
+using runtime::UniqueFd;
 
 void write_fd(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -55,13 +60,59 @@ void save_gets(const agent::CodeResult& r, const std::vector<std::string>& gets)
   }
 }
 
-void save_artifacts(const agent::CodeResult& r, const std::string& dir) {
+// The artifact's path below the artifacts directory; nullopt (and `why`) when it is not saved.
+std::optional<std::string> artifact_relative(const std::string& path, const ArtifactsTarget& target, std::string& why) {
+  std::string root = target.workspace_root.empty() ? "/workspace" : target.workspace_root;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  std::string rel = path.rfind(root + "/", 0) == 0 ? path.substr(root.size() + 1) : path;
+  for (size_t start = 0; start < rel.size();) {
+    size_t end = std::min(rel.find('/', start), rel.size());
+    std::string_view part(rel.data() + start, end - start);
+    if (part.empty() || part == "." || part == "..") why = "not a plain relative path";
+    else if (part[0] == '.' && !target.dotfiles) why = "a dot-file (--artifacts-dotfiles saves it)";
+    if (!why.empty()) return std::nullopt;
+    start = end + 1;
+  }
+  return rel;
+}
+
+// Writes DIR/rel: directories made as needed, never through a symlink, never over a file.
+void save_artifact(const std::string& dir, const std::string& rel, const std::string& bytes) {
+  UniqueFd at(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!at) throw Error(errno, "open --artifacts-dir " + dir);
+  size_t start = 0;
+  for (size_t slash; (slash = rel.find('/', start)) != std::string::npos; start = slash + 1) {
+    std::string part = rel.substr(start, slash - start);
+    if (mkdirat(at.get(), part.c_str(), 0755) != 0 && errno != EEXIST) throw Error(errno, "mkdir " + dir + "/" + rel.substr(0, slash));
+    UniqueFd sub(openat(at.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub) throw Error(errno, "open " + dir + "/" + rel.substr(0, slash));
+    at = std::move(sub);
+  }
+  UniqueFd out(openat(at.get(), rel.c_str() + start, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!out) throw Error(errno, "create " + dir + "/" + rel + (errno == EEXIST ? " (never overwritten)" : ""));
+  for (std::string_view left = bytes; !left.empty();) {
+    ssize_t n = write(out.get(), left.data(), left.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(errno ? errno : EIO, "write " + dir + "/" + rel);
+    left.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void save_artifacts(const agent::CodeResult& r, const ArtifactsTarget& target) {
   for (const agent::WorkspaceFile& a : r.artifacts) {
     std::cerr << "sandcell: artifact " << a.path << " (" << a.mime << ", " << a.size << " bytes)";
-    if (!dir.empty() && a.content) {
-      std::string local = dir + "/" + base_name(a.path);
-      save_file(local, *a.content);
-      std::cerr << " saved to " << local;
+    if (!target.dir.empty() && a.content) {
+      std::string why;
+      if (auto rel = artifact_relative(a.path, target, why)) {
+        try {
+          save_artifact(target.dir, *rel, *a.content);
+          std::cerr << " saved to " << target.dir << "/" << *rel;
+        } catch (const Error& e) {
+          std::cerr << " not saved: " << e.what();
+        }
+      } else {
+        std::cerr << " not saved: " << why;
+      }
     }
     std::cerr << "\n";
   }
@@ -95,7 +146,7 @@ void CodeOutput::stream_event(runtime::Stream s, std::span<const char> data, boo
   write_fd(1, event.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-int CodeOutput::finish(const agent::CodeResult& r, const std::vector<std::string>& gets, const std::string& artifacts_dir) {
+int CodeOutput::finish(const agent::CodeResult& r, const std::vector<std::string>& gets, const ArtifactsTarget& artifacts_dir) {
   json result = agent::to_json(r);
   switch (mode_) {
     case Mode::Plain:

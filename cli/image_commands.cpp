@@ -7,6 +7,7 @@
 #include "sandcell/rootfs_builder/archive_io.hpp"
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::cli {
 namespace {
@@ -32,8 +33,8 @@ int inspect(const GlobalOptions& g, const std::vector<std::string>& names) {
     auto record = store.resolve(name);
     all.push_back({{"Name", record.name}, {"Digest", record.manifest_digest},
                    {"Id", record.manifest.config.digest},
-                   {"Manifest", nlohmann::json::parse(record.manifest_json)},
-                   {"Config", nlohmann::json::parse(record.config_json)}});
+                   {"Manifest", parse_bounded_json(record.manifest_json)},
+                   {"Config", parse_bounded_json(record.config_json)}});
   }
   std::cout << all.dump(2) << "\n";
   return 0;

@@ -8,6 +8,7 @@
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/spec.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::cli::oci {
 namespace {
@@ -127,7 +128,7 @@ void add_inspection_commands(CLI::App& app, Action& action, const std::shared_pt
       if (!resources->empty()) {
         std::ifstream file(*resources);
         std::istream& in = *resources == "-" ? std::cin : file;
-        limits = o::parse_config_resources(nlohmann::json::parse(in));
+        limits = o::parse_config_resources(parse_bounded_json(in));
       }
       if (!memory->empty()) limits.memory_bytes = runtime::parse_size(*memory, "--memory");
       if (!pids->empty()) limits.pids = runtime::parse_size(*pids, "--pids-limit");

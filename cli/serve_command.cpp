@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "commands.hpp"
+#include "request_ceiling_flags.hpp"
 #include "sandcell/agent_service/http_api.hpp"
 
 namespace sandcell::cli {
@@ -18,6 +19,7 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
   auto* cmd = app.add_subcommand("serve", "Serve the code runner over HTTP (JSON, NDJSON streaming)");
   auto options = std::make_shared<agent_service::HttpApiOptions>();
   auto bin = std::make_shared<std::string>();
+  auto ceilings = std::make_shared<agent::RequestCeilings>();
   auto max_body_mb = std::make_shared<size_t>(32);
   options->max_running = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   cmd->add_option("--listen", options->listen, "HOST:PORT or unix:PATH")->required();
@@ -25,7 +27,14 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--max-running", options->max_running, "Executions at once [CPU count]")->check(CLI::PositiveNumber);
   cmd->add_option("--max-queued", options->max_queued, "Executions waiting; more get 429")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-body-mb", *max_body_mb, "Largest request body in MiB; more get 413")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--header-timeout", options->head_timeout_seconds,
+                  "Seconds a client has to send a request's whole head; slower ones are closed")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-connections-per-client", options->max_connections_per_client,
+                  "Connections of one client address that may wait for a request head (slow ones); beyond it 1 s each, from 4x on 429")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--skill", options->default_skill, "Skill for file transfers without ?skill=")->capture_default_str();
+  add_ceiling_flags(cmd, *ceilings, true);
   cmd->add_option(
       "--sandcell-bin", *bin,
       "The sandcell executable that runs code [$SANDCELL_BIN, sandcell-images next to this one]");
@@ -35,12 +44,13 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
       "  sandcell serve --listen unix:/run/sandcell.sock\n"
       "  curl -H 'Authorization: Bearer secret' -d '{\"skill\":\"python\",\"code\":\"print(1)\"}' http://127.0.0.1:8765/v1/run\n"
       "SIGTERM/SIGINT stop accepting and finish the requests already running.");
-  cmd->callback([&action, options, bin, max_body_mb, globals] {
+  cmd->callback([&action, options, bin, ceilings, max_body_mb, globals] {
 #if SANDCELL_SERVES_HTTP
-    action = [options, bin, max_body_mb, globals] {
+    action = [options, bin, ceilings, max_body_mb, globals] {
       if (options->token.empty() && std::getenv("SANDCELL_TOKEN")) options->token = std::getenv("SANDCELL_TOKEN");
       options->max_body_bytes = *max_body_mb << 20;
-      auto executor = agent_service::make_subprocess_executor({*bin, globals->root});
+      agent::check_ceilings(*ceilings);  // a bad one fails here, not at the first request
+      auto executor = agent_service::make_subprocess_executor({*bin, globals->root, ceiling_args(*ceilings)});
       return agent_service::serve_http_until_signal(*executor, *options);
     };
 #else

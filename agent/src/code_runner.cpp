@@ -41,8 +41,12 @@ void check_request(const Skill& skill, const CodeRequest& r) {
     if (!std::regex_match(p, package)) throw Error::invalid("package name '" + p + "' is not a plain package spec");
   }
   uint64_t total = 0;
+  const std::string source = Workspace::relative(skill.source_file);
   for (const InputFile& f : r.files) {
-    Workspace::relative(f.path);
+    // The runner's own files: an input named like the source file replaced the code and ran.
+    std::string rel = Workspace::relative(f.path);
+    if (rel == source || rel == ".sandcell" || rel.rfind(".sandcell/", 0) == 0)
+      throw Error::invalid("input file '" + f.path + "' would replace the runner's own /workspace/" + rel);
     total += f.content.size();
   }
   if (total > kMaxInputBytes)
@@ -61,29 +65,35 @@ rootfs_builder::ImageRecord built_image(rootfs_builder::ImageStore& store, const
   }
 }
 
-// A workspace for one call without a session: <scratch>/<pid>-XXXXXX, removed afterwards.
-// Directories of sandcell processes that died are removed on the way in.
+// A workspace for one call without a session: <scratch>/<pid>-XXXXXX/workspace, removed
+// afterwards. <scratch> and the run directory are 0700: what the code wrote is owned by host ids
+// (its root's files are host root's), and no other host user may reach it, even for the moment
+// before a phase ends and the privileges are stripped. Only the workspace itself is 0755, for
+// the sandbox's own non-root users. Directories of sandcell processes that died are removed on
+// the way in.
 class ScratchWorkspace {
  public:
   explicit ScratchWorkspace(const std::string& scratch) {
     fs::create_directories(scratch);
+    check(chmod(scratch.c_str(), 0700), "chmod 0700 " + scratch);
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(scratch, ec)) {
       pid_t pid = static_cast<pid_t>(std::atol(e.path().filename().c_str()));
       if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
     }
-    dir_ = scratch + "/" + std::to_string(getpid()) + "-XXXXXX";
-    if (!mkdtemp(dir_.data())) throw Error(errno, "mkdtemp " + dir_);
-    chmod(dir_.c_str(), 0755);
+    run_dir_ = scratch + "/" + std::to_string(getpid()) + "-XXXXXX";
+    if (!mkdtemp(run_dir_.data())) throw Error(errno, "mkdtemp " + run_dir_);  // 0700
+    dir_ = run_dir_ + "/workspace";
+    check(mkdir(dir_.c_str(), 0755), "mkdir " + dir_);
   }
   ~ScratchWorkspace() {
     std::error_code ec;
-    fs::remove_all(dir_, ec);
+    fs::remove_all(run_dir_, ec);
   }
   const std::string& dir() const { return dir_; }
 
  private:
-  std::string dir_;
+  std::string run_dir_, dir_;
 };
 
 UniqueFd stdin_memfd(const std::optional<std::string>& data) {
@@ -111,26 +121,30 @@ std::vector<std::string> lost_variables(const Workspace& ws) {
 }
 
 // Install, compile, run: each phase only when the one before succeeded.
-void run_phases(const PhaseContext& ctx, CodeResult& result) {
+// After each phase, before anything on the host reads the workspace, its privileges go.
+void run_phases(const PhaseContext& ctx, const Workspace& ws, CodeResult& result) {
   const Skill& skill = ctx.skill;
-  auto failed = [&] { return result.phases.back().result.status != runtime::Status::Ok; };
+  auto add = [&](PhaseResult phase) {
+    result.phases.push_back(std::move(phase));
+    ws.strip_privileges();
+    return result.phases.back().result.status == runtime::Status::Ok;
+  };
   if (!ctx.request.packages.empty()) {
     if (ctx.runner.on_progress) ctx.runner.on_progress("installing " + std::to_string(ctx.request.packages.size()) + " package(s)");
-    result.phases.push_back(run_phase(ctx, "install", install_command(skill, ctx.request.packages), -1, false));
-    if (failed()) return;
+    if (!add(run_phase(ctx, "install", install_command(skill, ctx.request.packages), -1, false))) return;
   }
-  if (!skill.compile.empty()) {
-    result.phases.push_back(run_phase(ctx, "compile", skill.compile, -1, true));
-    if (failed()) return;
-  }
+  if (!skill.compile.empty() && !add(run_phase(ctx, "compile", skill.compile, -1, true))) return;
   UniqueFd in = stdin_memfd(ctx.request.stdin_data);
   const auto& argv = ctx.request.session && !skill.session_run.empty() ? skill.session_run : skill.run;
-  result.phases.push_back(run_phase(ctx, "run", argv, in ? in.get() : -1, true));
+  add(run_phase(ctx, "run", argv, in ? in.get() : -1, true));
 }
 
 void prepare_workspace(Workspace& ws, const Skill& skill, const CodeRequest& r) {
   ws.make_dirs(".sandcell");
   ws.remove_file(".sandcell/lost-variables.txt");
+  // Replaced, never written through: the session's code may have made it a hard link (which
+  // write_file refuses, and every later call of the session with it) or a FIFO.
+  ws.remove_file(skill.source_file);
   ws.write_file(skill.source_file, r.code);
   for (const InputFile& f : r.files) ws.write_file(f.path, f.content);
   ws.make_dirs(skill.artifacts);
@@ -138,11 +152,12 @@ void prepare_workspace(Workspace& ws, const Skill& skill, const CodeRequest& r) 
 
 CodeResult run_in_workspace(const PhaseContext& ctx) {
   Workspace ws(ctx.workspace_dir);
+  ws.strip_privileges();  // a session's earlier call may have ended before its strip
   prepare_workspace(ws, ctx.skill, ctx.request);
   const CollectBounds& bounds = ctx.runner.bounds;
   Workspace::Snapshot before = ws.snapshot(ctx.skill.artifacts, bounds);
   CodeResult result{.skill = ctx.skill.name, .session = ctx.request.session};
-  run_phases(ctx, result);
+  run_phases(ctx, ws, result);
   result.error = classify_failure(ctx.skill.errors, result.phases.back());
   result.artifacts = ws.changed_files(before, ws.snapshot(ctx.skill.artifacts, bounds), bounds);
   for (const std::string& path : ctx.request.get) result.files.push_back(ws.read_file(path, kMaxGetBytes));
@@ -155,6 +170,7 @@ CodeResult run_in_workspace(const PhaseContext& ctx) {
 CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, const RunnerContext& context) {
   const Skill& skill = catalog.find(request.skill);
   check_request(skill, request);
+  check_request_within(context.ceilings, request);
   rootfs_builder::ImageStore store(context.store_root);
   // Held for the whole call: no prune between the resolve and the last phase's run.
   rootfs_builder::ImageStore::Lease store_lease = store.lease();

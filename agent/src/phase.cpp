@@ -10,8 +10,9 @@ namespace {
 runtime::Spec phase_spec(const PhaseContext& ctx) {
   runtime::Spec spec = runtime::default_spec();
   apply_limit_args(merge(ctx.skill.limits, ctx.request.limits), spec.limits);
+  clamp_to_ceilings(ctx.runner.ceilings, spec.limits);  // the request was checked: the skill's defaults
   NetworkArgs net = ctx.runner.network;
-  net.net = ctx.request.net.value_or(ctx.skill.network);
+  net.net = clamp_net(ctx.runner.ceilings, ctx.request.net.value_or(ctx.skill.network));
   apply_network_args(net, spec);
   spec.seccomp = ctx.seccomp;
   spec.user_namespace = ctx.runner.user_namespace.value_or(

@@ -2,16 +2,19 @@
 // session.json (touched by every call), so expiry needs no clock of its own.
 #include "sandcell/agent/sessions.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/spec.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::agent {
 namespace {
@@ -26,13 +29,48 @@ int64_t mtime_s(const std::string& path) {
   return stat(path.c_str(), &st) == 0 ? st.st_mtim.tv_sec : 0;
 }
 
+// Bytes of the regular files under `dir`, at any depth. By fd, one directory open at a time
+// (".." to come back up), so neither PATH_MAX nor the fd limit stops it: the code decides how
+// deep its workspace is, and a walk by path gave up at the first name too long and
+// under-reported.
 uint64_t tree_bytes(const std::string& dir) {
+  struct Level {
+    std::vector<std::string> subdirs;
+  };
+  UniqueFd cur(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!cur) return 0;
   uint64_t bytes = 0;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; it != end;
-       it.increment(ec)) {
-    if (ec) break;
-    if (it->is_regular_file(ec) && !it->is_symlink(ec)) bytes += it->file_size(ec);
+  std::vector<Level> stack;
+  auto read_level = [&](int fd) {
+    Level level;
+    UniqueFd own(dup(fd));
+    DIR* d = own ? fdopendir(own.get()) : nullptr;
+    if (!d) return level;
+    own.release();
+    while (dirent* e = readdir(d)) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+      struct stat st;
+      if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (S_ISREG(st.st_mode)) bytes += static_cast<uint64_t>(st.st_size);
+      else if (S_ISDIR(st.st_mode)) level.subdirs.emplace_back(e->d_name);
+    }
+    closedir(d);
+    return level;
+  };
+  stack.push_back(read_level(cur.get()));
+  while (!stack.empty()) {
+    if (stack.back().subdirs.empty()) {
+      stack.pop_back();
+      if (!stack.empty()) cur = UniqueFd(openat(cur.get(), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!cur) break;
+      continue;
+    }
+    std::string name = std::move(stack.back().subdirs.back());
+    stack.back().subdirs.pop_back();
+    UniqueFd sub(openat(cur.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub) continue;
+    cur = std::move(sub);
+    stack.push_back(read_level(cur.get()));
   }
   return bytes;
 }
@@ -58,9 +96,13 @@ void write_meta(const std::string& path, const nlohmann::json& meta) {
 SessionStore::SessionStore(std::string dir, std::chrono::seconds ttl) : dir_(std::move(dir)), ttl_(ttl) {}
 
 void SessionStore::check_id(const std::string& id) {
-  bool ok = !id.empty() && id.size() <= 64 && id[0] != '.' &&
+  // Not starting with '-': an ID is a positional argument of `sandcell sessions rm` and of
+  // whatever else a front end runs, where "-h" would be an option. Not with '.': a directory.
+  constexpr std::string_view kFirst = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
+  bool ok = !id.empty() && id.size() <= 64 && kFirst.find(id[0]) != std::string_view::npos &&
             id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == std::string::npos;
-  if (!ok) throw Error::invalid("session ID '" + id + "' must be 1-64 of A-Z a-z 0-9 _ . - (not starting with '.')");
+  if (!ok)
+    throw Error::invalid("session ID '" + id + "' must be 1-64 of A-Z a-z 0-9 _ . - (starting with a letter, digit or _)");
 }
 
 SessionLease SessionStore::open(const std::string& id, const std::string& skill) {
@@ -74,7 +116,7 @@ SessionLease SessionStore::open(const std::string& id, const std::string& skill)
   nlohmann::json meta = {{"id", id}, {"skill", skill}, {"created", now_s()}};
   if (std::ifstream in(meta_path); in) {
     try {
-      meta = nlohmann::json::parse(in);
+      meta = parse_bounded_json(in);
     } catch (const nlohmann::json::exception&) {
     }  // rewritten below
   }
@@ -91,7 +133,7 @@ std::vector<SessionInfo> SessionStore::list() const {
     SessionInfo s{.id = entry.path().filename().string()};
     if (std::ifstream in(meta_path); in) {
       try {
-        auto meta = nlohmann::json::parse(in);
+        auto meta = parse_bounded_json(in);
         s.skill = meta.value("skill", "");
         s.created = meta.value("created", int64_t{0});
       } catch (const nlohmann::json::exception&) {

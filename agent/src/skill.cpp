@@ -10,6 +10,7 @@
 
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/shipped_data.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::agent {
 namespace {
@@ -69,7 +70,7 @@ json read_json_file(const std::string& file) {
   std::ifstream in(file);
   if (!in) throw Error::invalid(file + ": cannot be read");
   try {
-    return json::parse(in);
+    return parse_bounded_json(in);
   } catch (const json::parse_error& e) {
     throw Error::invalid(file + ": not valid JSON: " + e.what());
   }

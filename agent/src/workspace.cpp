@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "host_privilege_strip.hpp"
 #include "sandcell/runtime/error.hpp"
 
 namespace sandcell::agent {
@@ -140,6 +141,8 @@ void Workspace::remove_file(const std::string& path) {
   if (!dir) return;
   if (unlinkat(dir.get(), name.c_str(), 0) != 0 && errno != ENOENT) throw Error(errno, "remove /workspace/" + rel);
 }
+
+void Workspace::strip_privileges() const { strip_host_privileges(dir_.get()); }
 
 WorkspaceFile Workspace::read_file(const std::string& path, uint64_t max_bytes) const {
   std::string rel = relative(path);

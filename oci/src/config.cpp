@@ -9,6 +9,7 @@
 #include "config_parts.hpp"
 #include "json_fields.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::oci {
 namespace {
@@ -161,7 +162,7 @@ Config load_config(const std::string& bundle) {
   if (!in) throw Error::invalid("cannot read " + bundle + "/config.json (is --bundle right?)");
   json config;
   try {
-    config = json::parse(in);
+    config = parse_bounded_json(in);
   } catch (const json::parse_error& e) {
     throw Error::invalid(bundle + "/config.json: " + e.what());
   }

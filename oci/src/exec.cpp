@@ -10,6 +10,7 @@
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/number.hpp"
 #include "unix_socket.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::oci {
 namespace {
@@ -32,7 +33,7 @@ runtime::Spec exec_spec(const StateStore& store, const ContainerState& s, const 
     if (!in) throw Error::invalid("cannot read --process " + options.process_file);
     nlohmann::json process;
     try {
-      process = nlohmann::json::parse(in);
+      process = parse_bounded_json(in);
     } catch (const nlohmann::json::parse_error& e) {
       throw Error::invalid("--process " + options.process_file + ": " + e.what());
     }

@@ -11,6 +11,7 @@
 
 #include "sandcell/runtime/container.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::oci {
 namespace {
@@ -74,7 +75,7 @@ ContainerState StateStore::load(const std::string& id) const {
   if (!in) throw Error::invalid("container " + id + " does not exist");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = parse_bounded_json(in);
     return {.id = j.at("id"), .bundle = j.at("bundle"), .created = j.at("created"), .pid = j.at("pid"),
             .pid_start = j.at("pid_start"), .started = j.at("started"),
             .cgroup_paths = j.at("cgroup_paths"), .annotations = j.at("annotations")};

@@ -11,6 +11,7 @@
 
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -60,7 +61,7 @@ std::string content_hash(const std::string& root) {
 std::optional<CachedStep> cache_lookup(ImageStore& store, const std::string& key) {
   std::ifstream in(cache_path(store, key));
   if (!in) return std::nullopt;
-  auto record = nlohmann::json::parse(in, nullptr, false);
+  auto record = parse_bounded_json_or_discarded(in);
   if (record.is_discarded()) return std::nullopt;
   CachedStep step;
   step.diff_id = record.value("diff_id", "");

@@ -11,6 +11,7 @@
 #include "fs_tree.hpp"
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -43,7 +44,7 @@ std::vector<std::string> load_one(ImageStore& store, const std::string& dir, con
 }  // namespace
 
 std::vector<std::string> load_docker_archive(ImageStore& store, const std::string& dir) {
-  json items = json::parse(read_member(dir, "manifest.json"), nullptr, false);
+  json items = parse_bounded_json_or_discarded(read_member(dir, "manifest.json"));
   if (items.is_discarded() || !items.is_array())
     throw Error::invalid("docker archive: manifest.json is not a JSON array");
   std::vector<std::string> names;

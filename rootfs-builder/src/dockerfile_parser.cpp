@@ -9,6 +9,7 @@
 #include "sandcell/rootfs_builder/dockerfile.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/number.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -156,7 +157,7 @@ void apply_flag(Instruction& ins, const InstructionRule& rule, const std::string
 // form). A JSON array holding something else than strings is an error, as in Docker.
 std::optional<std::vector<std::string>> json_array(std::string_view rest) {
   if (!rest.starts_with('[')) return std::nullopt;
-  auto parsed = nlohmann::json::parse(rest.begin(), rest.end(), nullptr, false);
+  auto parsed = parse_bounded_json_or_discarded(rest);
   if (parsed.is_discarded() || !parsed.is_array()) return std::nullopt;
   std::vector<std::string> items;
   for (const auto& item : parsed) {

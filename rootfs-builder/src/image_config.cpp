@@ -9,6 +9,7 @@
 
 #include "sandcell/rootfs_builder/image.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -108,7 +109,7 @@ HistoryEntry history_from_json(const json& j) {
 }
 
 json parse_object(std::string_view text, const char* what) {
-  json j = json::parse(text, nullptr, false);
+  json j = parse_bounded_json_or_discarded(text);
   if (j.is_discarded() || !j.is_object())
     throw Error::invalid(std::string(what) + ": not a JSON object");
   return j;

@@ -5,6 +5,7 @@
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/rootfs_builder/image.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -44,7 +45,7 @@ std::string manifest_to_json(const Manifest& m) {
 
 Manifest manifest_from_json(std::string_view text) {
   try {
-    json j = json::parse(text, nullptr, false);
+    json j = parse_bounded_json_or_discarded(text);
     if (j.is_discarded() || !j.is_object()) throw Error::invalid("manifest: not a JSON object");
     // Compared as JSON: value("schemaVersion", 0) converted 2e34 to int (undefined behaviour).
     if (j.value("schemaVersion", json()) != 2) throw Error::invalid("manifest: schemaVersion is not 2");

@@ -6,6 +6,7 @@
 #include "archive_bundle.hpp"
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -26,7 +27,7 @@ std::string read_verified(const std::string& dir, const std::string& digest) {
 
 // An image index entry: the manifest for linux/<this arch>, else the first one.
 std::string pick_from_index(const std::string& dir, const std::string& digest) {
-  json index = json::parse(read_verified(dir, digest), nullptr, false);
+  json index = parse_bounded_json_or_discarded(read_verified(dir, digest));
   if (index.is_discarded() || !index.contains("manifests") || index["manifests"].empty())
     throw Error::invalid("oci archive: empty image index " + digest);
   for (const json& m : index["manifests"]) {
@@ -74,7 +75,7 @@ std::string load_manifest(ImageStore& store, const std::string& dir, const std::
 }  // namespace
 
 std::vector<std::string> load_oci_layout(ImageStore& store, const std::string& dir) {
-  json index = json::parse(read_member(dir, "index.json"), nullptr, false);
+  json index = parse_bounded_json_or_discarded(read_member(dir, "index.json"));
   if (index.is_discarded() || !index.is_object())
     throw Error::invalid("oci archive: index.json is not a JSON object");
   std::vector<std::string> names;

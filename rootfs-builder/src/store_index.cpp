@@ -10,6 +10,7 @@
 #include "fs_tree.hpp"
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 
@@ -42,7 +43,7 @@ std::string ref_name(const Descriptor& d) {
 OciIndex OciIndex::load(const std::string& path) {
   OciIndex index;
   if (::access(path.c_str(), F_OK) != 0) return index;
-  auto j = nlohmann::json::parse(read_file(path), nullptr, false);
+  auto j = parse_bounded_json_or_discarded(read_file(path));
   if (j.is_discarded() || !j.is_object()) throw Error::invalid(path + ": not a JSON object");
   try {
     for (const auto& m : j.value("manifests", nlohmann::json::array())) {

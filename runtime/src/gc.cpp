@@ -20,6 +20,7 @@
 #include "sandcell/runtime/rootless.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "userns_pool.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::runtime {
 namespace {
@@ -33,7 +34,7 @@ bool run_is_live(const std::string& run_id) {
 
 std::vector<std::string> cgroups_in_state(const fs::path& dir) {
   std::ifstream in(dir / "state.json");
-  auto state = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  auto state = parse_bounded_json_or_discarded(in);
   if (state.is_discarded() || !state.contains("cgroups")) return {};
   return state["cgroups"].get<std::vector<std::string>>();
 }

@@ -9,6 +9,7 @@
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/shipped_data.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::seccomp {
 namespace {
@@ -31,7 +32,7 @@ nlohmann::json read_json(const std::string& path, const std::string& name) {
   text << in.rdbuf();
   if (in.bad()) throw Error(EIO, "read seccomp profile " + path);
   try {
-    return nlohmann::json::parse(text.str());
+    return parse_bounded_json(text.str());
   } catch (const nlohmann::json::parse_error& e) {
     // A shipped profile is named by the word the user gave: say which file that was.
     const std::string which = name == path ? name : name + " (" + path + ")";

@@ -12,6 +12,7 @@
 #include "sandcell/rootfs_builder/dockerfile.hpp"
 #include "sandcell/rootfs_builder/image.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
@@ -30,7 +31,7 @@ void dockerfile(std::string_view input) {
 
 // The path of `sandcell run --seccomp FILE` and of OCI configs: parse, then compile with libseccomp.
 void seccomp_profile(std::string_view input) {
-  auto json = nlohmann::json::parse(input, nullptr, false);
+  auto json = parse_bounded_json_or_discarded(input);  // as load_profile reads a profile file
   if (json.is_discarded()) return;
   static const seccomp::ProfileContext context{.capabilities = {"CAP_NET_RAW"}, .arch = "amd64", .kernel = {6, 1}};
   try {
@@ -136,7 +137,7 @@ void image_json(std::string_view input) {
 }
 
 void code_request(std::string_view input) {
-  auto json = nlohmann::json::parse(input, nullptr, false);
+  auto json = parse_bounded_json_or_discarded(input);  // as `sandcell code --request-json` reads it
   if (json.is_discarded()) return;
   try {
     agent::CodeRequest request = agent::parse_code_request(json);
@@ -148,7 +149,7 @@ void code_request(std::string_view input) {
 
 // sandcell-oci create: a bundle's config.json, up to the compiled seccomp filter.
 void oci_config(std::string_view input) {
-  auto json = nlohmann::json::parse(input, nullptr, false);
+  auto json = parse_bounded_json_or_discarded(input);  // as load_config reads config.json
   if (json.is_discarded()) return;
   try {
     oci::Config config = oci::parse_config(json, "/bundle");

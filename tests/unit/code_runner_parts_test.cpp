@@ -2,10 +2,17 @@
 // the error classes of canned compiler and interpreter output.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "sandcell/agent/code_request.hpp"
 #include "sandcell/agent/error_classifier.hpp"
+#include "sandcell/agent/sessions.hpp"
 #include "sandcell/agent/workspace.hpp"
 #include "sandcell/runtime/error.hpp"
 
@@ -71,6 +78,86 @@ TEST(WorkspacePaths, StayInsideTheWorkspace) {
   EXPECT_NE(invalid_message([] { Workspace::relative("/workspace/../etc"); }).find(".."), std::string::npos);
   EXPECT_EQ(mime_type("out/figure-1.PNG"), "image/png");
   EXPECT_EQ(mime_type("out.d/noext"), "application/octet-stream");
+}
+
+// An ID is a directory name and a positional argument of `sessions rm`: never an option.
+TEST(SessionIds, StartWithALetterDigitOrUnderscore) {
+  for (const char* good : {"s1", "_x", "A.b-c_d", "9"}) EXPECT_NO_THROW(SessionStore::check_id(good)) << good;
+  for (const char* bad : {"-h", "--help", "-", ".hidden", "..", "a/b", "", "a b"})
+    EXPECT_NE(invalid_message([bad] { SessionStore::check_id(bad); }).find("session ID"), std::string::npos) << bad;
+}
+
+// Setuid and setgid bits, at any depth, are gone after the strip; the other mode bits stay.
+TEST(WorkspacePrivileges, SetuidAndSetgidBitsAreStripped) {
+  namespace fs = std::filesystem;
+  std::string root = (fs::temp_directory_path() / "sc-strip-XXXXXX").string();
+  ASSERT_NE(mkdtemp(root.data()), nullptr);
+  fs::create_directories(root + "/a/b");
+  for (const char* f : {"/top", "/a/b/deep"}) std::ofstream(root + f) << "x";
+  chmod((root + "/top").c_str(), 04755);
+  chmod((root + "/a/b/deep").c_str(), 06711);
+  chmod((root + "/a").c_str(), 02775);
+  Workspace(root).strip_privileges();
+  auto mode = [&](const char* f) {
+    struct stat st {};
+    stat((root + f).c_str(), &st);
+    return st.st_mode & 07777;
+  };
+  EXPECT_EQ(mode("/top"), 0755u);
+  EXPECT_EQ(mode("/a/b/deep"), 0711u);
+  EXPECT_EQ(mode("/a"), 0775u);
+  fs::remove_all(root);
+}
+
+// The code chooses how deep its tree is: a setuid file below PATH_MAX (and below any fd budget
+// a walk holding one fd per level would need) is stripped too.
+TEST(WorkspacePrivileges, FilesDeeperThanPathMaxAreStripped) {
+  namespace fs = std::filesystem;
+  std::string root = (fs::temp_directory_path() / "sc-strip-deep-XXXXXX").string();
+  ASSERT_NE(mkdtemp(root.data()), nullptr);
+  int fd = open(root.c_str(), O_RDONLY | O_DIRECTORY);
+  const std::string name(200, 'd');
+  for (int level = 0; level < 30; ++level) {  // 30 * 201 bytes: past PATH_MAX (4096)
+    ASSERT_EQ(mkdirat(fd, name.c_str(), 0755), 0);
+    int sub = openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
+    close(fd);
+    fd = sub;
+  }
+  int file = openat(fd, "deep", O_WRONLY | O_CREAT, 0755);
+  ASSERT_EQ(fchmod(file, 04755), 0);
+  close(file);
+  Workspace(root).strip_privileges();
+  struct stat st {};
+  ASSERT_EQ(fstatat(fd, "deep", &st, 0), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  close(fd);
+  EXPECT_EQ(system(("rm -rf " + root).c_str()), 0);
+}
+
+// A workspace deeper than PATH_MAX (the code chooses its depth): `sessions list` counted the
+// bytes up to the first name too long and stopped.
+TEST(SessionSizes, CountFilesDeeperThanPathMax) {
+  namespace fs = std::filesystem;
+  std::string root = (fs::temp_directory_path() / "sc-deep-XXXXXX").string();
+  ASSERT_NE(mkdtemp(root.data()), nullptr);
+  fs::create_directories(root + "/s1/workspace");
+  std::ofstream(root + "/s1/workspace/top") << std::string(10, 'x');
+  int fd = open((root + "/s1/workspace").c_str(), O_RDONLY | O_DIRECTORY);
+  const std::string name(200, 'd');
+  for (int level = 0; level < 30; ++level) {  // 30 * 201 bytes: past PATH_MAX (4096)
+    ASSERT_EQ(mkdirat(fd, name.c_str(), 0755), 0);
+    int sub = openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
+    close(fd);
+    fd = sub;
+  }
+  int file = openat(fd, "bottom", O_WRONLY | O_CREAT, 0644);
+  ASSERT_EQ(write(file, std::string(1000, 'y').data(), 1000), 1000);
+  close(file);
+  close(fd);
+  auto sessions = SessionStore(root, std::chrono::hours(1)).list();
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0].bytes, 1010u);
+  EXPECT_EQ(system(("rm -rf " + root).c_str()), 0);
 }
 
 PhaseResult failed(const std::string& name, const std::string& err, runtime::Status status = runtime::Status::ExitNonzero) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandcell/rootfs_builder/digest.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -58,7 +59,7 @@ FetchedManifest fetch_manifest(RegistrySession& session, HttpClient& client, con
   std::string expected = is_valid_digest(reference) ? reference : response.header("docker-content-digest");
   if (!expected.empty() && expected != m.digest)
     throw Error::invalid(what + ": digest mismatch: expected " + expected + ", received bytes hash to " + m.digest);
-  json body = json::parse(m.bytes, nullptr, false);
+  json body = parse_bounded_json_or_discarded(m.bytes);
   if (!body.is_object()) throw Error::invalid(what + ": not a JSON object");
   m.media_type = media_type_of(body, response);
   if (!m.is_index() && m.media_type != media_type::kOciManifest && m.media_type != media_type::kDockerManifest)
@@ -82,7 +83,7 @@ Platform parse_platform(const std::string& text) {
 }
 
 Descriptor select_platform(const FetchedManifest& index, const Platform& platform) {
-  json body = json::parse(index.bytes, nullptr, false);
+  json body = parse_bounded_json_or_discarded(index.bytes);
   if (!body.contains("manifests") || !body["manifests"].is_array())
     throw Error::invalid("index " + index.digest + " has no manifests list");
   std::string available;

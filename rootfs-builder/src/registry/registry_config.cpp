@@ -15,6 +15,7 @@
 #include "sandcell/rootfs_builder/registry_reference.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/rootless.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -39,7 +40,7 @@ std::string docker_config_file() {
 // A missing file is empty; a file that is not JSON is an error naming it.
 json load_json(const std::string& path) {
   if (::access(path.c_str(), F_OK) != 0) return json::object();
-  json j = json::parse(read_file(path), nullptr, false);
+  json j = parse_bounded_json_or_discarded(read_file(path));
   if (j.is_discarded() || !j.is_object()) throw Error::invalid(path + ": not a JSON object");
   return j;
 }

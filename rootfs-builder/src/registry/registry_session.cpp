@@ -12,6 +12,7 @@
 #include "base64.hpp"
 #include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "sandcell/rootfs_builder/registry_reference.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -41,7 +42,7 @@ void retry_pause(int attempt) { std::this_thread::sleep_for(std::chrono::millise
 
 void throw_registry_error(const std::string& what, const HttpResponse& response) {
   std::string detail;
-  auto body = nlohmann::json::parse(response.body, nullptr, false);
+  auto body = parse_bounded_json_or_discarded(response.body);
   if (body.is_object() && body.contains("errors") && body["errors"].is_array() && !body["errors"].empty()) {
     const auto& first = body["errors"][0];
     if (first.is_object()) detail = " " + first.value("code", "") + " " + first.value("message", "");
@@ -111,7 +112,7 @@ void RegistrySession::fetch_token(HttpClient& client) {
   if (response.status != 200) throw_registry_error(registry_ + ": token service " + realm, response);
   // The token service is outside input: members of the wrong type are ignored, never a
   // type_error (json::value) or an undefined float-to-int conversion (get<int> of 1e300).
-  auto body = nlohmann::json::parse(response.body, nullptr, false);
+  auto body = parse_bounded_json_or_discarded(response.body);
   auto member = [&](const char* key) { return body.is_object() ? body.value(key, nlohmann::json()) : nlohmann::json(); };
   nlohmann::json token = member("token").is_string() ? member("token") : member("access_token");
   if (!token.is_string() || token.get<std::string>().empty())

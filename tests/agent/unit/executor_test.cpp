@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace sandcell::agent_service {
 namespace {
@@ -40,6 +41,40 @@ TEST(SubprocessExecutor, SandcellBinFromTheEnvironmentWins) {
   setenv("SANDCELL_BIN", "/opt/x/sandcell", 1);
   EXPECT_EQ(default_sandcell_bin(), "/opt/x/sandcell");
   unsetenv("SANDCELL_BIN");
+}
+
+// A session ID is a positional argument of `sandcell sessions rm`: after "--", so that an ID
+// like "-h" can never be read as an option (it printed the help, exited 0 and was reported as
+// removed while the session stayed).
+TEST(SubprocessExecutor, RemoveSessionPassesTheIdAfterDoubleDash) {
+  ScratchDir dir;
+  const fs::path fake = dir.path / "sandcell";
+  const fs::path args = dir.path / "args";
+  std::ofstream(fake) << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << args.string() << "\n";
+  chmod(fake.c_str(), 0755);
+  auto executor = make_subprocess_executor({.sandcell_bin = fake.string(), .root = ""});
+  executor->remove_session("-h");
+  std::ifstream in(args);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "sessions\nrm\n--\n-h\n");
+}
+
+// `serve`, `mcp` and `agent` pass the operator's ceilings to every `sandcell code` they start,
+// where no request can lift them.
+TEST(SubprocessExecutor, RunsPassTheOperatorCeilings) {
+  ScratchDir dir;
+  const fs::path fake = dir.path / "sandcell";
+  const fs::path args = dir.path / "args";
+  std::ofstream(fake) << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << args.string() << "\necho '{\"status\":\"ok\"}'\n";
+  chmod(fake.c_str(), 0755);
+  auto executor = make_subprocess_executor(
+      {.sandcell_bin = fake.string(), .root = "", .code_flags = {"--max-memory", "2g", "--allowed-net", "none"}});
+  EXPECT_EQ(executor->run(Json{{"code", "x"}})["status"], "ok");
+  std::ifstream in(args);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "code\n--request-json\n-\n--max-memory\n2g\n--allowed-net\nnone\n");
 }
 
 }  // namespace

@@ -74,12 +74,46 @@ TEST_F(McpFixture, ParseErrorInvalidRequestAndUnknownMethod) {
   EXPECT_EQ(ask(request(2, "resources/list"))["error"]["code"], -32601);
 }
 
+// 200,000 levels of nesting in "id" or "arguments" (400 KB) killed the server in a recursive
+// dump; refused while parsed now, as a parse error, and the server goes on.
+TEST_F(McpFixture, DeeplyNestedIdOrArguments_AreAParseErrorNotACrash) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  server.handle_line(R"({"jsonrpc":"2.0","id":)" + deep + R"(,"method":"ping"})");
+  server.handle_line(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"code":)" +
+                     deep + "}}}");
+  server.drain();
+  ASSERT_EQ(sent.size(), 2u);
+  for (const Json& answer : sent) EXPECT_EQ(answer["error"]["code"], -32700);
+  EXPECT_TRUE(executor.requests.empty());
+  EXPECT_EQ(ask(request(3, "ping"))["result"], Json::object());
+}
+
+// JSON-RPC 2.0 "Batch": an empty array is answered with one Invalid Request error (it got no
+// answer at all).
+TEST_F(McpFixture, EmptyBatch_IsAnInvalidRequest) {
+  server.handle_line("[]");
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent.back()["error"]["code"], -32600);
+  EXPECT_TRUE(sent.back()["id"].is_null());
+}
+
 TEST_F(McpFixture, ToolsList_OffersRunCodeSessionsAndFiles) {
   Json tools = ask(request(1, "tools/list"))["result"]["tools"];
   std::vector<std::string> names;
   for (const Json& t : tools) names.push_back(t["name"]);
   EXPECT_EQ(names, (std::vector<std::string>{"run_code", "list_skills", "list_sessions", "remove_session", "upload_file", "download_file"}));
   EXPECT_EQ(tools[0]["inputSchema"]["required"], (Json{"language", "code"}));
+}
+
+// An upload with "session": "" said "wrote N bytes" into a workspace thrown away at once; a
+// transfer that cannot persist is refused and runs nothing.
+TEST_F(McpFixture, FileTransfersWithoutASession_AreRefused) {
+  Json up = ask(request(1, "tools/call", {{"name", "upload_file"}, {"arguments", {{"session", ""}, {"path", "a.txt"}, {"content", "x"}}}}));
+  EXPECT_EQ(up["result"]["isError"], true) << up.dump();
+  EXPECT_NE(up.dump().find("needs a session"), std::string::npos) << up.dump();
+  Json down = ask(request(2, "tools/call", {{"name", "download_file"}, {"arguments", {{"session", ""}, {"path", "a.txt"}}}}));
+  EXPECT_EQ(down["result"]["isError"], true) << down.dump();
+  EXPECT_TRUE(executor.requests.empty());
 }
 
 TEST_F(McpFixture, RunCode_TextContentAndPngArtifactsAsImages) {

@@ -10,6 +10,7 @@
 #include "sandcell/agent/code_request.hpp"
 #include "sandcell/agent/code_result.hpp"
 #include "sandcell/agent/limit_args.hpp"
+#include "sandcell/agent/request_ceilings.hpp"
 #include "sandcell/agent/skill.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 
@@ -32,6 +33,8 @@ struct RunnerContext {
   // Progress lines ("installing 2 packages"); optional.
   std::function<void(const std::string&)> on_progress;
   CollectBounds bounds;
+  // What a request may ask for at most (request_ceilings.hpp); unset fields: no ceiling.
+  RequestCeilings ceilings;
 };
 
 // Throws Error::invalid for requests that cannot run (unknown skill, skill not built, empty or

@@ -38,7 +38,8 @@ class SessionStore {
   // ttl: idle time after which a session is removed.
   SessionStore(std::string dir, std::chrono::seconds ttl);
 
-  // Session IDs: 1-64 of [A-Za-z0-9_.-], not starting with '.'. Throws Error::invalid.
+  // Session IDs: 1-64 of [A-Za-z0-9_.-], starting with [A-Za-z0-9_] (never '-' or '.').
+  // Throws Error::invalid.
   static void check_id(const std::string& id);
 
   // Creates the session on first use; waits while another call holds it.

@@ -46,6 +46,9 @@ class Workspace {
   void make_dirs(const std::string& path);
   // Removes a file (not a directory) if it is there; never follows a symlink in the path.
   void remove_file(const std::string& path);
+  // Takes away what would grant privilege on the host: setuid/setgid bits, file capabilities,
+  // ACLs, device nodes (host_privilege_strip.hpp). Called before and after every phase.
+  void strip_privileges() const;
   // A regular file's bytes, at most `max_bytes` (size says the whole size).
   WorkspaceFile read_file(const std::string& path, uint64_t max_bytes) const;
   // The first line of a regular file, or "" when it is missing.

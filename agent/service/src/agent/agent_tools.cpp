@@ -2,6 +2,7 @@
 
 #include "agent/compact_result.hpp"
 #include "executor/workspace_files.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {
@@ -42,7 +43,7 @@ std::vector<ToolSpec> AgentTools::specs() {
 }
 
 ToolOutcome AgentTools::call(const std::string& name, const std::string& arguments) {
-  Json args = arguments.empty() ? Json::object() : Json::parse(arguments, nullptr, false);
+  Json args = arguments.empty() ? Json::object() : parse_bounded_json_or_discarded(arguments);
   if (args.is_discarded() || !args.is_object())
     return error_outcome("the arguments of " + name + " are not a valid JSON object: " + arguments.substr(0, 200) +
                          " -- call the tool again with a JSON object matching its schema");

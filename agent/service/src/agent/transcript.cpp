@@ -9,6 +9,7 @@
 #include <random>
 
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {
@@ -66,7 +67,7 @@ std::vector<Json> read_transcript(const std::filesystem::path& root, const std::
   if (!in) throw Error::invalid("no transcript for run " + run_id + " under " + transcripts_dir(root).string());
   std::vector<Json> records;
   for (std::string line; std::getline(in, line);) {
-    Json record = Json::parse(line, nullptr, false);
+    Json record = parse_bounded_json_or_discarded(line);
     if (!record.is_discarded()) records.push_back(std::move(record));
   }
   return records;

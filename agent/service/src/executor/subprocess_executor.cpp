@@ -7,6 +7,7 @@
 #include "executor/child_process.hpp"
 #include "sandcell/agent_service/executor.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {
@@ -20,7 +21,7 @@ std::string first_line(const std::string& text) {
 }
 
 Json parse_json_answer(const std::string& text, const ChildOutcome& outcome, const std::string& what) {
-  Json parsed = Json::parse(text, nullptr, false);
+  Json parsed = parse_bounded_json_or_discarded(text);
   if (!parsed.is_discarded() && parsed.is_object()) return parsed;
   if (outcome.exit_code == 125 || outcome.exit_code != 0) {
     return Json{{"error", {{"class", "sandcell"},
@@ -37,7 +38,7 @@ class SubprocessExecutor final : public Executor {
 
   Json run(const Json& request, std::stop_token stop) override {
     std::string out;
-    ChildOutcome outcome = run_child(argv({"code", "--request-json", "-"}), request.dump(),
+    ChildOutcome outcome = run_child(code_argv(false), request.dump(),
                                      [&](std::string_view chunk) { out.append(chunk); }, stop);
     return parse_json_answer(out, outcome, "sandcell code");
   }
@@ -46,14 +47,14 @@ class SubprocessExecutor final : public Executor {
     std::string pending;
     Json end;
     auto on_line = [&](const std::string& line) {
-      Json event = Json::parse(line, nullptr, false);
+      Json event = parse_bounded_json_or_discarded(line);
       if (event.is_discarded() || !event.is_object()) return;
       std::string type = event.value("type", "");
       if (type == "end") end = event.value("result", Json::object());
       else if ((type == "stdout" || type == "stderr") && event.contains("data"))
         sink(type, event["data"].get<std::string>());
     };
-    ChildOutcome outcome = run_child(argv({"code", "--request-json", "-", "--stream"}), request.dump(),
+    ChildOutcome outcome = run_child(code_argv(true), request.dump(),
                                      [&](std::string_view chunk) {
                                        pending.append(chunk);
                                        for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
@@ -64,7 +65,7 @@ class SubprocessExecutor final : public Executor {
     if (!pending.empty()) {
       // A runner that refused the request prints a single JSON object, not events.
       on_line(pending);
-      if (end.is_null()) end = Json::parse(pending, nullptr, false);
+      if (end.is_null()) end = parse_bounded_json_or_discarded(pending);
     }
     if (end.is_object()) return end;
     return parse_json_answer("", outcome, "sandcell code --stream");
@@ -74,7 +75,7 @@ class SubprocessExecutor final : public Executor {
   Json list_sessions() override { return listing({"sessions", "list", "--json"}); }
 
   void remove_session(const std::string& id) override {
-    ChildOutcome outcome = run_child(argv({"sessions", "rm", id}), "", [](std::string_view) {});
+    ChildOutcome outcome = run_child(argv({"sessions", "rm", "--", id}), "", [](std::string_view) {});
     if (outcome.exit_code != 0)
       throw Error::invalid("remove session " + id + ": " + first_line(outcome.stderr_text));
   }
@@ -87,12 +88,19 @@ class SubprocessExecutor final : public Executor {
     return args;
   }
 
+  std::vector<std::string> code_argv(bool stream) const {
+    std::vector<std::string> args = argv({"code", "--request-json", "-"});
+    if (stream) args.push_back("--stream");
+    args.insert(args.end(), options_.code_flags.begin(), options_.code_flags.end());
+    return args;
+  }
+
   Json listing(std::initializer_list<std::string> verb) {
     std::string out;
     ChildOutcome outcome = run_child(argv(verb), "", [&](std::string_view chunk) { out.append(chunk); });
     if (outcome.exit_code != 0)
       throw Error::invalid("sandcell " + *verb.begin() + " list: " + first_line(outcome.stderr_text));
-    Json parsed = Json::parse(out, nullptr, false);
+    Json parsed = parse_bounded_json_or_discarded(out);
     if (parsed.is_discarded()) throw Error(EPROTO, "sandcell " + *verb.begin() + " list printed no JSON");
     return parsed;
   }

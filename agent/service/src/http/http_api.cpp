@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "http/admission_gate.hpp"
+#include "http/guarded_server.hpp"
 #include "http/routes.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/number.hpp"
@@ -49,11 +50,19 @@ struct HttpApi::State {
   HttpApiOptions options;
   ListenAddress address;
   AdmissionGate gate;
-  httplib::Server server;
+  GuardedServer server;
   int listen_fd = -1;  // httplib's listening socket, seen through its socket-options hook
 };
 
 namespace {
+
+ConnectionBounds connection_bounds(const HttpApiOptions& options) {
+  if (!(options.head_timeout_seconds > 0) || options.max_connections_per_client < 1)
+    throw Error::invalid("--header-timeout must be positive and --max-connections-per-client at least 1");
+  return {.head_timeout = std::chrono::milliseconds(static_cast<int64_t>(options.head_timeout_seconds * 1000)),
+          .max_connections_per_client = options.max_connections_per_client,
+          .max_body_bytes = options.max_body_bytes};
+}
 
 // Debian's libcpp-httplib 0.11.4 is compiled with CPPHTTPLIB_LISTEN_BACKLOG 5. Fifty clients
 // connecting at once overflow that accept queue; the kernel then drops handshakes or answers
@@ -66,7 +75,8 @@ void widen_backlog(int fd) {
 }  // namespace
 
 HttpApi::HttpApi(Executor& executor, HttpApiOptions options)
-    : state_(new State{executor, options, parse_listen(options.listen), AdmissionGate(options.max_running, options.max_queued), {}}) {
+    : state_(new State{executor, options, parse_listen(options.listen), AdmissionGate(options.max_running, options.max_queued),
+                       GuardedServer(connection_bounds(options))}) {
   State& s = *state_;
   if (s.address.unix_path.empty() && s.options.token.empty())
     throw Error::invalid("serving on TCP needs a bearer token: --token or $SANDCELL_TOKEN (or listen on unix:PATH)");
@@ -74,8 +84,11 @@ HttpApi::HttpApi(Executor& executor, HttpApiOptions options)
     throw Error::invalid("--max-running must be at least 1 and --max-queued at least 0");
   // Every queued request waits in a server thread, so the pool must hold running + queued
   // + a few for health checks and 429 answers; otherwise httplib's own unbounded queue
-  // would hide the limit.
-  size_t threads = static_cast<size_t>(s.options.max_running + s.options.max_queued + 4);
+  // would hide the limit. And the connections one client may have waiting for a head (4 times
+  // --max-connections-per-client, GuardedServer): however slow, they cannot take the threads
+  // admitted work and health checks need.
+  size_t threads = static_cast<size_t>(s.options.max_running + s.options.max_queued +
+                                       4 * s.options.max_connections_per_client + 4);
   s.server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.server.set_payload_max_length(s.options.max_body_bytes);
   s.server.set_socket_options([&s](socket_t sock) {

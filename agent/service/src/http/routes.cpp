@@ -5,6 +5,8 @@
 #include <stop_token>
 
 #include "executor/workspace_files.hpp"
+#include "http/guarded_server.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {
@@ -60,8 +62,25 @@ void run_streaming(httplib::Response& res, Executor& executor, Json request, std
       });
 }
 
-void handle_run(const httplib::Request& req, httplib::Response& res, Executor& executor, AdmissionGate& gate) {
-  Json request = Json::parse(req.body, nullptr, false);
+void send_too_large(httplib::Response& res) {
+  res.status = 413;
+  res.set_header("Connection", "close");
+  res.set_content(R"({"error":{"class":"request","message":"request body too large"}})" "\n", "application/json");
+  GuardedServer::close_after_answer();
+}
+
+// A chunked body is bounded on the wire by GuardedServer (a little above the limit, for the
+// chunk framing); the decoded body is held to the limit exactly here.
+bool body_within_limit(const httplib::Request& req, httplib::Response& res, const HttpApiOptions& options) {
+  if (req.body.size() <= options.max_body_bytes) return true;
+  send_too_large(res);
+  return false;
+}
+
+void handle_run(const httplib::Request& req, httplib::Response& res, Executor& executor, AdmissionGate& gate,
+                const HttpApiOptions& options) {
+  if (!body_within_limit(req, res, options)) return;
+  Json request = parse_bounded_json_or_discarded(req.body);
   if (request.is_discarded() || !request.is_object()) return send_error(res, 400, "the body must be a JSON object");
   const Json stream = request.value("stream", Json(false));
   if (!stream.is_boolean()) return send_error(res, 400, "\"stream\" must be true or false");
@@ -77,7 +96,7 @@ void add_session_routes(httplib::Server& server, Executor& executor, AdmissionGa
   server.Get("/v1/sessions", [&](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, executor.list_sessions());
   });
-  server.Delete(R"(/v1/sessions/([A-Za-z0-9_.-]+))", [&](const httplib::Request& req, httplib::Response& res) {
+  server.Delete(R"(/v1/sessions/([A-Za-z0-9_][A-Za-z0-9_.-]*))", [&](const httplib::Request& req, httplib::Response& res) {
     executor.remove_session(req.matches[1]);
     send_json(res, 200, {{"removed", std::string(req.matches[1])}});
   });
@@ -85,8 +104,9 @@ void add_session_routes(httplib::Server& server, Executor& executor, AdmissionGa
     std::string skill = req.has_param("skill") ? req.get_param_value("skill") : options.default_skill;
     return WorkspaceTarget{skill, req.matches[1]};
   };
-  const char* file_route = R"(/v1/sessions/([A-Za-z0-9_.-]+)/files/(.+))";
+  const char* file_route = R"(/v1/sessions/([A-Za-z0-9_][A-Za-z0-9_.-]*)/files/(.+))";
   server.Put(file_route, [&, target](const httplib::Request& req, httplib::Response& res) {
+    if (!body_within_limit(req, res, options)) return;
     auto ticket = admit(gate, res);
     if (!ticket) return;
     Json result = put_workspace_file(executor, target(req), req.matches[2], req.body);
@@ -106,21 +126,29 @@ void add_session_routes(httplib::Server& server, Executor& executor, AdmissionGa
 
 void add_request_guards(httplib::Server& server, const HttpApiOptions& options, bool tcp) {
   // Runs before httplib reads the body: a client without the token, or with a body over the
-  // limit, is answered without us reading what it sends.
+  // limit, is answered without us reading what it sends, and the connection is closed after
+  // the answer: the unread body must never be read as the next request (smuggling).
   server.set_pre_routing_handler([&options, tcp](const httplib::Request& req, httplib::Response& res) {
     if (tcp && req.path != "/v1/health" && !token_matches(req.get_header_value("Authorization"), options.token)) {
       res.status = 401;
       res.set_header("WWW-Authenticate", "Bearer");
+      res.set_header("Connection", "close");
       res.set_content(R"({"error":{"class":"auth","message":"missing or wrong bearer token"}})" "\n", "application/json");
+      GuardedServer::close_after_answer();
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.get_header_value<uint64_t>("Content-Length") > options.max_body_bytes) {
-      res.status = 413;
-      res.set_content(R"({"error":{"class":"request","message":"request body too large"}})" "\n", "application/json");
+      send_too_large(res);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+  // A body cut off on the wire (GuardedServer) reaches here as httplib's 400: it is a 413.
+  server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+    if (!GuardedServer::body_over_limit()) return httplib::Server::HandlerResponse::Unhandled;
+    send_too_large(res);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
 }
 
 void add_routes(httplib::Server& server, Executor& executor, AdmissionGate& gate, const HttpApiOptions& options) {
@@ -128,7 +156,7 @@ void add_routes(httplib::Server& server, Executor& executor, AdmissionGate& gate
     send_json(res, 200, {{"status", "ok"}, {"running", gate.running()}, {"queued", gate.queued()},
                          {"max_running", options.max_running}, {"max_queued", options.max_queued}});
   });
-  server.Post("/v1/run", [&](const httplib::Request& req, httplib::Response& res) { handle_run(req, res, executor, gate); });
+  server.Post("/v1/run", [&](const httplib::Request& req, httplib::Response& res) { handle_run(req, res, executor, gate, options); });
   server.Get("/v1/skills", [&](const httplib::Request&, httplib::Response& res) { send_json(res, 200, executor.list_skills()); });
   add_session_routes(server, executor, gate, options);
   server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

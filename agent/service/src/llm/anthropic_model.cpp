@@ -1,6 +1,7 @@
 // Anthropic Messages API: content blocks, `tool_use` from the model and `tool_result` back.
 #include "llm/json_post.hpp"
 #include "llm/models.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {
@@ -11,7 +12,7 @@ Json assistant_content(const Message& m) {
   for (const auto& call : m.tool_calls) {
     // The API wants `input` as an object; arguments that were not valid JSON are sent as {},
     // the tool_result that follows tells the model what was wrong.
-    Json input = Json::parse(call.arguments, nullptr, false);
+    Json input = parse_bounded_json_or_discarded(call.arguments);
     if (input.is_discarded() || !input.is_object()) input = Json::object();
     blocks.push_back({{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", input}});
   }

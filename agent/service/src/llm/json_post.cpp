@@ -8,6 +8,7 @@
 
 #include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "sandcell/runtime/number.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {
@@ -77,7 +78,7 @@ Answer perform(const JsonPost& post, const std::string& body) {
 // The server's own explanation: {"error": {"message": ...}} (OpenAI and Anthropic) or the
 // start of the body.
 std::string server_message(const std::string& body) {
-  Json parsed = Json::parse(body, nullptr, false);
+  Json parsed = parse_bounded_json_or_discarded(body);
   if (!parsed.is_discarded() && parsed.is_object() && parsed.contains("error")) {
     const Json& e = parsed["error"];
     if (e.is_object() && e.contains("message") && e["message"].is_string()) return e["message"];
@@ -113,7 +114,7 @@ Json post_json(const JsonPost& post, const Json& body) {
       if (!answer.transport_error.empty())
         throw ProviderError(post.provider + ": POST " + post.url + ": " + answer.transport_error);
       if (answer.status < 200 || answer.status >= 300) fail(post, answer);
-      Json parsed = Json::parse(answer.body, nullptr, false);
+      Json parsed = parse_bounded_json_or_discarded(answer.body);
       if (parsed.is_discarded() || !parsed.is_object())
         throw ProviderError(post.provider + ": the answer from " + post.url + " is not a JSON object: " +
                             answer.body.substr(0, 200));

@@ -5,6 +5,7 @@
 
 #include "llm/models.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {
@@ -21,7 +22,7 @@ void fill(std::string& field, const std::string& value) {
 Json read_config_file(const std::string& path) {
   std::ifstream in(path);
   if (path.empty() || !in) return Json::object();
-  Json config = Json::parse(in, nullptr, false);
+  Json config = parse_bounded_json_or_discarded(in);
   if (config.is_discarded() || !config.is_object())
     throw Error::invalid("agent config " + path + " is not a JSON object");
   return config;

@@ -5,6 +5,7 @@
 
 #include "mcp/mcp_protocol.hpp"
 #include "mcp/mcp_tools.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {
@@ -75,9 +76,14 @@ void McpServer::send_response(const Json& id, const Json& body, bool is_error) {
 
 void McpServer::handle_line(const std::string& line) {
   if (line.find_first_not_of(" \t\r") == std::string::npos) return;
-  Json message = Json::parse(line, nullptr, false);
+  Json message = parse_bounded_json_or_discarded(line);
   if (message.is_discarded()) {
     send_(Json{{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", RpcError{mcp::kParseError, "Parse error", nullptr}.to_json()}});
+    return;
+  }
+  if (message.is_array() && message.empty()) {
+    // JSON-RPC 2.0, "Batch": an empty array is an Invalid Request, answered with one error.
+    send_(Json{{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", RpcError{mcp::kInvalidRequest, "Invalid Request", nullptr}.to_json()}});
     return;
   }
   if (message.is_array()) {

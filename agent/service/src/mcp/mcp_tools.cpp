@@ -72,6 +72,7 @@ Json upload_file(Executor& executor, const std::string& default_skill, const Jso
   }
   std::string skill = string_arg(args, "skill", false);
   Json result = put_workspace_file(executor, {skill.empty() ? default_skill : skill, string_arg(args, "session")}, path, *bytes);
+  if (is_request_error(result)) return error_result("upload refused: " + result["error"].value("message", ""));
   if (result.value("status", Json("")) != "ok")
     return error_result("upload failed: " + compact_result(result).dump());
   return tool_result(Json::array({text_content("wrote " + std::to_string(bytes->size()) + " bytes to /workspace/" + path)}), false);
@@ -83,6 +84,7 @@ Json download_file(Executor& executor, const std::string& default_skill, const J
   std::string path = string_arg(args, "path");
   std::string skill = string_arg(args, "skill", false);
   FetchedFile file = get_workspace_file(executor, {skill.empty() ? default_skill : skill, string_arg(args, "session")}, path);
+  if (is_request_error(file.result)) return error_result("download refused: " + file.result["error"].value("message", ""));
   if (!file.bytes) return error_result("no such file in the session: " + path + " " + compact_result(file.result).dump());
   const std::string& bytes = *file.bytes;
   if (bytes.starts_with("\x89PNG\r\n\x1a\n"))

@@ -39,6 +39,9 @@ class Executor {
 struct SubprocessExecutorOptions {
   std::string sandcell_bin{};  // the `sandcell` executable to spawn
   std::string root{};          // passed as `--root` when not empty
+  // After `code --request-json -`: the operator's ceilings (`--max-memory 2g`...), which no
+  // request can lift.
+  std::vector<std::string> code_flags{};
 };
 
 // $SANDCELL_BIN, else sandcell_bin_in() the running executable's directory.

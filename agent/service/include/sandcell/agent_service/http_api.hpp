@@ -15,7 +15,14 @@ struct HttpApiOptions {
   std::string token{};   // required for TCP; ignored on a unix socket (its mode 0600 guards it)
   int max_running = 2;
   int max_queued = 64;
-  size_t max_body_bytes = 32u << 20;
+  size_t max_body_bytes = 32u << 20;   // decoded, whatever the framing (chunked too)
+  // Slow clients: a request's head must arrive within head_timeout_seconds of the connection
+  // waiting for it. One source address may have max_connections_per_client connections waiting
+  // so; beyond that each gets 1 s, and from 4 times that on new ones get 429. The worker pool
+  // has 4 times that many threads beyond running + queued work, so one client cannot starve
+  // /v1/health or admitted requests.
+  double head_timeout_seconds = 10;
+  int max_connections_per_client = 16;
   std::string default_skill = "python";  // for file transfers without ?skill=
 };
 
