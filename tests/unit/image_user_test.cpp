@@ -44,6 +44,14 @@ TEST_F(ImageUser, NumericAndGroupForms) {
   EXPECT_EQ(resolve_user("4242:77", layers()).gid, 77u);
 }
 
+// (uid_t)-1 is "unchanged" to setresuid: User 4294967295 ran as root (issue 37, item 9).
+TEST_F(ImageUser, MinusOneAsUidOrGidIsNoId) {
+  EXPECT_THROW(resolve_user("4294967295", layers()), Error);
+  EXPECT_THROW(resolve_user("4294967295:4294967295", layers()), Error);
+  EXPECT_THROW(resolve_user("1000:4294967295", layers()), Error);
+  EXPECT_EQ(resolve_user("4294967294", layers()).uid, 4294967294u);
+}
+
 TEST_F(ImageUser, UnknownNameIsAnErrorNamingIt) {
   try {
     resolve_user("nobody-here", layers());
