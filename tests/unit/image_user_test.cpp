@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "image_paths.hpp"
 #include "sandcell/rootfs_builder/image_user.hpp"
 #include "sandcell/runtime/error.hpp"
 
@@ -71,6 +72,20 @@ TEST_F(ImageUser, UpperLayerWinsAndWhiteoutHides) {
     EXPECT_EQ(read_image_file(layers(), "/etc/passwd"), "");
     EXPECT_THROW(resolve_user("app", layers()), Error);
   }
+}
+
+// A lower layer's symlink among a path's directories led lstat to the host: COPY to /a/b/ then
+// took a host directory's mode and owner into the image (issue 37, item 9).
+TEST_F(ImageUser, ImageLstatNeverFollowsALowerLayersSymlinkToTheHost) {
+  fs::create_directories(root_ / "host/b");
+  fs::permissions(root_ / "host/b", fs::perms(0701));
+  fs::create_directories(root_ / "upper/a");
+  fs::create_symlink(root_ / "host", root_ / "lower/a");  // an absolute host path
+  EXPECT_FALSE(image_lstat(layers(), "/a/b").has_value());
+  fs::create_directories(root_ / "lower/c/d");
+  auto inside = image_lstat(layers(), "/c/d");
+  ASSERT_TRUE(inside.has_value());
+  EXPECT_TRUE(S_ISDIR(inside->st_mode));
 }
 
 TEST_F(ImageUser, SymlinkCannotLeaveTheLayer) {
