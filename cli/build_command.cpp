@@ -67,7 +67,7 @@ void add_build_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--build-arg", f->build_args, "K=V build argument (repeatable)")->allow_extra_args(false);
   cmd->add_option("--target", f->target, "Build up to this stage (name or index)");
   cmd->add_flag("--no-cache", f->no_cache, "Run every step, ignoring the build cache");
-  cmd->add_option("--network", f->network, "Network of RUN steps: host or none [host]");
+  cmd->add_option("--network", f->network, "Network of RUN steps and ADD <URL>: host or none [host]");
   cmd->add_flag("-q,--quiet", f->quiet, "Only step lines, no RUN output");
   cmd->add_option("context", f->context, "Build context directory")->required()->check(CLI::ExistingDirectory);
   cmd->callback([&action, f, globals] { action = [f, globals] { return build(*f, *globals); }; });

@@ -181,6 +181,9 @@ int main(int argc, char** argv) {
     code = action();
   } catch (const sandcell::Error& e) {
     std::cerr << "sandcell: " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    // A library's own error (std::filesystem, nlohmann::json) is reported, never an abort.
+    std::cerr << "sandcell: " << e.what() << "\n";
   }
   return finish(code);
 }

@@ -104,7 +104,8 @@ void ArchiveBundle::commit(const std::string& out_path) const {
 ArchiveMember open_member(const std::string& root, const std::string& rel) {
   UniqueFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) throw Error(errno, "open " + root);
-  ArchiveMember member{UniqueFd(openat2_in_root(dir.get(), rel, O_RDONLY))};
+  // O_NONBLOCK: a member that is a FIFO must fail the S_ISREG check below, not block the open.
+  ArchiveMember member{UniqueFd(openat2_in_root(dir.get(), rel, O_RDONLY | O_NONBLOCK))};
   if (!member.fd) throw Error::invalid("archive member " + rel + ": " + std::strerror(errno));
   struct stat st {};
   if (::fstat(member.fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
@@ -118,7 +119,7 @@ std::string read_member(const std::string& root, const std::string& rel) {
 
 std::string extract_bundle(const std::string& archive_path, const std::string& dest) {
   ExtractOptions options{
-      .whiteouts = WhiteoutHandling::Keep, .preserve_owner = false, .opaque_xattr = {}};
+      .whiteouts = WhiteoutHandling::Keep, .preserve_owner = false, .opaque_xattr = {}, .max_bytes = {}};
   ExtractStats stats = extract_layer(archive_path, dest, options);
   if (!stats.rejected.empty())
     throw Error::invalid(archive_path + ": refusing archive entry " + stats.rejected[0].path +

@@ -2,6 +2,7 @@
 // Owned libarchive handles and their error messages.
 #include <archive.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -22,7 +23,15 @@ using ArchiveWriter = std::unique_ptr<archive, ArchiveWriteFree>;
 // "step: libarchive's message", with libarchive's errno when it set one.
 Error archive_error(archive* a, const std::string& step);
 
-// A reader for tar archives, plain or compressed (gzip, zstd, xz, bzip2), opened on path.
+// How many bytes a compressed file of `compressed_bytes` may decompress to (file data, sparse
+// holes included): 200 times its size, at least 1 GiB. gzip and zstd reach ~1000:1 on zeros,
+// so a 2 MB bomb (or a 10 KB tar declaring a 4 GiB sparse file) stops here; real layers are
+// well below 20:1.
+std::uint64_t decompressed_limit(std::uint64_t compressed_bytes);
+// decompressed_limit of the file at path.
+std::uint64_t decompressed_limit_of(const std::string& path);
+
+// A reader for tar archives, plain or compressed (gzip, zstd, xz, bzip2, lz4), opened on path.
 ArchiveReader open_tar_reader(const std::string& path);
 // A reader for the decompressed byte stream of path (libarchive "raw" format).
 ArchiveReader open_raw_reader(const std::string& path);

@@ -10,8 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "sandcell/rootfs_builder/digest.hpp"
+#include "fs_tree.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/bounded_json.hpp"
+#include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -50,9 +52,11 @@ std::string content_hash(const std::string& root) {
   Sha256 hash;
   hash_entry(hash, root, ".");
   if (!fs::is_directory(fs::symlink_status(root))) return hash.finish();
-  std::vector<std::string> entries;
-  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it)
-    entries.push_back(fs::relative(it->path(), root).string());
+  // Listed by fd, not fs::relative (which follows a staged symlink out to the host path it
+  // names, and would hash that, or read /dev/zero forever).
+  UniqueFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) throw Error(errno, "open " + root);
+  std::vector<std::string> entries = list_tree_at(dir.get(), root);
   std::sort(entries.begin(), entries.end());
   for (const std::string& entry : entries) hash_entry(hash, fs::path(root) / entry, entry);
   return hash.finish();

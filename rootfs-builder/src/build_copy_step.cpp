@@ -3,6 +3,7 @@
 // step's layer. Nothing runs inside the image, so COPY works on any image, even FROM scratch.
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,8 +12,11 @@
 #include <fstream>
 #include <set>
 
+#include "archive_handles.hpp"
 #include "build_steps.hpp"
 #include "file_copy.hpp"
+#include "fs_tree.hpp"
+#include "gzip_sink.hpp"
 #include "image_paths.hpp"
 #include "sandcell/rootfs_builder/dockerignore.hpp"
 #include "sandcell/rootfs_builder/image_user.hpp"
@@ -20,12 +24,15 @@
 #include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "sandcell/runtime/number.hpp"
+#include "unique_fd.hpp"
 #include "url_fetch.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr const char* kWholeTreeMark = "-whole-tree";  // "<slot>-whole-tree" beside slot dir
 
 struct StagedSource {
   std::string path;  // the staged copy
@@ -34,38 +41,30 @@ struct StagedSource {
   bool extract = false;  // ADD of a local tar archive: unpacked at the destination
 };
 
-std::vector<std::string> list_tree(const std::string& root) {
-  std::vector<std::string> paths;
-  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it)
-    paths.push_back(fs::relative(it->path(), root).string());
-  return paths;
-}
-
 bool is_tar_archive(const std::string& path) {
-  std::unique_ptr<archive, decltype(&archive_read_free)> a(libarchive().read_new(),
-                                                           libarchive().read_free);
-  libarchive().read_support_filter_all(a.get());
-  libarchive().read_support_format_tar(a.get());
-  if (libarchive().read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK) return false;
-  archive_entry* entry = nullptr;
-  return libarchive().read_next_header(a.get(), &entry) == ARCHIVE_OK;
+  try {
+    ArchiveReader a = open_tar_reader(path);  // the in-process decompressors only
+    archive_entry* entry = nullptr;
+    return libarchive().read_next_header(a.get(), &entry) == ARCHIVE_OK;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
-// Copies `match` (relative to root; "." for all of it) keeping only the paths in `allowed` (the
-// context minus .dockerignore); nullptr allows everything.
-void copy_match(const std::string& root, const std::string& match, const std::string& to,
-                const std::set<std::string>* allowed, const CopyOwnership& owner) {
-  copy_tree(match == "." ? root : root + "/" + match, to, owner);
-  if (allowed == nullptr || !fs::is_directory(fs::symlink_status(to))) return;
-  std::vector<fs::path> excluded;
-  for (auto it = fs::recursive_directory_iterator(to); it != fs::recursive_directory_iterator(); ++it) {
-    std::string relative = (fs::path(match) / fs::relative(it->path(), to)).lexically_normal().string();
-    if (!allowed->count(relative)) {
-      excluded.push_back(it->path());
-      if (it->is_directory()) it.disable_recursion_pending();
-    }
-  }
-  for (const auto& path : excluded) fs::remove_all(path);
+// Copies `match` (relative to the root fd; "." for all of it) keeping only the paths in
+// `allowed` (the context minus .dockerignore); nullptr allows everything. The match's
+// directories are resolved inside the root (a context or an image's filesystem): a symlink
+// among them means what it would inside the image, never a host path. Below the match
+// nothing is followed; symlinks are copied as the symlinks they are.
+void copy_match(int root, const std::string& match, const std::string& to, const std::set<std::string>* allowed,
+                const CopyOwnership& owner) {
+  std::string parent = match == "." ? "" : fs::path(match).parent_path().string();
+  std::string name = match == "." ? "." : fs::path(match).filename().string();
+  UniqueFd dir(openat2_in_root(root, parent, O_RDONLY | O_DIRECTORY));
+  if (!dir) throw Error(errno, "open " + (parent.empty() ? std::string(".") : parent));
+  std::function<bool(const std::string&)> keep;
+  if (allowed != nullptr) keep = [allowed](const std::string& relative) { return allowed->count(relative) > 0; };
+  copy_tree_at(dir.get(), name, to, owner, parent, keep);
 }
 
 class SourceStager {
@@ -73,32 +72,47 @@ class SourceStager {
   SourceStager(std::string staging, CopyOwnership owner, std::string where)
       : staging_(std::move(staging)), owner_(owner), where_(std::move(where)) {}
 
-  void from_tree(const std::string& root, const std::vector<std::string>& candidates,
+  void from_tree(int root, const std::vector<std::string>& candidates,
                  const std::string& pattern, const std::set<std::string>* allowed, bool add) {
     std::vector<std::string> matches = match_sources(pattern, candidates);
     if (matches.empty()) throw Error::invalid(where_ + ": no source files were specified ('" + pattern + "' matches nothing)");
     for (const std::string& match : matches) {
       std::string name = match == "." ? "." : fs::path(match).filename().string();
-      std::string copy = slot() + "/" + (name == "." ? "tree" : name);
+      std::string dir = slot();
+      // The whole root is staged as "tree", marked by a file beside the slot: a source that is
+      // itself named "tree" must stay a file of that name.
+      if (name == ".") std::ofstream(dir + kWholeTreeMark);
+      std::string copy = dir + "/" + (name == "." ? "tree" : name);
       copy_match(root, match, copy, allowed, owner_);
-      bool is_dir = fs::is_directory(fs::symlink_status(copy));
+      // symlink_status: a staged symlink is data for the image; its target is a host path.
+      fs::file_status status = fs::symlink_status(copy);
+      bool is_dir = fs::is_directory(status);
       staged.push_back({.path = copy, .name = name, .is_dir = is_dir,
-                        .extract = add && !is_dir && fs::is_regular_file(copy) && is_tar_archive(copy)});
+                        .extract = add && fs::is_regular_file(status) && is_tar_archive(copy)});
     }
   }
 
+  // A heredoc's name is the file's name at the destination: one component, created under the
+  // slot's fd (the lexer refuses other names; this is the second line of defence).
   void from_text(const std::string& name, const std::string& text) {
-    std::string path = slot() + "/" + name;
-    std::ofstream(path, std::ios::binary) << text;
+    if (!is_single_name(name)) throw Error::invalid(where_ + ": heredoc name '" + name + "' is not a file name");
+    std::string dir = slot();
+    UniqueFd slot_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!slot_fd) throw Error(errno, "open " + dir);
+    UniqueFd file(::openat(slot_fd.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!file) throw Error(errno, "create " + dir + "/" + name);
+    write_all(file.get(), text.data(), text.size(), "write " + dir + "/" + name);
+    std::string path = dir + "/" + name;
     copy_ownership(path, 0644);
     staged.push_back({.path = path, .name = name});
   }
 
   void from_url(const std::string& url, const std::string& checksum) {
-    std::string path = slot() + "/" + url_file_name(url);
+    std::string name = url_file_name(url);  // one component, or "download"
+    std::string path = slot() + "/" + name;
     fetch_url(url, path, checksum);
     copy_ownership(path, 0600);  // Docker: downloaded files get mode 600
-    staged.push_back({.path = path, .name = url_file_name(url)});
+    staged.push_back({.path = path, .name = name});
   }
 
   std::vector<StagedSource> staged;
@@ -128,18 +142,24 @@ std::vector<StagedSource> stage_local(BuildContext& ctx, const Instruction& ins,
                                       const std::string& staging, const CopyOwnership& owner, const std::string& where) {
   SourceStager stager(staging, owner, where);
   std::set<std::string> allowed(ctx.context_files.begin(), ctx.context_files.end());
+  UniqueFd context_root(::open(ctx.options.context_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!context_root) throw Error(errno, "open the build context " + ctx.options.context_dir);
   bool add = ins.keyword == "ADD";
   for (const std::string& source : sources) {
     auto heredoc = std::find_if(ins.heredocs.begin(), ins.heredocs.end(), [&](const Heredoc& h) { return h.word == source; });
     if (heredoc != ins.heredocs.end()) {
       stager.from_text(heredoc->name, heredoc->content);
+    } else if (add && is_url(source) && !ctx.options.host_network) {
+      // The fetch is made by sandcell on the host: with the build's network off it would be the
+      // one way out that RUN steps do not have.
+      throw Error::invalid(where + ": ADD " + source + ": the build has no network (--network none)");
     } else if (add && is_url(source)) {
       auto checksum = ins.flags.find("checksum");
       stager.from_url(source, checksum == ins.flags.end() ? "" : checksum->second);
     } else if (is_url(source)) {
       throw Error::invalid(where + ": COPY cannot take a URL; use ADD");
     } else {
-      stager.from_tree(ctx.options.context_dir, ctx.context_files, source, &allowed, add);
+      stager.from_tree(context_root.get(), ctx.context_files, source, &allowed, add);
     }
   }
   return stager.staged;
@@ -159,8 +179,10 @@ void stage_from_image(BuildContext& ctx, const ImageState& image, const std::vec
   std::vector<std::string> lowers = unpacked_layers_top_first(ctx.store, image);
   auto stage_all = [&](const std::string& root) {
     SourceStager stager(staging, owner, where);
-    std::vector<std::string> candidates = list_tree(root);
-    for (const std::string& pattern : patterns) stager.from_tree(root, candidates, pattern, nullptr, false);
+    UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root_fd) throw Error(errno, "open the source image at " + root);
+    std::vector<std::string> candidates = list_tree_at(root_fd.get(), root);
+    for (const std::string& pattern : patterns) stager.from_tree(root_fd.get(), candidates, pattern, nullptr, false);
   };
   if (lowers.size() <= 1) {
     std::string root = lowers.empty() ? staging + "/empty-root" : lowers[0];
@@ -206,27 +228,47 @@ void stage_from_image(BuildContext& ctx, const ImageState& image, const std::vec
 std::vector<StagedSource> staged_in(const std::string& staging) {
   std::vector<StagedSource> staged;
   for (int slot = 0; fs::exists(staging + "/" + std::to_string(slot)); ++slot) {
-    for (const auto& entry : fs::directory_iterator(staging + "/" + std::to_string(slot))) {
-      std::string name = entry.path().filename() == "tree" ? "." : entry.path().filename().string();
+    std::string dir = staging + "/" + std::to_string(slot);
+    bool whole_tree = fs::exists(fs::symlink_status(dir + kWholeTreeMark));
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      std::string name = whole_tree ? "." : entry.path().filename().string();
       staged.push_back({.path = entry.path(), .name = name, .is_dir = entry.is_directory() && !entry.is_symlink()});
     }
   }
   return staged;
 }
 
-void make_dirs_like_image(const std::string& layer_dir, const std::string& dir, const std::vector<std::string>& lowers) {
-  fs::path current = "/";
+// The directory `dir` (absolute, inside the image) in the layer being made, created with the
+// modes and owners the image gives its parts, one component at a time under the parent's fd.
+UniqueFd make_dirs_like_image(int layer, const std::string& dir, const std::vector<std::string>& lowers) {
+  UniqueFd current(::dup(layer));
+  fs::path image_path = "/";
   for (const auto& part : fs::path(dir).relative_path()) {
-    current /= part;
-    std::string target = layer_dir + current.string();
-    if (fs::exists(fs::symlink_status(target))) continue;
-    auto st = image_lstat(lowers, current.string());
-    bool like = st && S_ISDIR(st->st_mode);
-    check(mkdir(target.c_str(), like ? (st->st_mode & 07777) : 0755), "mkdir " + target);
-    // Keep the image's mode and owner: a layer entry replaces the directory's metadata.
-    if (like) check(lchown(target.c_str(), st->st_uid, st->st_gid), "chown " + target);
-    if (like) check(chmod(target.c_str(), st->st_mode & 07777), "chmod " + target);
+    std::string name = part.string();
+    if (!is_single_name(name)) throw Error::invalid("destination " + dir + ": '" + name + "' is not a file name");
+    image_path /= name;
+    struct stat existing {};
+    if (::fstatat(current.get(), name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) != 0) {
+      auto st = image_lstat(lowers, image_path.string());
+      bool like = st && S_ISDIR(st->st_mode);
+      check(::mkdirat(current.get(), name.c_str(), like ? (st->st_mode & 07777) : 0755), "mkdir " + image_path.string());
+      // Keep the image's mode and owner: a layer entry replaces the directory's metadata.
+      if (like) check(::fchownat(current.get(), name.c_str(), st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW), "chown " + image_path.string());
+      if (like) check(::fchmodat(current.get(), name.c_str(), st->st_mode & 07777, 0), "chmod " + image_path.string());
+    }
+    UniqueFd next(::openat(current.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next) throw Error(errno, "open " + image_path.string() + " in the new layer");
+    current = std::move(next);
   }
+  return current;
+}
+
+// Moves a staged entry to `name` under the directory fd `dir`, replacing what is there.
+void move_into(const std::string& staged_path, int dir, const std::string& name) {
+  if (!is_single_name(name)) throw Error::invalid("'" + name + "' is not a file name");
+  struct stat st {};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) remove_tree_at(dir, name);
+  check(::renameat(AT_FDCWD, staged_path.c_str(), dir, name.c_str()), "move " + staged_path + " into the layer");
 }
 
 void merge_into(const std::string& from, const std::string& to) {
@@ -244,21 +286,23 @@ void merge_into(const std::string& from, const std::string& to) {
 
 void place(const std::vector<StagedSource>& staged, const std::string& dest, bool dest_is_dir,
            const std::string& layer_dir, const std::vector<std::string>& lowers) {
+  UniqueFd layer(::open(layer_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!layer) throw Error(errno, "open " + layer_dir);
   if (!dest_is_dir) {
-    make_dirs_like_image(layer_dir, fs::path(dest).parent_path().string(), lowers);
-    fs::rename(staged.at(0).path, layer_dir + dest);
+    UniqueFd parent = make_dirs_like_image(layer.get(), fs::path(dest).parent_path().string(), lowers);
+    move_into(staged.at(0).path, parent.get(), fs::path(dest).filename().string());
     return;
   }
-  make_dirs_like_image(layer_dir, dest, lowers);
+  UniqueFd dir = make_dirs_like_image(layer.get(), dest, lowers);
+  // Every part of layer_dir + dest was just made by mkdirat above, in our private scratch dir.
+  std::string dir_path = layer_dir + (dest == "/" ? "" : dest);
   for (const StagedSource& source : staged) {
     if (source.extract) {
-      extract_layer(source.path, layer_dir + dest, {.whiteouts = WhiteoutHandling::Keep, .preserve_owner = {}, .opaque_xattr = {}});
+      extract_layer(source.path, dir_path, {.whiteouts = WhiteoutHandling::Keep, .preserve_owner = {}, .opaque_xattr = {}, .max_bytes = {}});
     } else if (source.is_dir) {
-      merge_into(source.path, layer_dir + dest);
+      merge_into(source.path, dir_path);
     } else {
-      fs::path target = fs::path(layer_dir + dest) / source.name;
-      fs::remove_all(target);
-      fs::rename(source.path, target);
+      move_into(source.path, dir.get(), source.name);
     }
   }
 }

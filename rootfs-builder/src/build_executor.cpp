@@ -1,6 +1,10 @@
 // build_image(): stages in order, each instruction a step; RUN and COPY/ADD make layers (or
 // reuse cached ones), the rest change the config.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -8,9 +12,11 @@
 #include <sstream>
 
 #include "build_steps.hpp"
+#include "fs_tree.hpp"
 #include "sandcell/rootfs_builder/build.hpp"
 #include "sandcell/rootfs_builder/dockerignore.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -21,29 +27,53 @@ constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/
 
 std::string nlohmann_array(const std::vector<std::string>& items) { return nlohmann::json(items).dump(); }
 
-std::string read_text(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error::invalid(what + " " + path + " cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+// A Dockerfile or .dockerignore: a regular file (not a FIFO that never ends, not /dev/zero), at
+// most 16 MiB. Its bytes are never echoed in an error: the name may be a symlink to a secret.
+std::string read_text(UniqueFd fd, const std::string& path, const std::string& what) {
+  constexpr off_t kMaxBytes = 16 << 20;
+  if (!fd) throw Error::invalid(what + " " + path + " cannot be read: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    throw Error::invalid(what + " " + path + " is not a regular file");
+  if (st.st_size > kMaxBytes) throw Error::invalid(what + " " + path + " is larger than 16 MiB");
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::read(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(errno, "read " + path);
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  text.resize(done);
+  return text;
 }
 
-// Context paths (relative, "/"-separated) that .dockerignore keeps.
+// The context's own Dockerfile is resolved inside the context (a context's "Dockerfile ->
+// /etc/shadow" must not put the host file's first line into an error message); one named by
+// --file is the caller's choice and opened as it is.
+UniqueFd open_dockerfile(const BuildOptions& options) {
+  if (!options.dockerfile.empty()) return UniqueFd(::open(options.dockerfile.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  UniqueFd root(::open(options.context_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return root;
+  return UniqueFd(openat2_in_root(root.get(), "Dockerfile", O_RDONLY | O_NONBLOCK));
+}
+
+// Context paths (relative, "/"-separated) that .dockerignore keeps. Walked by fd: a symlink in
+// the context is listed as itself, never followed out of the context.
 std::vector<std::string> context_files(const std::string& context) {
-  std::string ignore_path = context + "/.dockerignore";
-  DockerIgnore ignore = DockerIgnore::parse(fs::exists(ignore_path) ? read_text(ignore_path, ".dockerignore") : "");
+  UniqueFd root(::open(context.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) throw Error(errno, "open the build context " + context);
+  // Resolved inside the context: a .dockerignore symlinked to a host file reads the context's.
+  UniqueFd ignore_fd(openat2_in_root(root.get(), ".dockerignore", O_RDONLY | O_NONBLOCK));
+  if (!ignore_fd && errno != ENOENT) throw Error(errno, "open " + context + "/.dockerignore");
+  DockerIgnore ignore = DockerIgnore::parse(
+      ignore_fd ? read_text(std::move(ignore_fd), context + "/.dockerignore", ".dockerignore") : "");
   std::vector<std::string> files;
-  for (auto it = fs::recursive_directory_iterator(context); it != fs::recursive_directory_iterator(); ++it) {
-    std::string relative = fs::relative(it->path(), context).string();
-    if (ignore.excluded(relative)) {
-      if (it->is_directory() && !it->is_symlink() ) {
-        // Keep walking: an exception (!pattern) may re-include something below.
-      }
-      continue;
-    }
-    files.push_back(relative);
-  }
+  // An exception (!pattern) may re-include something below an excluded directory: every path
+  // is asked, none skipped with its parent.
+  for (std::string& relative : list_tree_at(root.get(), context))
+    if (!ignore.excluded(relative)) files.push_back(std::move(relative));
   return files;
 }
 
@@ -200,7 +230,8 @@ ImageState build_stage(BuildContext& ctx, const Stage& stage) {
 
 BuildResult build_image(ImageStore& store, const BuildOptions& options) {
   std::string path = options.dockerfile.empty() ? options.context_dir + "/Dockerfile" : options.dockerfile;
-  Dockerfile dockerfile = parse_dockerfile(read_text(path, "Dockerfile"), fs::path(path).filename(), options.build_args);
+  Dockerfile dockerfile = parse_dockerfile(read_text(open_dockerfile(options), path, "Dockerfile"),
+                                           fs::path(path).filename(), options.build_args);
   BuildContext ctx{.store = store, .options = options, .dockerfile = dockerfile,
                    .context_files = context_files(options.context_dir), .built_stages = {}};
   int target = dockerfile.target_stage(options.target);

@@ -184,6 +184,10 @@ void read_heredoc_bodies(LineReader& in, LogicalLine& logical) {
     auto h = heredoc_marker(word);
     if (!h) continue;
     if (h->name.empty()) throw Error::invalid(in.at(logical.line) + ": no delimiter for heredoc");
+    // COPY and ADD use the name as the file's name at the destination: one component only.
+    if (h->name == "." || h->name == ".." || h->name.find('/') != std::string::npos ||
+        h->name.find('\0') != std::string::npos)
+      throw Error::invalid(in.at(logical.line) + ": heredoc name '" + h->name + "' must be a file name (no '/', '.' or '..')");
     bool terminated = false;
     while (!in.at_end() && !terminated) {
       std::string_view body_line = in.take();

@@ -67,7 +67,15 @@ std::string to_regex(std::string_view p) {
   return re + "$";
 }
 
+// std::regex matches by recursion, a frame or more per character of pattern and path: a
+// ~30k-character pattern or path overflows the stack (SIGSEGV). Patterns are bounded here,
+// paths by the context walk (list_tree_at), both to PATH_MAX.
+constexpr size_t kMaxPatternBytes = 4096;
+
 std::regex compile(const std::string& pattern) {
+  if (pattern.size() > kMaxPatternBytes)
+    throw Error::invalid("pattern longer than " + std::to_string(kMaxPatternBytes) + " characters: \"" +
+                         pattern.substr(0, 64) + "...\"");
   try {
     return std::regex(to_regex(pattern), std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error&) {
@@ -94,16 +102,17 @@ bool matches_or_parent_matches(const std::regex& re, const std::string& path) {
 
 std::string clean_context_path(std::string_view path) {
   std::vector<std::string> parts;
-  bool rooted = path.starts_with('/');
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = std::min(path.find('/', start), path.size());
     std::string_view part = path.substr(start, end - start);
     start = end + 1;
     if (part.empty() || part == ".") continue;
-    if (part == ".." && !parts.empty() && parts.back() != "..") {
-      parts.pop_back();
-    } else if (part != ".." || !rooted) {
+    // Context paths are inside the context: ".." stops at its root, as at "/" (a leading ".."
+    // never survives to be joined to the context directory).
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else {
       parts.emplace_back(part);
     }
   }
@@ -145,6 +154,7 @@ DockerIgnore::DockerIgnore(const std::vector<std::string>& patterns) {
 
 bool DockerIgnore::excluded(std::string_view path) const {
   const std::string p = clean_context_path(path);
+  if (p.size() > kMaxPatternBytes) throw Error::invalid("context path longer than 4096 characters");
   bool matched = false;
   for (const auto& rule : rules_) {
     // An inclusion cannot change an already excluded path, nor an exclusion an included one.
@@ -162,6 +172,7 @@ std::vector<std::string> match_sources(std::string_view pattern,
   std::set<std::string> candidates;
   for (const auto& path : context_paths) {
     std::string p = clean_context_path(path);
+    if (p.size() > kMaxPatternBytes) throw Error::invalid("path longer than 4096 characters in the build's sources");
     for (auto& parent : parents(p)) candidates.insert(std::move(parent));
     candidates.insert(std::move(p));
   }

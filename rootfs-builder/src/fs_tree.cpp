@@ -53,7 +53,42 @@ std::vector<std::string> list_dir(const std::string& path) {
   return list_dir_fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), path);
 }
 
+bool is_single_name(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
+         name.find('\0') == std::string_view::npos;
+}
+
+namespace {
+
+void walk_at(int dir_fd, const std::string& prefix, const std::string& what, std::vector<std::string>& out,
+             std::size_t max_entries) {
+  for (const std::string& name : list_dir_fd(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), what)) {
+    if (out.size() >= max_entries)
+      throw Error(E2BIG, "walk " + what + ": more than " + std::to_string(max_entries) + " entries");
+    std::string relative = prefix.empty() ? name : prefix + "/" + name;
+    // PATH_MAX: patterns are matched against these paths, and so is a depth bound.
+    if (relative.size() > 4096) throw Error(ENAMETOOLONG, "walk " + what + ": a path longer than 4096 characters");
+    out.push_back(relative);
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) throw Error(errno, "stat " + what + "/" + relative);
+    if (!S_ISDIR(st.st_mode)) continue;
+    UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!child) throw Error(errno, "open " + what + "/" + relative);
+    walk_at(child.get(), relative, what, out, max_entries);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> list_tree_at(int dir_fd, const std::string& what, std::size_t max_entries) {
+  std::vector<std::string> out;
+  walk_at(dir_fd, "", what, out, max_entries);
+  return out;
+}
+
 void remove_tree_at(int parent, const std::string& name) {
+  // Never "..", "." or a path: a name from a layer must not reach the parent's parent.
+  if (!is_single_name(name)) throw Error(EINVAL, "remove '" + name + "': not a single file name");
   if (::unlinkat(parent, name.c_str(), 0) == 0 || errno == ENOENT) return;
   if (errno != EISDIR && errno != EPERM) throw Error(errno, "unlink " + name);
   UniqueFd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

@@ -15,6 +15,16 @@ std::vector<std::string> list_dir_fd(int fd, const std::string& what);
 // resolves as if root were "/", symlinks included. Returns the fd or -1 with errno set.
 int openat2_in_root(int root, const std::string& path, int flags);
 
+// A single directory entry name: not empty, not "." or "..", no '/' and no NUL. Every name that
+// input supplies (a heredoc, a URL's last segment, a whiteout's target) is checked with this
+// before it is used under a directory fd.
+bool is_single_name(std::string_view name);
+
+// Every path below the directory fd (not itself), relative to it ("a", "a/b"), in walk order
+// (a directory before its contents). Symlinks are listed, never followed; fd is borrowed.
+// At most max_entries: a context or image with more is refused rather than walked forever.
+std::vector<std::string> list_tree_at(int dir_fd, const std::string& what, std::size_t max_entries = 1'000'000);
+
 // Removes name under the directory fd parent, recursively, never following symlinks.
 void remove_tree_at(int parent, const std::string& name);
 // Removes path recursively if it exists.

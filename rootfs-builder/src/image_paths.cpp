@@ -1,11 +1,15 @@
 #include "image_paths.hpp"
 
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "sandcell/runtime/error.hpp"
+#include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -16,12 +20,36 @@ bool is_whiteout(const struct stat& st) { return S_ISCHR(st.st_mode) && st.st_rd
 
 }  // namespace
 
+namespace {
+
+// The directory holding `path`'s last component in one layer, reached without following any
+// symlink (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): a symlink among a lower layer's directories
+// must not lead the lookup to the host (a host directory's mode and owner into the image).
+UniqueFd parent_in_layer(const std::string& layer, const std::string& path) {
+  UniqueFd root(::open(layer.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return root;
+  std::string parent = fs::path(path).parent_path().relative_path().string();
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return UniqueFd(static_cast<int>(
+      ::syscall(SYS_openat2, root.get(), parent.empty() ? "." : parent.c_str(), &how, sizeof how)));
+}
+
+std::string last_name(const std::string& path) {
+  std::string name = fs::path(path).filename().string();
+  return name.empty() ? "." : name;
+}
+
+}  // namespace
+
 std::optional<struct stat> image_lstat(const std::vector<std::string>& layers, const std::string& path) {
-  // Layers are sandcell's own unpacked directories; `path` has no ".." (lexically normal), and
-  // parents are resolved by resolve_parents_in_image before this is asked.
+  // `path` has no ".." (lexically normal), and parents are resolved by resolve_parents_in_image
+  // before this is asked.
   for (const std::string& layer : layers) {
+    UniqueFd parent = parent_in_layer(layer, path);
     struct stat st {};
-    if (lstat((layer + path).c_str(), &st) == 0) {
+    if (parent && ::fstatat(parent.get(), last_name(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
       if (is_whiteout(st)) return std::nullopt;
       return st;
     }
@@ -43,9 +71,12 @@ std::string resolve(const std::vector<std::string>& layers, const std::string& p
       if (++hops > 40) throw Error(ELOOP, "resolve " + path + " in the image");
       std::string target;
       for (const std::string& layer : layers) {
-        std::error_code ec;
-        target = fs::read_symlink(layer + next.string(), ec).string();
-        if (!ec) break;
+        UniqueFd parent = parent_in_layer(layer, next.string());
+        char buffer[4096];
+        ssize_t n = parent ? ::readlinkat(parent.get(), last_name(next.string()).c_str(), buffer, sizeof buffer) : -1;
+        if (n < 0) continue;
+        target.assign(buffer, static_cast<size_t>(n));
+        break;
       }
       fs::path joined = target.rfind('/', 0) == 0 ? fs::path(target) : resolved / target;
       // Re-resolve the target's own parents: restart from the root with the new prefix.

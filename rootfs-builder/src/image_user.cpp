@@ -41,6 +41,8 @@ std::optional<uint32_t> number(const std::string& text) {
   uint32_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  // (uid_t)-1 is "leave unchanged" to setresuid(2): a User of 4294967295 would stay root.
+  if (value == UINT32_MAX) return std::nullopt;
   return value;
 }
 

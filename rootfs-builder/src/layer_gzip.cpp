@@ -78,10 +78,16 @@ void read_decompressed(const std::string& path, Sink&& sink) {
   if (r == ARCHIVE_EOF) return;  // an empty file decompresses to nothing
   if (r != ARCHIVE_OK) throw archive_error(a.get(), "read " + path);
   std::array<char, 1 << 16> buf{};
+  const std::uint64_t limit = decompressed_limit_of(path);
+  std::uint64_t total = 0;
   for (;;) {
     la_ssize_t n = libarchive().read_data(a.get(), buf.data(), buf.size());
     if (n < 0) throw archive_error(a.get(), "decompress " + path);
     if (n == 0) break;
+    total += static_cast<std::uint64_t>(n);
+    if (total > limit)
+      throw Error::invalid("decompress " + path + ": more than " + std::to_string(limit >> 20) +
+                           " MiB (200 times its size): refused as a decompression bomb");
     sink(buf.data(), static_cast<std::size_t>(n));
   }
 }

@@ -25,6 +25,9 @@
 namespace sandcell::rootfs_builder {
 namespace {
 
+// A layer with more entries is refused: each costs an inode and a line in every walk of it.
+constexpr std::uint64_t kMaxEntries = 4'000'000;
+
 // A hostile or unusable entry: recorded and skipped, the extraction goes on.
 struct Rejected {
   std::string reason;
@@ -74,15 +77,18 @@ class SafeExtractor {
   UniqueFd open_parent(const std::vector<std::string>& parts, bool create);
   void extract(archive* a, archive_entry* e, const std::vector<std::string>& parts);
   void clear_name(int parent, const std::string& name, bool keep_dir);
-  void extract_file(archive* a, int parent, const std::string& name, const Attributes& attrs);
+  void extract_file(archive* a, archive_entry* e, int parent, const std::string& name, const Attributes& attrs);
   void extract_hardlink(archive_entry* e, int parent, const std::string& name);
   void extract_whiteout(int parent, const std::string& name);
   void set_owner_and_time(int parent, const std::string& name, const Attributes& attrs);
   void apply_dir_attributes();
   Attributes attributes_of(archive_entry* e) const;
 
+  void count_bytes(std::uint64_t bytes, const std::string& name);
+
   std::string dest_;
   UniqueFd root_;
+  std::uint64_t max_bytes_;
   WhiteoutHandling whiteouts_;
   bool preserve_owner_;
   std::string opaque_xattr_;
@@ -103,6 +109,7 @@ Error chown_error(const std::string& name, uid_t uid, gid_t gid) {
 SafeExtractor::SafeExtractor(const std::string& dest, const ExtractOptions& options)
     : dest_(dest),
       root_(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)),
+      max_bytes_(options.max_bytes.value_or(UINT64_MAX)),
       whiteouts_(options.whiteouts),
       preserve_owner_(options.preserve_owner.value_or(::geteuid() == 0)),
       // trusted.* needs CAP_SYS_ADMIN on the host; in rootless mode overlayfs reads user.*
@@ -118,6 +125,8 @@ ExtractStats SafeExtractor::run(archive* a) {
     int r = libarchive().read_next_header(a, &e);
     if (r == ARCHIVE_EOF) break;
     if (r < ARCHIVE_WARN) throw archive_error(a, "read tar entry");
+    if (stats_.entries + stats_.rejected.size() >= kMaxEntries)
+      throw Error::invalid("extract into " + dest_ + ": more than " + std::to_string(kMaxEntries) + " entries");
     const char* raw = libarchive().entry_pathname(e);
     try {
       extract(a, e, normalise(raw));
@@ -176,7 +185,17 @@ void SafeExtractor::extract(archive* a, archive_entry* e, const std::vector<std:
   bool is_link = libarchive().entry_hardlink(e) != nullptr;
   if (parts.empty()) {
     if (type != AE_IFDIR || is_link) throw Rejected{"replaces the root with a non-directory"};
-    dirs_[""] = attributes_of(e);
+    // The root's mode and owner are not the tar's to set: a "./" entry of mode 0777 (or
+    // setgid, or another owner) would make the container's "/" or the destination directory
+    // of an ADD writable to everyone. Only its time is taken.
+    Attributes attrs = attributes_of(e);
+    struct stat st {};
+    if (::fstat(root_.get(), &st) != 0) throw Error(errno, "stat " + dest_);
+    attrs.mode = st.st_mode & 07777;
+    attrs.uid = st.st_uid;
+    attrs.gid = st.st_gid;
+    attrs.xattrs.clear();
+    dirs_[""] = std::move(attrs);
     return;
   }
   if (!is_link && (type == AE_IFCHR || type == AE_IFBLK)) throw Rejected{"device node dropped"};
@@ -191,7 +210,7 @@ void SafeExtractor::extract(archive* a, archive_entry* e, const std::vector<std:
   if (is_link) return extract_hardlink(e, parent.get(), name);
   switch (type) {
     case AE_IFREG:
-      return extract_file(a, parent.get(), name, attrs);
+      return extract_file(a, e, parent.get(), name, attrs);
     case AE_IFDIR:
       if (::mkdirat(parent.get(), name.c_str(), 0700) != 0 && errno != EEXIST)
         throw Error(errno, "mkdir " + dest_ + "/" + join(parts, parts.size()));
@@ -219,6 +238,7 @@ void SafeExtractor::extract(archive* a, archive_entry* e, const std::vector<std:
 // A later entry replaces an earlier one of the same name, as tar does; a directory stays when
 // the new entry is a directory too.
 void SafeExtractor::clear_name(int parent, const std::string& name, bool keep_dir) {
+  if (!is_single_name(name)) throw Rejected{"'" + name + "' is not a single entry"};
   struct stat st {};
   if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
   if (S_ISDIR(st.st_mode)) {
@@ -228,7 +248,14 @@ void SafeExtractor::clear_name(int parent, const std::string& name, bool keep_di
   if (::unlinkat(parent, name.c_str(), 0) != 0) throw Error(errno, "unlink " + name);
 }
 
-void SafeExtractor::extract_file(archive* a, int parent, const std::string& name,
+void SafeExtractor::count_bytes(std::uint64_t bytes, const std::string& name) {
+  stats_.bytes += bytes;
+  if (stats_.bytes > max_bytes_)
+    throw Error::invalid("extract " + name + " into " + dest_ + ": the archive unpacks to more than " +
+                         std::to_string(max_bytes_ >> 20) + " MiB (200 times its size): refused as a decompression bomb");
+}
+
+void SafeExtractor::extract_file(archive* a, archive_entry* e, int parent, const std::string& name,
                                  const Attributes& attrs) {
   UniqueFd fd(
       ::openat(parent, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -241,12 +268,17 @@ void SafeExtractor::extract_file(archive* a, int parent, const std::string& name
     int r = libarchive().read_data_block(a, &block, &size, &offset);
     if (r == ARCHIVE_EOF) break;
     if (r < ARCHIVE_WARN) throw archive_error(a, "read data of " + name);
+    if (offset < end) throw Rejected{"data blocks out of order"};
+    // Holes count: a 10 KB tar must not declare a 4 GiB sparse file into the store.
+    count_bytes(static_cast<std::uint64_t>(offset - end) + size, name);
     if (::lseek(fd.get(), offset, SEEK_SET) < 0) throw Error(errno, "seek " + name);
     write_all(fd.get(), block, size, "write " + name);
     end = offset + static_cast<std::int64_t>(size);
-    stats_.bytes += size;
   }
-  if (::ftruncate(fd.get(), std::max<std::int64_t>(end, 0)) != 0)
+  // A sparse file ending in a hole has no block at its end: its size is the entry's.
+  std::int64_t size_of_entry = libarchive().entry_size_is_set(e) ? libarchive().entry_size(e) : 0;
+  if (size_of_entry > end) count_bytes(static_cast<std::uint64_t>(size_of_entry - end), name);
+  if (::ftruncate(fd.get(), std::max<std::int64_t>({end, size_of_entry, 0})) != 0)
     throw Error(errno, "truncate " + name);
   // chown before chmod: chown clears setuid/setgid bits.
   if (preserve_owner_ && ::fchown(fd.get(), attrs.uid, attrs.gid) != 0)
@@ -280,8 +312,10 @@ void SafeExtractor::extract_whiteout(int parent, const std::string& name) {
     return;
   }
   std::string hidden = name.substr(4);
-  if (hidden.empty() || hidden.starts_with(".wh."))
-    return;  // aufs metadata (.wh..wh.plnk): ignored
+  if (hidden.starts_with(".wh.")) return;  // aufs metadata (.wh..wh.plnk): ignored
+  // ".wh.." and ".wh..." name "." and "..": the layer's own directory and its parent, i.e. the
+  // whole store of unpacked layers. A whiteout hides one entry of its directory, nothing else.
+  if (!is_single_name(hidden)) throw Rejected{"whiteout of '" + hidden + "' is not of a single entry"};
   clear_name(parent, hidden, false);
   if (::mknodat(parent, hidden.c_str(), S_IFCHR, makedev(0, 0)) != 0)
     throw Error(errno, "whiteout " + hidden);
@@ -325,7 +359,9 @@ void SafeExtractor::apply_dir_attributes() {
 ExtractStats extract_layer(const std::string& archive_path, const std::string& dest_dir,
                            const ExtractOptions& options) {
   ArchiveReader a = open_tar_reader(archive_path);
-  SafeExtractor extractor(dest_dir, options);
+  ExtractOptions bounded = options;
+  if (!bounded.max_bytes) bounded.max_bytes = decompressed_limit_of(archive_path);
+  SafeExtractor extractor(dest_dir, bounded);
   return extractor.run(a.get());
 }
 

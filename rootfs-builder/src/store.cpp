@@ -58,13 +58,27 @@ std::pair<std::string, std::string> copy_to_temp(const std::string& src,
   return {tmp, sha.finish()};
 }
 
+// Unpacked layers and build scratch hold what images say: setuid-root programs, file
+// capabilities, world-writable directories. Reachable from the host, a local user could run
+// them as root or write into every container's "/". Only the store's owner may enter.
+void keep_private(const std::string& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) throw Error(errno, "stat " + dir);
+  if (!S_ISDIR(st.st_mode)) throw Error(ENOTDIR, "image store " + dir);
+  if ((st.st_mode & 07777) != 0700 && ::chmod(dir.c_str(), 0700) != 0) throw Error(errno, "chmod 0700 " + dir);
+}
+
 }  // namespace
 
 ImageStore::ImageStore(std::string root) : root_(std::move(root)) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  bool fresh = ::access(root_.c_str(), F_OK) != 0;
   make_dirs(root_ + "/blobs/sha256");
   make_dirs(tmp_dir());
   make_dirs(root_ + "/layers");
+  if (fresh) keep_private(root_);
+  keep_private(root_ + "/layers");
+  keep_private(tmp_dir());
   if (::access((root_ + "/oci-layout").c_str(), F_OK) != 0)
     write_file_atomic(tmp_dir(), root_ + "/oci-layout", kOciLayout);
   if (::access((root_ + "/index.json").c_str(), F_OK) != 0) {

@@ -63,8 +63,14 @@ std::string ImageStore::unpacked_layer(const std::string& diff_id, const Descrip
   if (::access(dir.c_str(), F_OK) == 0) return dir;
   FileLock lock(root_ + "/layers/.lock", true);
   if (::access(dir.c_str(), F_OK) == 0) return dir;  // another process unpacked it meanwhile
+  // The directory is named by the diff_id and shared by every image that lists it: what is
+  // unpacked there must be that diff_id, whichever manifest asked (a manifest naming one blob
+  // under another image's diff_id would otherwise replace that image's files).
+  if (std::string actual = layer_diff_id(blob_path(layer.digest)); actual != diff_id)
+    throw Error::invalid("layer " + layer.digest + " unpacks to " + actual + ", not to the diff_id " + diff_id +
+                         " its image names");
   TempDir tmp(root_ + "/layers", ".tmp-");
-  // The layer's root is the container's "/": 0755 unless the tar says otherwise.
+  // The layer's root is the container's "/": 0755, whatever the tar says.
   if (::chmod(tmp.path().c_str(), 0755) != 0) throw Error(errno, "chmod " + tmp.path());
   extract_layer(blob_path(layer.digest), tmp.path(), {});
   rename_durably(tmp.path(), dir);

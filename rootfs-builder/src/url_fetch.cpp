@@ -12,8 +12,24 @@
 namespace sandcell::rootfs_builder {
 namespace {
 
-size_t write_to_file(char* data, size_t size, size_t count, void* file) {
-  return fwrite(data, size, count, static_cast<FILE*>(file)) * size;
+// ADD <URL> bounds: what a hostile or broken server can make the build hold or wait for.
+constexpr curl_off_t kMaxAddBytes = curl_off_t{2} << 30;  // 2 GiB
+constexpr long kMaxAddRedirects = 5;
+constexpr long kMaxAddSeconds = 30 * 60;
+
+struct AddDownload {
+  FILE* file = nullptr;
+  curl_off_t written = 0;
+};
+
+// Returning less than asked makes curl stop with CURLE_WRITE_ERROR: a body past the cap ends
+// the download whatever Content-Length said.
+size_t write_to_file(char* data, size_t size, size_t count, void* target) {
+  auto* download = static_cast<AddDownload*>(target);
+  size_t bytes = size * count;
+  if (download->written + static_cast<curl_off_t>(bytes) > kMaxAddBytes) return 0;
+  download->written += static_cast<curl_off_t>(bytes);
+  return fwrite(data, 1, bytes, download->file);
 }
 
 }  // namespace
@@ -26,7 +42,9 @@ std::string url_file_name(const std::string& url) {
   std::string path = url.substr(0, url.find_first_of("?#"));
   auto slash = path.find_last_of('/');
   std::string name = slash == std::string::npos ? "" : path.substr(slash + 1);
-  return name.empty() || path.find('/', path.find("//") + 2) == std::string::npos ? "download" : name;
+  // The name becomes a file name in the image: never "." or "..".
+  bool usable = name != "." && name != ".." && !name.empty();
+  return !usable || path.find('/', path.find("//") + 2) == std::string::npos ? "download" : name;
 }
 
 void fetch_url(const std::string& url, const std::string& path, const std::string& expected_digest) {
@@ -36,16 +54,22 @@ void fetch_url(const std::string& url, const std::string& path, const std::strin
   if (!curl || !file) throw Error(errno ? errno : ENOMEM, "prepare download of " + url);
   libcurl().easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
   libcurl().easy_setopt(curl.get(), CURLOPT_FOLLOWLOCATION, 1L);
-  libcurl().easy_setopt(curl.get(), CURLOPT_MAXREDIRS, 10L);
+  libcurl().easy_setopt(curl.get(), CURLOPT_MAXREDIRS, kMaxAddRedirects);
+  libcurl().easy_setopt(curl.get(), CURLOPT_MAXFILESIZE_LARGE, kMaxAddBytes);
+  libcurl().easy_setopt(curl.get(), CURLOPT_TIMEOUT, kMaxAddSeconds);
+  libcurl().easy_setopt(curl.get(), CURLOPT_LOW_SPEED_LIMIT, 1024L);  // a trickle is a stall
+  libcurl().easy_setopt(curl.get(), CURLOPT_LOW_SPEED_TIME, 60L);
   libcurl().easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "http,https");
   libcurl().easy_setopt(curl.get(), CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   libcurl().easy_setopt(curl.get(), CURLOPT_FAILONERROR, 1L);
   libcurl().easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT, 30L);
   libcurl().easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, write_to_file);
-  libcurl().easy_setopt(curl.get(), CURLOPT_WRITEDATA, file.get());
+  AddDownload download{.file = file.get(), .written = 0};
+  libcurl().easy_setopt(curl.get(), CURLOPT_WRITEDATA, &download);
   CURLcode rc = libcurl().easy_perform(curl.get());
   if (fflush(file.get()) != 0 || rc != CURLE_OK)
-    throw Error::invalid("ADD " + url + ": download failed: " + libcurl().easy_strerror(rc));
+    throw Error::invalid("ADD " + url + ": download failed: " + libcurl().easy_strerror(rc) +
+                         (download.written >= kMaxAddBytes ? " (larger than 2 GiB)" : ""));
   if (!expected_digest.empty() && sha256_file_digest(path) != expected_digest)
     throw Error::invalid("ADD " + url + ": checksum mismatch (expected " + expected_digest + ")");
 }

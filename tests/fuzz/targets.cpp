@@ -10,6 +10,7 @@
 #include "sandcell/network/host_policy.hpp"
 #include "sandcell/oci/config.hpp"
 #include "sandcell/rootfs_builder/dockerfile.hpp"
+#include "sandcell/rootfs_builder/dockerignore.hpp"
 #include "sandcell/rootfs_builder/image.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/runtime/bounded_json.hpp"
@@ -20,10 +21,33 @@
 namespace sandcell::fuzz {
 namespace fs = std::filesystem;
 
+namespace {
+
+// What COPY and ADD do with their words before touching any file: heredoc names become file
+// names (one component each), source patterns are compiled and matched (bounded: a huge
+// pattern once overflowed the stack in std::regex).
+void check_copy_sources(const rootfs_builder::Instruction& ins) {
+  if (ins.keyword != "COPY" && ins.keyword != "ADD") return;
+  for (const auto& heredoc : ins.heredocs)
+    if (heredoc.name.empty() || heredoc.name == "." || heredoc.name == ".." ||
+        heredoc.name.find('/') != std::string::npos)
+      throw std::logic_error("a heredoc name that is no file name was accepted: " + heredoc.name);
+  static const std::vector<std::string> context = {"Dockerfile", "a", "b/c", "b/d/e"};
+  for (size_t i = 0; i + 1 < ins.args.size(); ++i) {
+    for (const std::string& match : rootfs_builder::match_sources(ins.args[i], context))
+      if (match.starts_with("..") || match.starts_with('/'))
+        throw std::logic_error("a source matched outside the context: " + match);
+  }
+}
+
+}  // namespace
+
 void dockerfile(std::string_view input) {
   try {
     auto parsed = rootfs_builder::parse_dockerfile(input, "Dockerfile", {{"A", "1"}});
     (void)parsed.target_stage("base");
+    for (const auto& stage : parsed.stages)
+      for (const auto& ins : stage.instructions) check_copy_sources(ins);
   } catch (const Error& e) {
     if (!e.input_error()) throw std::logic_error(std::string("bad Dockerfile gave a system error: ") + e.what());
   }
@@ -175,6 +199,7 @@ void layer_extract(std::string_view input, const fs::path& scratch, const std::v
   const fs::path archive = scratch / "layer.tar", root = scratch / "root";
   std::ofstream(archive, std::ios::binary).write(input.data(), static_cast<std::streamsize>(input.size()));
   fs::create_directory(root);
+  fs::permissions(root, fs::perms(0755));
   try {
     (void)rootfs_builder::extract_layer(archive, root);
   } catch (const Error& e) {
@@ -183,6 +208,10 @@ void layer_extract(std::string_view input, const fs::path& scratch, const std::v
     if (e.code().value() == ELIBACC) throw;
   }
   std::set<fs::path> after = entries_of(watched);
+  // A "./" entry must not set the root's mode (a 0777 layer root is every container's "/").
+  std::error_code ec;
+  const fs::perms root_mode = fs::symlink_status(root, ec).permissions();
+  const bool root_kept = fs::is_directory(fs::symlink_status(root, ec)) && root_mode == fs::perms(0755);
   after.erase(root);
   after.erase(archive);
   fs::remove_all(root);
@@ -190,6 +219,11 @@ void layer_extract(std::string_view input, const fs::path& scratch, const std::v
   for (const fs::path& name : after)
     if (!before.contains(name) && name.filename().string().rfind("crash-", 0) != 0)
       throw std::logic_error("extract_layer wrote outside its root: " + name.string());
+  // ".wh..." once cleared the root's parent: every sibling layer of the store.
+  for (const fs::path& name : before)
+    if (!after.contains(name) && name != root && name != archive)
+      throw std::logic_error("extract_layer removed something outside its root: " + name.string());
+  if (!root_kept) throw std::logic_error("extract_layer changed or replaced its root");
 }
 
 }  // namespace sandcell::fuzz

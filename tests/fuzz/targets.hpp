@@ -21,7 +21,8 @@ void oci_config(std::string_view input);     // a bundle's config.json → runti
 void mcp_request(std::string_view input);    // lines of `sandcell mcp`'s stdin (service_targets.cpp)
 void http_request(std::string_view input);   // one connection to `sandcell serve` (service_targets.cpp)
 // Extracts the input as a layer into scratch/root; throws std::logic_error if anything appeared
-// in `watched` (directories around the root) other than scratch/root and scratch/layer.tar.
+// in or vanished from `watched` (directories around the root) other than scratch/root and
+// scratch/layer.tar, or if the root is no longer a directory of mode 0755.
 void layer_extract(std::string_view input, const std::filesystem::path& scratch,
                    const std::vector<std::filesystem::path>& watched);
 

@@ -204,6 +204,61 @@ INSTANTIATE_TEST_SUITE_P(
                       HostileCase{Mode::DenyManifest, "403 DENIED"}),
     case_name);
 
+// Uploads `bytes` as a blob of `repo` (POST, then a monolithic PUT); returns its digest.
+std::string upload_blob(const std::string& registry, const std::string& repo, const std::string& path) {
+  std::string digest = "sha256:" + shell_output("sha256sum " + path + " | cut -d' ' -f1");
+  digest.pop_back();
+  std::string location = shell_output("curl -sS -o /dev/null -w '%header{location}' -X POST http://" + registry +
+                                      "/v2/" + repo + "/blobs/uploads/");
+  if (location.starts_with("/")) location = "http://" + registry + location;
+  std::string sep = location.find('?') == std::string::npos ? "?" : "&";
+  std::string put = shell_output("curl -sS -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: application/octet-stream' "
+                                 "--data-binary @" + path + " '" + location + sep + "digest=" + digest + "'");
+  EXPECT_EQ(put, "201") << location;
+  return digest;
+}
+
+// Issue 37, item 4: a manifest listing the attacker's layer B twice, with the config's DiffIDs
+// [diffid(B), diffid(genuine base)], made the store unpack B under the genuine base's DiffID:
+// afterwards the genuine image ran the attacker's files. The pull must check every DiffID.
+TEST_F(Registry, APullNamingOneLayerUnderAnotherLayersDiffIdIsRefused) {
+  LocalRegistry registry(home() / "registry", LocalRegistry::Auth::None);
+  make_image("genuine:1");
+  fs::create_directories(home() / "evil/bin");
+  std::ofstream(home() / "evil/bin/marker") << "attacker";
+  ASSERT_EQ(std::system(("tar -C " + (home() / "evil").string() + " -cf " + (home() / "evil.tar").string() + " .").c_str()), 0);
+  ASSERT_EQ(run_sandcell({"import", home() / "evil.tar", "evil:1"}).exit_code, 0);
+  ASSERT_EQ(run_sandcell({"push", "genuine:1", registry.address() + "/test/genuine:1"}).exit_code, 0);
+  ASSERT_EQ(run_sandcell({"push", "evil:1", registry.address() + "/test/evil:1"}).exit_code, 0);
+  auto inspect = [&](const std::string& name) { return nlohmann::json::parse(run_sandcell({"inspect", name}).out)[0]; };
+  nlohmann::json genuine = inspect("genuine:1"), evil = inspect("evil:1");
+  std::string genuine_diff_id = genuine["Config"]["rootfs"]["diff_ids"][0];
+  nlohmann::json evil_manifest = evil["Manifest"];
+  nlohmann::json config = evil["Config"];
+  config["rootfs"]["diff_ids"].push_back(genuine_diff_id);
+  std::ofstream(home() / "poison-config.json") << config.dump();
+  std::string config_digest = upload_blob(registry.address(), "test/evil", home() / "poison-config.json");
+  evil_manifest["config"]["digest"] = config_digest;
+  evil_manifest["config"]["size"] = fs::file_size(home() / "poison-config.json");
+  evil_manifest["layers"].push_back(evil_manifest["layers"][0]);
+  std::ofstream(home() / "poison-manifest.json") << evil_manifest.dump();
+  std::string put = shell("curl -sS -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: " +
+                          evil_manifest.value("mediaType", "application/vnd.oci.image.manifest.v1+json") + "' --data-binary @" +
+                          (home() / "poison-manifest.json").string() + " http://" + registry.address() +
+                          "/v2/test/evil/manifests/poison");
+  ASSERT_EQ(put, "201");
+
+  use_store("victim");
+  ASSERT_EQ(run_sandcell({"pull", "-q", registry.address() + "/test/genuine:1"}).exit_code, 0);
+  CliRun poison = run_sandcell({"pull", "-q", registry.address() + "/test/evil:poison"});
+  EXPECT_EQ(poison.exit_code, 125) << poison.err;
+  EXPECT_NE(poison.err.find("DiffID"), std::string::npos) << poison.err;
+  if (poison.exit_code == 0) run_sandcell({"run", registry.address() + "/test/evil:poison", "/bin/marker"});
+  CliRun run = run_sandcell({"run", registry.address() + "/test/genuine:1", "/bin/busybox", "sh", "-c",
+                             "/bin/busybox cat /bin/marker 2>/dev/null; /bin/busybox echo genuine"});
+  EXPECT_EQ(run.out, "genuine\n") << run.err;
+}
+
 TEST_F(Registry, UnknownHostMissingImageAndManifestDigestMismatchAreOneLineErrors) {
   expect_one_line_error(run_sandcell({"pull", "registry.invalid/x:1"}), "cannot reach registry registry.invalid");
   expect_one_line_error(run_sandcell({"pull", "UPPER/case"}), "invalid");

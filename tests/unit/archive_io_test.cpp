@@ -94,7 +94,7 @@ TEST_F(ArchiveIo, DockerArchiveHasTheDocker25LayoutAndRoundTrips) {
               ArchiveFormat::DockerArchive);
   fs::create_directory(t.path / "x");
   extract_layer((t.path / "d.tar").string(), (t.path / "x").string(),
-                {.whiteouts = WhiteoutHandling::Keep, .preserve_owner = false, .opaque_xattr = {}});
+                {.whiteouts = WhiteoutHandling::Keep, .preserve_owner = false, .opaque_xattr = {}, .max_bytes = {}});
   auto manifest = nlohmann::json::parse(read_text(t.path / "x/manifest.json"));
   ASSERT_EQ(manifest.size(), 1u) << "one item per image, with all its tags";
   EXPECT_EQ(manifest[0]["RepoTags"], nlohmann::json({"localhost/base:1", "base:2"}));
@@ -157,6 +157,28 @@ TEST_F(ArchiveIo, LoadRejectsALayerThatDoesNotMatchItsDiffId) {
               R"([{"Config":"c.json","RepoTags":["bad:1"],"Layers":["l/layer.tar"]}])"}});
   EXPECT_THROW(load_images(b, (t.path / "bad.tar").string()), Error);
   EXPECT_THROW(b.resolve("bad:1"), Error);
+}
+
+// A member that is a FIFO blocked open() forever: `sandcell load` of a 10 KB archive hung
+// (issue 37, item 8). It is refused as not a regular file.
+TEST_F(ArchiveIo, LoadRefusesAFifoMemberWithoutHanging) {
+  archive* w = archive_write_new();
+  archive_write_set_format_pax_restricted(w);
+  ASSERT_EQ(archive_write_open_filename(w, (t.path / "fifo.tar").c_str()), ARCHIVE_OK);
+  archive_entry* e = archive_entry_new();
+  archive_entry_copy_pathname(e, "manifest.json");
+  archive_entry_set_filetype(e, AE_IFIFO);
+  archive_entry_set_perm(e, 0644);
+  archive_write_header(w, e);
+  archive_entry_free(e);
+  archive_write_close(w);
+  archive_write_free(w);
+  try {
+    load_images(b, (t.path / "fifo.tar").string());
+    ADD_FAILURE() << "a FIFO manifest.json was loaded";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("not a regular file"), std::string::npos) << error.what();
+  }
 }
 
 TEST_F(ArchiveIo, LoadRefusesMembersOutsideTheArchive) {

@@ -476,6 +476,16 @@ TEST(DockerfileHeredoc, HeredocAsDestinationRejected) {
             std::string::npos);
 }
 
+// COPY and ADD use a heredoc's name as the file's name in the staging directory and at the
+// destination: a name with '/' or a ".." reached host paths (issue 37, item 1).
+TEST(DockerfileHeredoc, NameThatIsNoSingleFileNameRejected) {
+  for (const std::string name : {"../../../../tmp/x/newfile", "a/b", "..", ".", "/abs"}) {
+    std::string error = error_of("FROM scratch\nCOPY --chmod=755 <<" + name + " /d1/d2/\nbody\n" + name + "\n");
+    EXPECT_NE(error.find("heredoc name '" + name + "' must be a file name"), std::string::npos) << name << ": " << error;
+  }
+  EXPECT_NO_THROW(parse("FROM scratch\nCOPY <<name.txt /d/\nbody\nname.txt\n"));
+}
+
 TEST(DockerfileHeredoc, UnterminatedRejected) {
   EXPECT_EQ(
       error_of("FROM scratch\nRUN <<EOF\nno end\n").rfind("Dockerfile:2: unterminated heredoc", 0),

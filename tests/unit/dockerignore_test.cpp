@@ -89,7 +89,13 @@ TEST(DockerIgnore, CleanContextPathLikeGo) {
   EXPECT_EQ(clean_context_path("/abs"), "abs");
   EXPECT_EQ(clean_context_path(""), ".");
   EXPECT_EQ(clean_context_path("/"), ".");
-  EXPECT_EQ(clean_context_path("../x"), "../x");
+}
+
+TEST(DockerIgnore, CleanContextPathNeverKeepsALeadingDotDot) {
+  EXPECT_EQ(clean_context_path("../x"), "x");
+  EXPECT_EQ(clean_context_path("../../../../etc/shadow"), "etc/shadow");
+  EXPECT_EQ(clean_context_path("a/../../b"), "b");
+  EXPECT_EQ(match_sources("../../x", {"x", "y"}), std::vector<std::string>{"x"}) << "clamped to the context";
 }
 
 const std::vector<std::string> kContext = {"Dockerfile",      "requirements.txt", "run.py",

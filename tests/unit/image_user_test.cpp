@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "image_paths.hpp"
 #include "sandcell/rootfs_builder/image_user.hpp"
 #include "sandcell/runtime/error.hpp"
 
@@ -44,6 +45,14 @@ TEST_F(ImageUser, NumericAndGroupForms) {
   EXPECT_EQ(resolve_user("4242:77", layers()).gid, 77u);
 }
 
+// (uid_t)-1 is "unchanged" to setresuid: User 4294967295 ran as root (issue 37, item 9).
+TEST_F(ImageUser, MinusOneAsUidOrGidIsNoId) {
+  EXPECT_THROW(resolve_user("4294967295", layers()), Error);
+  EXPECT_THROW(resolve_user("4294967295:4294967295", layers()), Error);
+  EXPECT_THROW(resolve_user("1000:4294967295", layers()), Error);
+  EXPECT_EQ(resolve_user("4294967294", layers()).uid, 4294967294u);
+}
+
 TEST_F(ImageUser, UnknownNameIsAnErrorNamingIt) {
   try {
     resolve_user("nobody-here", layers());
@@ -63,6 +72,20 @@ TEST_F(ImageUser, UpperLayerWinsAndWhiteoutHides) {
     EXPECT_EQ(read_image_file(layers(), "/etc/passwd"), "");
     EXPECT_THROW(resolve_user("app", layers()), Error);
   }
+}
+
+// A lower layer's symlink among a path's directories led lstat to the host: COPY to /a/b/ then
+// took a host directory's mode and owner into the image (issue 37, item 9).
+TEST_F(ImageUser, ImageLstatNeverFollowsALowerLayersSymlinkToTheHost) {
+  fs::create_directories(root_ / "host/b");
+  fs::permissions(root_ / "host/b", fs::perms(0701));
+  fs::create_directories(root_ / "upper/a");
+  fs::create_symlink(root_ / "host", root_ / "lower/a");  // an absolute host path
+  EXPECT_FALSE(image_lstat(layers(), "/a/b").has_value());
+  fs::create_directories(root_ / "lower/c/d");
+  auto inside = image_lstat(layers(), "/c/d");
+  ASSERT_TRUE(inside.has_value());
+  EXPECT_TRUE(S_ISDIR(inside->st_mode));
 }
 
 TEST_F(ImageUser, SymlinkCannotLeaveTheLayer) {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "sandcell/rootfs_builder/digest.hpp"
@@ -202,7 +203,7 @@ TEST(ExtractLayer, RoundTripKeepsContentModesSymlinksHardlinksAndMtimes) {
   fs::create_directory(t.path / "out");
   ExtractStats stats = extract_layer(
       (t.path / "l.tgz").string(), (t.path / "out").string(),
-      {.whiteouts = WhiteoutHandling::Keep, .preserve_owner = false, .opaque_xattr = {}});
+      {.whiteouts = WhiteoutHandling::Keep, .preserve_owner = false, .opaque_xattr = {}, .max_bytes = {}});
   EXPECT_TRUE(stats.rejected.empty());
   EXPECT_EQ(stats.entries, 8u);
   EXPECT_EQ(read_text(t.path / "out/etc/app/b.conf"), "content of etc/app/b.conf");
@@ -298,6 +299,85 @@ TEST(ExtractLayer, ACorruptArchiveThrows) {
   write_text(t.path / "bad.tgz", std::string("\x1f\x8b\x08\x00garbage", 12));
   fs::create_directory(t.path / "out");
   EXPECT_THROW(extract_layer((t.path / "bad.tgz").string(), (t.path / "out").string(), {}), Error);
+}
+
+// Whiteouts naming "." or ".." (".wh..", ".wh...") cleared the layer's own directory or its
+// parent: every unpacked layer of the store (issue 37, item 3).
+TEST(ExtractLayer, WhiteoutsOfDotAndDotDotAreRejectedAndSiblingLayersStay) {
+  TempTree t;
+  fs::path layers = t.path / "layers";
+  fs::create_directories(layers / "other-layer/bin");
+  write_text(layers / "other-layer/bin/sh", "sentinel");
+  fs::create_directories(layers / "new-layer");
+  write_tar(t.path / "wh.tar", {file("kept", "k"), file("sub/in-sub", "s"), file(".wh...", ""), file(".wh..", ""),
+                                file("sub/.wh...", ""), file("sub/.wh..", "")});
+  ExtractStats stats = extract_layer((t.path / "wh.tar").string(), (layers / "new-layer").string(), {});
+  EXPECT_EQ(read_text(layers / "other-layer/bin/sh"), "sentinel");
+  EXPECT_EQ(read_text(layers / "new-layer/kept"), "k");
+  EXPECT_EQ(read_text(layers / "new-layer/sub/in-sub"), "s");
+  std::set<std::string> rejected;
+  for (const auto& r : stats.rejected) rejected.insert(r.path);
+  EXPECT_EQ(rejected, (std::set<std::string>{".wh...", ".wh..", "sub/.wh...", "sub/.wh.."}));
+}
+
+// A "./" entry set the layer root's mode: 0777 made every container's "/" writable to all, and
+// the store's directory with it (issue 37, item 5).
+TEST(ExtractLayer, TheRootEntryCannotSetTheRootsModeOrOwner) {
+  TempTree t;
+  fs::create_directory(t.path / "out");
+  ASSERT_EQ(::chmod((t.path / "out").c_str(), 0755), 0);
+  TarEntry root = node("./", AE_IFDIR, 0);
+  root.perm = 07777;
+  write_tar(t.path / "root.tar", {root, file("f", "x")});
+  extract_layer((t.path / "root.tar").string(), (t.path / "out").string(), {});
+  struct stat st {};
+  ASSERT_EQ(::stat((t.path / "out").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+}
+
+// A tar with one sparse file: `data` at offset 0, then a hole up to `size`.
+void write_sparse_tar(const fs::path& out, const std::string& name, la_int64_t size, const std::string& data) {
+  archive* a = archive_write_new();
+  archive_write_set_format_pax_restricted(a);
+  ASSERT_EQ(archive_write_open_filename(a, out.c_str()), ARCHIVE_OK);
+  archive_entry* e = archive_entry_new();
+  archive_entry_copy_pathname(e, name.c_str());
+  archive_entry_set_filetype(e, AE_IFREG);
+  archive_entry_set_perm(e, 0644);
+  archive_entry_set_size(e, size);
+  archive_entry_sparse_add_entry(e, 0, static_cast<la_int64_t>(data.size()));
+  ASSERT_EQ(archive_write_header(a, e), ARCHIVE_OK);
+  archive_write_data(a, data.data(), data.size());
+  archive_entry_free(e);
+  archive_write_close(a);
+  archive_write_free(a);
+}
+
+// The hole at the end of a sparse file is part of it (issue 37, item 9: it was cut off).
+TEST(ExtractLayer, ASparseFileEndingInAHoleKeepsItsSize) {
+  TempTree t;
+  write_sparse_tar(t.path / "sparse.tar", "sparse", 1 << 20, "abc");
+  fs::create_directory(t.path / "out");
+  ExtractStats stats = extract_layer((t.path / "sparse.tar").string(), (t.path / "out").string(), {});
+  EXPECT_TRUE(stats.rejected.empty());
+  EXPECT_EQ(fs::file_size(t.path / "out/sparse"), 1u << 20);
+  EXPECT_EQ(read_text(t.path / "out/sparse").substr(0, 4), std::string("abc\0", 4));
+}
+
+// A 10 KB tar declaring a 4 GiB sparse file, or any archive unpacking to far more than it
+// weighs (a gzip bomb), is refused (issue 37, item 8): 200 times its size, at least 1 GiB.
+TEST(ExtractLayer, AnArchiveUnpackingToMoreThanItsBoundIsRefused) {
+  TempTree t;
+  write_sparse_tar(t.path / "sparse.tar", "huge", la_int64_t{4} << 30, "x");
+  fs::create_directory(t.path / "out");
+  EXPECT_THROW(extract_layer((t.path / "sparse.tar").string(), (t.path / "out").string(), {}), Error);
+  write_tar(t.path / "big.tar", {file("zeros", std::string(4 << 20, '\0'))});
+  fs::create_directory(t.path / "out2");
+  ExtractOptions bounded{.whiteouts = WhiteoutHandling::Overlay, .preserve_owner = false, .opaque_xattr = {},
+                         .max_bytes = 1 << 20};
+  EXPECT_THROW(extract_layer((t.path / "big.tar").string(), (t.path / "out2").string(), bounded), Error);
+  bounded.max_bytes = 8 << 20;
+  EXPECT_EQ(extract_layer((t.path / "big.tar").string(), (t.path / "out2").string(), bounded).bytes, 4u << 20);
 }
 
 }  // namespace

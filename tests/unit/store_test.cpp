@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/rootfs_builder/image.hpp"
+#include "sandcell/rootfs_builder/image_spec.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/runtime/error.hpp"
 #include "temp_tree.hpp"
@@ -301,6 +303,64 @@ TEST(ImageStore, UnpacksALayerOnceAndReusesIt) {
   fs::remove(fs::path(dirs[0]) / "hello.txt");  // a second call must not unpack again
   EXPECT_EQ(store.unpacked_layers(r), dirs);
   EXPECT_FALSE(fs::exists(fs::path(dirs[0]) / "hello.txt"));
+}
+
+// A manifest listing layer B twice with the DiffIDs [diffid(B), diffid(genuine base)] made the
+// store unpack B under the genuine base's DiffID, and the genuine image ran B's files (issue
+// 37, item 4): a layer directory is only ever made from a blob that is its DiffID.
+TEST(ImageStore, ALayerIsNeverUnpackedUnderAnotherLayersDiffId) {
+  TempTree t;
+  ImageStore store((t.path / "root").string());
+  add_image(store, t.path / "genuine", "genuine", "genuine base");
+  add_image(store, t.path / "attacker", "attacker", "attacker's file");
+  ImageRecord genuine = store.resolve("genuine");
+  ImageRecord attacker = store.resolve("attacker");
+  ImageRecord poisoned = attacker;
+  poisoned.manifest.layers = {attacker.manifest.layers[0], attacker.manifest.layers[0]};
+  poisoned.config.diff_ids = {attacker.config.diff_ids[0], genuine.config.diff_ids[0]};
+  EXPECT_THROW(store.unpacked_layers(poisoned), Error);
+  EXPECT_FALSE(fs::exists(store.root() + "/layers/" + digest_hex(genuine.config.diff_ids[0])));
+  auto dirs = store.unpacked_layers(genuine);
+  EXPECT_EQ(read_text(fs::path(dirs[0]) / "hello.txt"), "genuine base");
+}
+
+// Unpacked layers keep what the image says (setuid root programs, world-writable
+// directories): only the store's owner may reach them (issue 37, item 5).
+TEST(ImageStore, LayersAndScratchAreReachableByTheOwnerOnly) {
+  TempTree t;
+  fs::create_directories(t.path / "old/layers");
+  fs::create_directories(t.path / "old/tmp");
+  fs::permissions(t.path / "old/layers", fs::perms(0755));
+  fs::permissions(t.path / "old/tmp", fs::perms(0777));
+  ImageStore fresh((t.path / "root").string());
+  ImageStore old((t.path / "old").string());
+  auto mode = [](const fs::path& p) { return static_cast<unsigned>(fs::symlink_status(p).permissions()); };
+  EXPECT_EQ(mode(t.path / "root"), 0700u);
+  EXPECT_EQ(mode(t.path / "root/layers"), 0700u);
+  EXPECT_EQ(mode(t.path / "root/tmp"), 0700u);
+  EXPECT_EQ(mode(t.path / "old/layers"), 0700u) << "a store made before is tightened";
+  EXPECT_EQ(mode(t.path / "old/tmp"), 0700u);
+}
+
+// 100k Env entries cost seconds of CPU before the sandbox started (a quadratic merge), and an
+// entry without '=' erased every entry before it (issue 37, item 8).
+TEST(ImageStore, ImageEnvMergesInLinearTimeAndLaterEntriesWin) {
+  TempTree t;
+  ImageStore store((t.path / "root").string());
+  add_image(store, t.path, "foo", "x");
+  ImageRecord record = store.resolve("foo");
+  std::vector<std::string> env = {"PATH=/img", "A=1", "NOEQ", "A=2"};
+  for (int i = 0; i < 200'000; ++i) env.push_back("E" + std::to_string(i) + "=v");
+  record.config.config.env = env;
+  runtime::Spec spec;
+  spec.env = {"KEEP=1", "PATH=/default"};
+  auto start = std::chrono::steady_clock::now();
+  apply_resolved_image(store, "foo", record, {.command = {"/bin/sh"}, .user = {}, .workdir = {}}, spec);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ASSERT_GE(spec.env.size(), 5u);
+  EXPECT_EQ(std::vector<std::string>(spec.env.begin(), spec.env.begin() + 4),
+            (std::vector<std::string>{"KEEP=1", "PATH=/img", "NOEQ", "A=2"}));
+  EXPECT_EQ(std::count(spec.env.begin(), spec.env.end(), "E199999=v"), 1);
 }
 
 TEST(ImageStore, SameRecipeGivesTheSameImageDigestUnderSourceDateEpoch) {

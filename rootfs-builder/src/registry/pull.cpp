@@ -2,12 +2,14 @@
 // parallel. Nothing is tagged until every blob is verified and in the store; blobs are only
 // ever renamed into place complete, so a failure leaves at most whole, unreferenced blobs
 // (reused by the next pull, removed by prune).
+#include <map>
 #include <set>
 
 #include "blob_download.hpp"
 #include "manifest_fetch.hpp"
 #include "parallel_jobs.hpp"
 #include "sandcell/rootfs_builder/registry.hpp"
+#include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/rootfs_builder/registry_reference.hpp"
 
 namespace sandcell::rootfs_builder {
@@ -44,6 +46,24 @@ ImageConfig fetch_config(RegistrySession& session, HttpClient& client, ImageStor
   return config;
 }
 
+// Every layer's DiffID as the config lists it, also for a digest the manifest repeats and for
+// blobs the store had before: the unpacked layer is named by the DiffID and shared by every image
+// that lists it. (download_blob checked the ones it fetched, at their first index.)
+void verify_diff_ids(ImageStore& store, const Manifest& manifest, const ImageConfig& config,
+                     const std::vector<std::size_t>& downloaded) {
+  std::map<std::string, std::string> diff_id_of;  // blob digest -> its DiffID
+  for (std::size_t i : downloaded) diff_id_of[manifest.layers[i].digest] = config.diff_ids[i];
+  for (std::size_t i = 0; i < manifest.layers.size(); ++i) {
+    const std::string& digest = manifest.layers[i].digest;
+    auto known = diff_id_of.find(digest);
+    if (known == diff_id_of.end())
+      known = diff_id_of.emplace(digest, layer_diff_id(store.blob_path(digest))).first;
+    if (known->second != config.diff_ids[i])
+      throw Error::invalid("layer " + std::to_string(i) + " (" + digest + ") has DiffID " + known->second +
+                           ", but the config lists " + config.diff_ids[i]);
+  }
+}
+
 }  // namespace
 
 PullResult pull_image(ImageStore& store, const std::string& reference, const PullOptions& options) {
@@ -70,6 +90,8 @@ PullResult pull_image(ImageStore& store, const std::string& reference, const Pul
   std::int64_t total = 0;
   for (std::size_t i = 0; i < manifest.layers.size(); ++i) {
     const Descriptor& layer = manifest.layers[i];
+    // A repeated digest must name the same DiffID every time; a blob seen before is checked
+    // against this image's DiffID below, as a downloaded one is while it arrives.
     if (!seen.insert(layer.digest).second) continue;
     if (store.has_blob(layer.digest)) {
       ++result.blobs_present;
@@ -86,6 +108,7 @@ PullResult pull_image(ImageStore& store, const std::string& reference, const Pul
     });
   }
   result.blobs_fetched += static_cast<int>(missing.size());
+  verify_diff_ids(store, manifest, config, missing);
   store.put_blob(fetched.bytes, fetched.digest);
   if (ref.digest.empty()) {
     store.set_tag(result.local_name, fetched.digest);

@@ -49,6 +49,9 @@ struct ExtractOptions {
   // The opaque-directory xattr; nullopt: trusted.overlay.opaque as root, user.overlay.opaque
   // otherwise (overlayfs "userxattr", unprivileged mounts).
   std::optional<std::string> opaque_xattr;
+  // File data (sparse holes included) the archive may unpack to; nullopt: 200 times the
+  // archive's size, at least 1 GiB. More is refused as a decompression bomb.
+  std::optional<std::uint64_t> max_bytes;
 };
 
 struct RejectedEntry {

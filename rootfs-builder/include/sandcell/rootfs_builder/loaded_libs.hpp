@@ -58,6 +58,8 @@ struct ArchiveFunctions {
   decltype(&archive_entry_set_rdev) entry_set_rdev;
   decltype(&archive_entry_set_size) entry_set_size;
   decltype(&archive_entry_set_uid) entry_set_uid;
+  decltype(&archive_entry_size) entry_size;
+  decltype(&archive_entry_size_is_set) entry_size_is_set;
   decltype(&archive_entry_symlink) entry_symlink;
   decltype(&archive_entry_uid) entry_uid;
   decltype(&archive_entry_xattr_add_entry) entry_xattr_add_entry;
@@ -71,9 +73,9 @@ struct ArchiveFunctions {
   decltype(&archive_read_new) read_new;
   decltype(&archive_read_next_header) read_next_header;
   decltype(&archive_read_open_filename) read_open_filename;
-  decltype(&archive_read_support_filter_all) read_support_filter_all;
   decltype(&archive_read_support_filter_bzip2) read_support_filter_bzip2;
   decltype(&archive_read_support_filter_gzip) read_support_filter_gzip;
+  decltype(&archive_read_support_filter_lz4) read_support_filter_lz4;
   decltype(&archive_read_support_filter_xz) read_support_filter_xz;
   decltype(&archive_read_support_filter_zstd) read_support_filter_zstd;
   decltype(&archive_read_support_format_raw) read_support_format_raw;
