@@ -19,8 +19,9 @@ packages=(
   busybox-static libc6-dev
   # tools the tests and benchmarks compare against or drive
   hyperfine bubblewrap runc util-linux iproute2 procps nftables
-  # `--net full` without root (and `--net-transport slirp`): user-mode networking
-  slirp4netns
+  # `--net full` without root (and `--net-transport slirp`): user-mode networking; curl asks the
+  # slirp tests' host for its own service (busybox wget crashed there)
+  slirp4netns curl
   # skills tests build a wheel with python3; bench/code.sh reads hyperfine's JSON with jq
   python3 jq
   # setcap: the hostile suite gives a binary file capabilities and checks it gains nothing;

@@ -92,7 +92,8 @@ bool slirp4netns_installed() {
 }
 
 SlirpNetwork::SlirpNetwork(const SlirpSpec& spec)
-    : filter_(spec.sandbox_pid, spec.allowed_cidrs, spec.resolvers) {
+    : filter_(spec.sandbox_pid,
+              sandbox_filter_script(spec.allowed_cidrs, spec.resolvers, spec.host_addresses)) {
   HighPipe ready = make_pipe("slirp4netns --ready-fd");
   HighPipe exit = make_pipe("slirp4netns --exit-fd");
   pid_ = spawn_slirp(spec, ready.write_end.get(), exit.read_end.get());

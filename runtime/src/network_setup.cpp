@@ -219,9 +219,12 @@ SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox)
     return;
   }
   if (plan.transport == NetworkTransport::Slirp) {
+    // slirp4netns connects from this netns: its own addresses would reach the host's services.
+    host_addresses_ = network::addresses_of_this_host();
     slirp_.emplace(network::SlirpSpec{.sandbox_pid = sandbox.pid,
                                       .allowed_cidrs = plan.address_policy.allowed(),
                                       .resolvers = plan.dns.resolvers,
+                                      .host_addresses = host_addresses_,
                                       .log_path = sandbox.run_dir + "/slirp4netns.log"});
     return;
   }

@@ -91,8 +91,8 @@ class SandboxNetwork {
   std::string drop_reason(const network::DroppedFlow& flow) const;
 
   NetworkMode mode_;
-  network::AddressPolicy address_policy_;         // names the blocked range a drop went to
-  std::vector<network::IpAddress> host_addresses_;  // full mode over veth: when the run started
+  network::AddressPolicy address_policy_;           // names the blocked range a drop went to
+  std::vector<network::IpAddress> host_addresses_;  // full mode (veth, slirp): at the run's start
   // Over veth: full mode's filter (drops and remembers), allow mode's (remembers what the host's
   // table drops: everything but the proxy).
   std::optional<network::SandboxFilter> filter_;

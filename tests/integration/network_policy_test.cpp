@@ -7,8 +7,9 @@
 // nothing resolves through real DNS and nothing is ever sent to the machine's uplink. A resolver
 // (tests/fixtures/dns-server.py) at 10.0.0.53 stands for the host's DNS server in full mode.
 // Allow-mode tests run once per transport (socket, veth). The slirp4netns transport connects
-// from the supervisor's own network namespace, so its tests run sandcell itself inside the test
-// internet's namespace (nsenter --net), where no route leads anywhere else.
+// from the supervisor's own network namespace, so its tests run sandcell itself inside a "host"
+// namespace of the test's own (SlirpHost), in front of the test internet, where no route leads
+// anywhere else.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -46,6 +47,19 @@ constexpr const char* kInternalIp = "10.0.0.1";
 constexpr const char* kResolverIp = "10.0.0.53";
 constexpr const char* kWebName = "web.test";  // what the resolver answers: kAllowedIp
 constexpr const char* kAllowlist = "allow:allowed.test,*.allowed.test";
+// The slirp tests' host (SlirpHost): its link to the test internet (TEST-NET-1), an address of its
+// own in a blocked range, and the port of its own service.
+constexpr const char* kSlirpHostIp = "192.0.2.1";
+constexpr const char* kSlirpHostGateway = "192.0.2.2";
+constexpr const char* kSlirpHostPrivateIp = "10.1.0.1";
+constexpr uint16_t kSlirpHostServicePort = 8081;
+
+std::string random_suffix() {
+  std::random_device random;
+  char text[9];
+  std::snprintf(text, sizeof text, "%06x", random() & 0xffffff);
+  return text;
+}
 
 std::string shell_output(const std::string& command) {
   std::unique_ptr<FILE, decltype(&pclose)> pipe(popen((command + " 2>/dev/null").c_str(), "r"),
@@ -104,13 +118,6 @@ class TestInternet {
   const std::string& netns() const { return netns_; }
 
  private:
-  static std::string random_suffix() {
-    std::random_device random;
-    char text[9];
-    std::snprintf(text, sizeof text, "%06x", random() & 0xffffff);
-    return text;
-  }
-
   void build() {
     sh("ip netns add " + netns_);
     sh("ip link add " + host_link_ + " type veth peer name " + ns_link_ + " netns " + netns_);
@@ -213,6 +220,81 @@ class TestInternet {
   std::vector<pid_t> servers_;
 };
 
+// The machine slirp4netns runs on, for the slirp transport's tests: a network namespace of the
+// test's own in front of the test internet (a veth in 192.0.2.0/24, and routes to the internet's
+// servers through it), with a web service of the "host" on every address (0.0.0.0) of it.
+// sandcell runs inside it (nsenter --net), so its addresses are the host's own: the service must
+// stay out of the sandbox's reach, while the servers behind it stay reachable.
+class SlirpHost {
+ public:
+  explicit SlirpHost(const TestInternet& internet) : internet_netns_(internet.netns()) {
+    try {
+      build(internet);
+    } catch (...) {
+      teardown();
+      throw;
+    }
+  }
+  ~SlirpHost() { teardown(); }
+  SlirpHost(const SlirpHost&) = delete;
+  SlirpHost& operator=(const SlirpHost&) = delete;
+
+  const std::string& netns() const { return netns_; }
+  // What the host itself gets from its service (on any of its addresses).
+  std::string fetch_here(const char* address) const {
+    return shell_output("ip netns exec " + netns_ + " curl -s -m 2 http://" + address + ":" +
+                        std::to_string(kSlirpHostServicePort) + "/");
+  }
+
+ private:
+  void build(const TestInternet& internet) {
+    sh("ip netns add " + netns_);
+    const std::string in_host = "ip -n " + netns_ + " ";
+    const std::string in_internet = "ip -n " + internet_netns_ + " ";
+    sh(in_host + "link set lo up && " + in_host + "addr add " + kSlirpHostPrivateIp + "/32 dev lo");
+    sh(in_host + "link add " + host_link_ + " type veth peer name " + internet_link_ + " netns " +
+       internet_netns_);
+    sh(in_host + "addr add " + kSlirpHostIp + "/24 dev " + host_link_ + " && " + in_host +
+       "link set " + host_link_ + " up");
+    sh(in_internet + "addr add " + kSlirpHostGateway + "/24 dev " + internet_link_ + " && " +
+       in_internet + "link set " + internet_link_ + " up");
+    for (const char* to : {"198.51.100.0/24", "169.254.169.254/32", "10.0.0.1/32", "10.0.0.53/32"})
+      sh(in_host + "route add " + to + " via " + kSlirpHostGateway);
+    const fs::path www = internet.dir() / "slirp-host";
+    fs::create_directories(www);
+    std::ofstream(www / "index.html") << "host-service-ok\n";
+    const std::string port = std::to_string(kSlirpHostServicePort);  // every address: 0.0.0.0
+    service_ = fork();
+    if (service_ == 0) {
+      execlp("ip", "ip", "netns", "exec", netns_.c_str(), "busybox", "httpd", "-f", "-p",
+             port.c_str(), "-h", www.c_str(), nullptr);
+      _exit(127);
+    }
+    if (service_ < 0) throw std::runtime_error("fork the host's service");
+    for (int i = 0; i < 100; ++i) {
+      if (fetch_here(kSlirpHostIp) == "host-service-ok\n") return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    throw std::runtime_error("the slirp host's service did not come up");
+  }
+
+  void teardown() {
+    if (service_ > 0) {
+      kill(service_, SIGKILL);
+      waitpid(service_, nullptr, 0);
+      service_ = -1;
+    }
+    std::system(("ip netns del " + netns_ + " 2>/dev/null").c_str());  // the veth goes with it
+  }
+
+  std::string internet_netns_;
+  std::string suffix_ = random_suffix();
+  std::string netns_ = "sctest-h" + suffix_;
+  std::string host_link_ = "scth" + suffix_ + "a";
+  std::string internet_link_ = "scth" + suffix_ + "b";
+  pid_t service_ = -1;
+};
+
 // Inside the sandbox: $h and $port are the proxy's address and port, from http_proxy.
 const std::string kProxyVars = "p=${http_proxy#http://}; h=${p%:*}; port=${p##*:}; ";
 
@@ -271,10 +353,11 @@ class NetworkPolicy : public ::testing::Test {
     return run_in_sandbox(flags, {"sh", "-c", kProxyVars + script});
   }
 
-  // sandcell run --net full --net-transport slirp inside the test internet's namespace: the
+  // sandcell run --net full --net-transport slirp inside the slirp host's namespace: the
   // slirp4netns it starts connects from there, where nothing leads to the machine's uplink.
-  CliRun run_slirp_in_test_internet(const std::vector<std::string>& flags, const std::string& script) {
-    std::vector<std::string> argv = {"/usr/bin/nsenter", "--net=/run/netns/" + internet_->netns(),
+  CliRun run_slirp_on(const SlirpHost& host, const std::vector<std::string>& flags,
+                      const std::string& script) {
+    std::vector<std::string> argv = {"/usr/bin/nsenter", "--net=/run/netns/" + host.netns(),
                                      sandcell_binary(), "run", "--json", "--rootfs", test_rootfs(),
                                      "--net", "full", "--net-transport", "slirp"};
     argv.insert(argv.end(), flags.begin(), flags.end());
@@ -714,9 +797,10 @@ TEST_F(NetworkPolicy, FullMode_DnsThroughTheConfiguredPrivateResolver) {
 }
 
 TEST_F(NetworkPolicy, SlirpTransport_FullModeWithoutBlockedRangesAndWithDns) {
-  CliRun run = run_slirp_in_test_internet(
-      {"--net-resolv-conf", internet_->resolv_conf()},
-      std::string(kDnsScript) + "; sc-probe connect " + kMetadataIp + " 80; ip -o link | grep -c tap0");
+  SlirpHost host(*internet_);
+  CliRun run = run_slirp_on(host, {"--net-resolv-conf", internet_->resolv_conf()},
+                            std::string(kDnsScript) + "; sc-probe connect " + kMetadataIp +
+                                " 80; ip -o link | grep -c tap0");
   ASSERT_TRUE(run.record.is_object()) << run.out << run.err;
   EXPECT_EQ(run.record["isolation"]["network_transport"], "slirp4netns");
   EXPECT_EQ(stdout_of(run), std::string(kDnsExpected) + "connect timeout\n1\n")
@@ -725,9 +809,30 @@ TEST_F(NetworkPolicy, SlirpTransport_FullModeWithoutBlockedRangesAndWithDns) {
   EXPECT_EQ(dropped_reason(run, kMetadataIp, 80),
             "tcp dropped by the firewall: link-local/metadata 169.254.0.0/16");
 
-  CliRun opened = run_slirp_in_test_internet({"--net-allow-cidr", "10.0.0.1/32"},
-                                             "sc-probe connect 10.0.0.1 80");
+  CliRun opened =
+      run_slirp_on(host, {"--net-allow-cidr", "10.0.0.1/32"}, "sc-probe connect 10.0.0.1 80");
   EXPECT_EQ(stdout_of(opened), "connect ok\n") << opened.out << opened.err;
+}
+
+// slirp4netns connects from the host's own network namespace: an address of the host (its link,
+// one in a range --net-allow-cidr opens) would reach the host's service bound to 0.0.0.0 as local
+// traffic. The sandbox's filter drops them and the record names them; the internet stays open.
+TEST_F(NetworkPolicy, SlirpTransport_TheHostsOwnAddresses_DroppedAndRecorded) {
+  SlirpHost host(*internet_);
+  ASSERT_EQ(host.fetch_here(kSlirpHostPrivateIp), "host-service-ok\n");  // served on both
+  const std::string port = std::to_string(kSlirpHostServicePort);
+  CliRun run = run_slirp_on(host, {"--net-allow-cidr", "10.1.0.0/16"},
+                            "sc-probe connect " + std::string(kSlirpHostIp) + " " + port +
+                                "; sc-probe connect " + kSlirpHostPrivateIp + " " + port +
+                                "; wget -q -T 2 -O- http://" + kSlirpHostIp + ":" + port +
+                                "/; wget -q -O- http://" + kAllowedIp + "/");
+  ASSERT_TRUE(run.record.is_object()) << run.out << run.err;
+  EXPECT_EQ(stdout_of(run), "connect timeout\nconnect timeout\nallowed-ok\n") << run.record.dump(2);
+  for (const char* address : {kSlirpHostIp, kSlirpHostPrivateIp})
+    EXPECT_EQ(dropped_reason(run, address, kSlirpHostServicePort),
+              "tcp dropped by the firewall: an address of this host")
+        << run.record.dump(2);
+  EXPECT_EQ(run.record["events"]["blocked_connections"].size(), 2u) << run.record.dump(2);
 }
 
 TEST_F(NetworkPolicy, FullMode_FailsClearlyWhenForwardingIsOff) {

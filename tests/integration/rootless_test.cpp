@@ -145,13 +145,17 @@ TEST_F(Rootless, AllowModeGoesThroughTheProxyOverTheSocketTransport) {
 }
 
 // The other side of slirp4netns for --net full: it opens its sockets in sandcell's own network
-// namespace, so sandcell runs in one the test made (nsenter --net), where nothing leads anywhere
-// else. Its "internet" is addresses on that namespace's loopback: a web server answering on port
-// 8080 of all of them (198.51.100.1, TEST-NET-2, stands for a public host; 169.254.169.254 and
-// 10.0.0.1 must stay out of the sandbox's reach) and a resolver at 10.0.0.53 that knows web.test.
+// namespace, so sandcell runs in a "host" namespace the test made (nsenter --net), in front of an
+// "internet" namespace of the test's own (a veth in 192.0.2.0/24, TEST-NET-1, and routes to the
+// internet's addresses through it), where nothing leads anywhere else. The internet is addresses
+// on its loopback: a web server answering on port 8080 of all of them (198.51.100.1, TEST-NET-2,
+// stands for a public host; 169.254.169.254 and 10.0.0.1 must stay out of the sandbox's reach)
+// and a resolver at 10.0.0.53 that knows web.test. The host has a service of its own on port
+// 8081 of all its addresses, which the sandbox must not reach through its host's address.
 class SlirpUplink {
  public:
   static constexpr const char* kWebIp = "198.51.100.1";
+  static constexpr const char* kHostIp = "192.0.2.1";
   explicit SlirpUplink(const std::string& dir) : dir_(dir) {
     try {
       build();
@@ -166,7 +170,7 @@ class SlirpUplink {
 
   std::string resolv_conf() const { return dir_ + "/resolv.conf"; }
   // Runs the rest in a private mount namespace with a tun node of `tun_mode` at /dev/net/tun
-  // (the host's node is left alone, whatever its mode), then in the test's network namespace.
+  // (the host's node is left alone, whatever its mode), then in the test host's network namespace.
   std::vector<std::string> prefix(const std::string& tun_mode) const {
     return {"/usr/bin/unshare",
             "--mount",
@@ -181,40 +185,56 @@ class SlirpUplink {
             dir_ + "/tun",
             tun_mode,
             "/usr/bin/nsenter",
-            "--net=/run/netns/" + netns_};
+            "--net=/run/netns/" + host_netns_};
   }
 
  private:
   void build() {
     fs::create_directories(dir_ + "/www");
+    fs::create_directories(dir_ + "/host-www");
     fs::create_directories(dir_ + "/tun");
     std::ofstream(dir_ + "/www/index.html") << "host-side-ok\n";
+    std::ofstream(dir_ + "/host-www/index.html") << "host-service-ok\n";
     std::ofstream(resolv_conf()) << "nameserver 10.0.0.53\n";
     fs::permissions(resolv_conf(), fs::perms(0644));
-    ip({"netns", "add", netns_});
-    ip({"-n", netns_, "link", "set", "lo", "up"});
-    for (const char* address : {kWebIp, "169.254.169.254", "10.0.0.1", "10.0.0.53"})
-      ip({"-n", netns_, "addr", "add", std::string(address) + "/32", "dev", "lo"});
-    start({"/usr/bin/busybox", "httpd", "-f", "-p", "8080", "-h", dir_ + "/www"});
-    start({"/usr/bin/python3", std::string(SANDCELL_TEST_FIXTURES_DIR) + "/dns-server.py",
+    for (const std::string& netns : {host_netns_, internet_netns_}) {
+      ip({"netns", "add", netns});
+      ip({"-n", netns, "link", "set", "lo", "up"});
+    }
+    ip({"-n", host_netns_, "link", "add", "scthrl0", "type", "veth", "peer", "name", "scthrl1",
+        "netns", internet_netns_});
+    ip({"-n", host_netns_, "addr", "add", std::string(kHostIp) + "/24", "dev", "scthrl0"});
+    ip({"-n", host_netns_, "link", "set", "scthrl0", "up"});
+    ip({"-n", internet_netns_, "addr", "add", "192.0.2.2/24", "dev", "scthrl1"});
+    ip({"-n", internet_netns_, "link", "set", "scthrl1", "up"});
+    for (const char* address : {kWebIp, "169.254.169.254", "10.0.0.1", "10.0.0.53"}) {
+      ip({"-n", internet_netns_, "addr", "add", std::string(address) + "/32", "dev", "lo"});
+      ip({"-n", host_netns_, "route", "add", std::string(address) + "/32", "via", "192.0.2.2"});
+    }
+    start(internet_netns_, {"/usr/bin/busybox", "httpd", "-f", "-p", "8080", "-h", dir_ + "/www"});
+    start(internet_netns_,
+          {"/usr/bin/python3", std::string(SANDCELL_TEST_FIXTURES_DIR) + "/dns-server.py",
            "10.0.0.53", std::string("web.test=") + kWebIp});
+    start(host_netns_, {"/usr/bin/busybox", "httpd", "-f", "-p", "8081", "-h", dir_ + "/host-www"});
     for (int i = 0; i < 100; ++i) {
-      const std::string tcp = shell_output("ip netns exec " + netns_ + " ss -tln");
-      const std::string udp = shell_output("ip netns exec " + netns_ + " ss -uln");
-      if (tcp.find(":8080") != std::string::npos && udp.find("10.0.0.53:53") != std::string::npos)
+      const std::string tcp = shell_output("ip netns exec " + internet_netns_ + " ss -tln");
+      const std::string udp = shell_output("ip netns exec " + internet_netns_ + " ss -uln");
+      const std::string host = shell_output("ip netns exec " + host_netns_ + " ss -tln");
+      if (tcp.find(":8080") != std::string::npos && udp.find("10.0.0.53:53") != std::string::npos &&
+          host.find(":8081") != std::string::npos)
         return;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    throw std::runtime_error("the test's web server and resolver did not come up");
+    throw std::runtime_error("the test's web servers and resolver did not come up");
   }
   void ip(std::vector<std::string> args) {
     args.insert(args.begin(), "/usr/sbin/ip");
     CliRun r = run_program(args);
     if (r.exit_code != 0) throw std::runtime_error("ip " + args[1] + " " + args[2] + ": " + r.err);
   }
-  // A server in the test's namespace, killed by teardown().
-  void start(const std::vector<std::string>& command) {
-    std::vector<std::string> args = {"/usr/sbin/ip", "netns", "exec", netns_};
+  // A server in one of the test's namespaces, killed by teardown().
+  void start(const std::string& netns, const std::vector<std::string>& command) {
+    std::vector<std::string> args = {"/usr/sbin/ip", "netns", "exec", netns};
     args.insert(args.end(), command.begin(), command.end());
     std::vector<char*> argv;
     for (auto& arg : args) argv.push_back(arg.data());
@@ -233,19 +253,22 @@ class SlirpUplink {
       waitpid(pid, nullptr, 0);
     }
     servers_.clear();
-    run_program({"/usr/sbin/ip", "netns", "del", netns_});
+    for (const std::string& netns : {host_netns_, internet_netns_})  // the veth goes with them
+      run_program({"/usr/sbin/ip", "netns", "del", netns});
   }
 
   std::string dir_;
-  std::string netns_ = "sctest-rl" + std::to_string(getpid());
+  std::string host_netns_ = "sctest-rlh" + std::to_string(getpid());
+  std::string internet_netns_ = "sctest-rl" + std::to_string(getpid());
   std::vector<pid_t> servers_;
 };
 
 // --net full without root: slirp4netns, started by the user's supervisor, joins the sandbox's own
 // user and network namespaces; the filter the supervisor put in that netns keeps metadata and
 // private ranges out (the server answers there: --net-allow-cidr opens 10.0.0.1), the resolver of
-// --net-resolv-conf answers on port 53 although it is private.
-TEST_F(Rootless, FullModeGoesThroughSlirp4netnsWithoutPrivateRanges) {
+// --net-resolv-conf answers on port 53 although it is private, and the host's own address (where
+// slirp4netns's connections would be local ones) is dropped and recorded.
+TEST_F(Rootless, FullModeGoesThroughSlirp4netnsWithoutPrivateRangesOrTheHostItself) {
   SlirpUplink uplink(user_->dir() + "/uplink");
   auto full = [&](const std::vector<std::string>& flags, const std::string& script) {
     std::vector<std::string> args = {"run", "--json", "--rootfs", user_->rootfs(), "--net", "full"};
@@ -256,14 +279,22 @@ TEST_F(Rootless, FullModeGoesThroughSlirp4netnsWithoutPrivateRanges) {
   auto r = full({"--net-resolv-conf", uplink.resolv_conf()},
                 "cat /etc/resolv.conf; wget -q -O- http://198.51.100.1:8080/; wget -q -O- "
                 "http://web.test:8080/; "
-                "sc-probe connect 169.254.169.254 8080; sc-probe connect 10.0.0.1 8080");
+                "sc-probe connect 169.254.169.254 8080; sc-probe connect 10.0.0.1 8080; "
+                "sc-probe connect 192.0.2.1 8081");
   EXPECT_EQ(status_of(r), "ok") << r.out << r.err;
   EXPECT_EQ(r.record["stdout"],
-            "nameserver 10.0.0.53\nhost-side-ok\nhost-side-ok\nconnect timeout\nconnect timeout\n")
+            "nameserver 10.0.0.53\nhost-side-ok\nhost-side-ok\nconnect timeout\nconnect timeout\n"
+            "connect timeout\n")
       << r.out << r.err;
   EXPECT_EQ(r.record["isolation"]["network"], "full");
   EXPECT_EQ(r.record["isolation"]["network_transport"], "slirp4netns");
   EXPECT_TRUE(r.record["isolation"]["rootless"].get<bool>());
+  bool host_recorded = false;
+  for (const auto& b : r.record["events"]["blocked_connections"])
+    host_recorded |=
+        b.value("host", "") == SlirpUplink::kHostIp && b.value("port", 0) == 8081 &&
+        b.value("reason", "") == "tcp dropped by the firewall: an address of this host";
+  EXPECT_TRUE(host_recorded) << r.record["events"];
 
   auto opened = full({"--net-allow-cidr", "10.0.0.1/32"}, "sc-probe connect 10.0.0.1 8080");
   EXPECT_EQ(opened.record["stdout"], "connect ok\n") << opened.out << opened.err;

@@ -8,7 +8,11 @@
 // sandbox's own netns, before a packet reaches the tap: a table `inet sandcell` there (made by
 // the supervisor, which as root or as the owner of the sandbox's user namespace may change
 // that netns) drops IPv6 and every packet to blocked_ipv4_ranges() (which include slirp's own
-// 10.0.2.0/24), except to --net-allow-cidr ranges and to the resolvers on port 53. The program
+// 10.0.2.0/24), except to --net-allow-cidr ranges and to the resolvers on port 53. slirp4netns's
+// sockets are the supervisor's, so an address of the supervisor's own netns (its uplink address,
+// any interface's) would reach services of the host bound to 0.0.0.0 as local traffic, past the
+// host's firewall: those addresses (`host_addresses`, listed when the run starts) are dropped
+// first, whatever range is opened, and remembered like the others. The program
 // itself has no CAP_NET_ADMIN to remove that table, and no CAP_NET_RAW to write frames to the
 // tap past it (the runtime refuses --cap-add of either with this transport). slirp4netns runs
 // with --disable-host-loopback (10.0.2.2 does not lead to the host's 127.0.0.1) and
@@ -26,9 +30,10 @@ namespace sandcell::network {
 
 struct SlirpSpec {
   pid_t sandbox_pid = -1;
-  std::vector<Cidr> allowed_cidrs;   // `--net-allow-cidr`
-  std::vector<IpAddress> resolvers;  // reachable on port 53 even when private
-  std::string log_path;              // slirp4netns's stderr
+  std::vector<Cidr> allowed_cidrs;        // `--net-allow-cidr`
+  std::vector<IpAddress> resolvers;       // reachable on port 53 even when private
+  std::vector<IpAddress> host_addresses;  // of the netns slirp4netns connects from: never reached
+  std::string log_path;                   // slirp4netns's stderr
 };
 
 // True when slirp4netns is in PATH.
