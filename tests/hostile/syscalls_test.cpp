@@ -14,7 +14,8 @@
 
 #include "hostile.hpp"
 
-namespace sandcell::test {
+// A namespace of its own: unity builds put several test files in one translation unit.
+namespace sandcell::test::hostile_syscall_tests {
 namespace {
 
 namespace fs = std::filesystem;
@@ -156,4 +157,4 @@ TEST(HostileSyscalls, FullSweepMatchesTheGoldenListOfTheDefaultProfile) {
 }
 
 }  // namespace
-}  // namespace sandcell::test
+}  // namespace sandcell::test::hostile_syscall_tests

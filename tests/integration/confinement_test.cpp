@@ -14,7 +14,8 @@
 #include "host_abi.hpp"
 #include "sandcell_cli.hpp"
 
-namespace sandcell::test {
+// A namespace of its own: unity builds put several test files in one translation unit.
+namespace sandcell::test::confinement_tests {
 namespace {
 
 namespace fs = std::filesystem;
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 const char* kDockerDefault = "/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json";
 const char* kContainersCommon = "/usr/share/containers/seccomp.json";
 
-uint64_t denied_count(const CliRun& r, const std::string& name) {
+uint64_t times_denied(const CliRun& r, const std::string& name) {
   if (!r.record.is_object()) return 0;
   for (const auto& entry : r.record["events"]["denied_syscalls"])
     if (entry["name"] == name) return entry["count"].get<uint64_t>();
@@ -41,7 +42,7 @@ TEST_P(ReportedDenial, FailsWithEpermAndIsReported) {
   auto r = run_in_sandbox({"--seccomp", profile}, {"/bin/sc-probe", "syscall", denial.probe});
   ASSERT_TRUE(r.record.is_object()) << r.out << r.err;
   EXPECT_EQ(r.record.value("stdout", ""), std::string(denial.probe) + " errno=EPERM\n");
-  EXPECT_GE(denied_count(r, denial.syscall), 1u) << r.record["events"].dump();
+  EXPECT_GE(times_denied(r, denial.syscall), 1u) << r.record["events"].dump();
   EXPECT_EQ(r.record["isolation"]["seccomp"], profile);
 }
 
@@ -65,7 +66,7 @@ TEST(Confinement, VsockAndAlgSocketsAreDeniedAndReported) {
     for (const char* family : {"vsock", "alg"}) {
       auto r = run_in_sandbox({"--seccomp", profile}, {"/bin/sc-probe", "socket", family});
       EXPECT_EQ(r.record.value("stdout", ""), std::string("socket ") + family + " errno=EPERM\n") << profile;
-      EXPECT_GE(denied_count(r, "socket"), 1u) << profile << " " << family;
+      EXPECT_GE(times_denied(r, "socket"), 1u) << profile << " " << family;
     }
     auto inet = run_in_sandbox({"--seccomp", profile}, {"/bin/sc-probe", "socket", "inet"});
     EXPECT_EQ(inet.record.value("stdout", ""), "socket inet ok\n");
@@ -76,18 +77,18 @@ TEST(Confinement, CodeProfileAlsoDeniesPacketAndRawSockets) {
   for (const char* family : {"packet", "raw"}) {
     auto r = run_in_sandbox({"--seccomp", "code", "--cap-add", "NET_RAW"}, {"/bin/sc-probe", "socket", family});
     EXPECT_EQ(r.record.value("stdout", ""), std::string("socket ") + family + " errno=EPERM\n");
-    EXPECT_GE(denied_count(r, "socket"), 1u);
+    EXPECT_GE(times_denied(r, "socket"), 1u);
   }
 }
 
 TEST(Confinement, ForeignAbiCallsAreDeniedAndReported) {
   auto x32 = run_in_sandbox({"--seccomp", "default"}, {"/bin/sc-probe", "x32", "getpid"});
   EXPECT_EQ(x32.record.value("stdout", ""), "x32 getpid errno=EPERM\n");
-  EXPECT_EQ(denied_count(x32, "x32:getpid"), 1u) << x32.record["events"].dump();
+  EXPECT_EQ(times_denied(x32, "x32:getpid"), 1u) << x32.record["events"].dump();
   if (!kernel_runs_i386_calls()) GTEST_SKIP() << "x32 checked; i386 not: " << kNoI386Reason;
   auto i386 = run_in_sandbox({"--seccomp", "default"}, {"/bin/sc-probe", "int80", "getpid"});
   EXPECT_EQ(i386.record.value("stdout", ""), "int80 getpid errno=EPERM\n");
-  EXPECT_EQ(denied_count(i386, "i386:getpid"), 1u) << i386.record["events"].dump();
+  EXPECT_EQ(times_denied(i386, "i386:getpid"), 1u) << i386.record["events"].dump();
 }
 
 TEST(Confinement, CodeProfileKillsForeignAbiCallsAndSaysWhy) {
@@ -99,7 +100,7 @@ TEST(Confinement, CodeProfileKillsForeignAbiCallsAndSaysWhy) {
     EXPECT_EQ(r.record["signal"], SIGKILL);
     EXPECT_EQ(r.record.value("stdout", ""), "");  // the call never returned
     std::string name = std::string(abi) == "x32" ? "x32:getpid" : "i386:getpid";
-    EXPECT_EQ(denied_count(r, name), 1u) << r.record["events"].dump();
+    EXPECT_EQ(times_denied(r, name), 1u) << r.record["events"].dump();
     EXPECT_NE(r.record.value("error", "").find(name), std::string::npos) << r.record.dump();
   }
 }
@@ -107,18 +108,18 @@ TEST(Confinement, CodeProfileKillsForeignAbiCallsAndSaysWhy) {
 TEST(Confinement, DeniedCallFromASecondThreadIsReported) {
   auto r = run_in_sandbox({}, {"/bin/sc-probe", "thread-syscall", "bpf"});
   EXPECT_EQ(r.record.value("stdout", ""), "bpf errno=EPERM\n");
-  EXPECT_EQ(denied_count(r, "bpf"), 1u);
+  EXPECT_EQ(times_denied(r, "bpf"), 1u);
 }
 
 TEST(Confinement, ProgramsOwnPermissiveFilterDoesNotLoosenTheSandbox) {
   auto r = run_in_sandbox({}, {"/bin/sc-probe", "own-filter-exec", "/bin/sc-probe", "syscall", "keyctl"});
   EXPECT_EQ(r.record.value("stdout", ""), "keyctl errno=EPERM\n");
-  EXPECT_EQ(denied_count(r, "keyctl"), 1u);
+  EXPECT_EQ(times_denied(r, "keyctl"), 1u);
 }
 
 TEST(Confinement, RepeatedDenialsAreCounted) {
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", "for i in 1 2 3 4 5; do /bin/sc-probe syscall keyctl; done"});
-  EXPECT_EQ(denied_count(r, "keyctl"), 5u);
+  EXPECT_EQ(times_denied(r, "keyctl"), 5u);
 }
 
 TEST(Confinement, UnconfinedHasNoFilter) {
@@ -193,4 +194,4 @@ TEST(Landlock, TcpIsDeniedUnderNetworkNoneUdpIsNot) {
 }
 
 }  // namespace
-}  // namespace sandcell::test
+}  // namespace sandcell::test::confinement_tests

@@ -11,7 +11,8 @@
 
 #include "sandcell_cli.hpp"
 
-namespace sandcell::test {
+// A namespace of its own: unity builds put several test files in one translation unit.
+namespace sandcell::test::isolation_tests {
 namespace {
 
 namespace fs = std::filesystem;
@@ -21,7 +22,7 @@ std::string trim(std::string s) {
   return s;
 }
 
-std::string stdout_of(const CliRun& r) {
+std::string program_stdout(const CliRun& r) {
   EXPECT_TRUE(r.record.is_object()) << r.out << r.err;
   return r.record.is_object() ? r.record.value("stdout", "") : "";
 }
@@ -31,7 +32,7 @@ std::string stdout_of(const CliRun& r) {
 TEST(Isolation, ProgramIsPid2UnderInitAndSeesNoHostPids) {
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", "echo $$; tr '\\0' ' ' < /proc/1/cmdline; echo; ls -d /proc/[0-9]* | wc -l"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  std::istringstream out(stdout_of(r));
+  std::istringstream out(program_stdout(r));
   std::string pid, init_cmdline, visible;
   std::getline(out, pid);
   std::getline(out, init_cmdline);
@@ -42,7 +43,7 @@ TEST(Isolation, ProgramIsPid2UnderInitAndSeesNoHostPids) {
   EXPECT_EQ(init_cmdline.find("rootfs"), std::string::npos) << init_cmdline;
   EXPECT_EQ(init_cmdline.find_first_not_of(' ', sizeof "sandcell-init" - 1), std::string::npos)
       << init_cmdline;
-  EXPECT_LE(std::stoi(visible), 5) << "host processes are visible: " << stdout_of(r);
+  EXPECT_LE(std::stoi(visible), 5) << "host processes are visible: " << program_stdout(r);
 }
 
 // The init hides sandcell's command line before the program starts, not after: a program that
@@ -52,7 +53,7 @@ TEST(Isolation, ProgramNeverSeesSandcellsCommandLineEvenAsItsFirstRead) {
   for (int i = 0; i < 40; ++i) {
     auto r = run_in_sandbox({}, {"/bin/cat", "/proc/1/cmdline"});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    std::string cmdline = stdout_of(r);
+    std::string cmdline = program_stdout(r);
     ASSERT_EQ(cmdline.substr(0, cmdline.find('\0')), "sandcell-init") << "run " << i;
   }
 }
@@ -63,27 +64,27 @@ TEST(Isolation, SignalsTheProgramSendsItselfAreReportedAsThemselves) {
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", "kill -ABRT $$; echo not reached"});
   EXPECT_EQ(r.record.value("status", ""), "signaled") << r.out << r.err;
   EXPECT_EQ(r.record.value("signal", 0), SIGABRT);
-  EXPECT_EQ(stdout_of(r), "");
+  EXPECT_EQ(program_stdout(r), "");
 }
 
 // Orphans are reaped by the init: none stays a zombie while the program runs.
 TEST(Isolation, OrphansAreReaped) {
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", "(sleep 0.05 &) ; sleep 0.5; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l"});
   EXPECT_EQ(r.record.value("status", ""), "ok") << r.out << r.err;
-  EXPECT_EQ(trim(stdout_of(r)), "0");
+  EXPECT_EQ(trim(program_stdout(r)), "0");
 }
 
 TEST(Isolation, HostnameIsSandcellByDefaultAndSettable) {
-  EXPECT_EQ(trim(stdout_of(run_in_sandbox({}, {"/bin/hostname"}))), "sandcell");
-  EXPECT_EQ(trim(stdout_of(run_in_sandbox({"--hostname", "box7"}, {"/bin/hostname"}))), "box7");
+  EXPECT_EQ(trim(program_stdout(run_in_sandbox({}, {"/bin/hostname"}))), "sandcell");
+  EXPECT_EQ(trim(program_stdout(run_in_sandbox({"--hostname", "box7"}, {"/bin/hostname"}))), "box7");
 }
 
 TEST(Isolation, OnlyLoopbackInterfaceExistsAndIsUp) {
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", "ls /sys/class/net; cat /sys/class/net/lo/operstate /sys/class/net/lo/flags"});
-  EXPECT_EQ(stdout_of(r), "lo\nunknown\n0x9\n");  // IFF_UP | IFF_LOOPBACK
+  EXPECT_EQ(program_stdout(r), "lo\nunknown\n0x9\n");  // IFF_UP | IFF_LOOPBACK
   // UDP over loopback works (TCP is denied by Landlock under --net none, see confinement tests).
   auto udp = run_in_sandbox({}, {"/bin/sc-probe", "loopback", "udp"});
-  EXPECT_EQ(stdout_of(udp), "udp loopback ok\n") << udp.err;
+  EXPECT_EQ(program_stdout(udp), "udp loopback ok\n") << udp.err;
 }
 
 std::map<std::string, std::string> snapshot(const std::string& root) {
@@ -107,11 +108,11 @@ TEST(Isolation, RootfsUnchangedAfterRunThatWritesEverywhere) {
       "chmod 000 /etc; mkdir -p /new/dir; touch /bin/added; rm /bin/ls; "
       "echo x > /root/x; mkdir /tmp/d; chmod 000 /tmp /root; echo done"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(stdout_of(r).find("done"), std::string::npos);
+  EXPECT_NE(program_stdout(r).find("done"), std::string::npos);
   EXPECT_EQ(before, snapshot(test_rootfs()));
   // The writes did land inside the sandbox (an overlay), just not in the directory.
   auto seen = run_in_sandbox({}, {"/bin/sh", "-c", "echo y > /tmp/x && cat /tmp/x"});
-  EXPECT_EQ(stdout_of(seen), "y\n");
+  EXPECT_EQ(program_stdout(seen), "y\n");
 }
 
 TEST(Isolation, MaskedPathsReadEmpty) {
@@ -121,7 +122,7 @@ TEST(Isolation, MaskedPathsReadEmpty) {
   for (const char* dir : {"/proc/acpi", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap"})
     if (fs::exists(dir)) script += std::string("echo ") + dir + " $(ls -A " + dir + " | wc -l);";
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", script});
-  std::string out = stdout_of(r);
+  std::string out = program_stdout(r);
   EXPECT_FALSE(out.empty());
   for (size_t line = 0; line < out.size(); line = out.find('\n', line) + 1)
     EXPECT_EQ(out.substr(out.find(' ', line) + 1, 2), "0\n") << out.substr(line, out.find('\n', line) - line);
@@ -134,7 +135,7 @@ TEST(Isolation, ReadOnlyPathsRefuseWrites) {
     EXPECT_NE(r.exit_code, 0) << target << " was writable";
   }
   auto fs_check = run_in_sandbox({}, {"/bin/sh", "-c", "grep -E ' /(sys|proc/sys|proc/bus|proc/irq|proc/fs) ' /proc/mounts"});
-  std::string mounts = stdout_of(fs_check);
+  std::string mounts = program_stdout(fs_check);
   for (const char* path : {" /sys ", " /proc/sys ", " /proc/bus ", " /proc/irq ", " /proc/fs "}) {
     auto line = mounts.find(path);
     ASSERT_NE(line, std::string::npos) << path << " missing in " << mounts;
@@ -144,14 +145,14 @@ TEST(Isolation, ReadOnlyPathsRefuseWrites) {
 
 TEST(Isolation, DevHasOnlyTheMinimalNodes) {
   auto r = run_in_sandbox({}, {"/bin/ls", "/dev"});
-  EXPECT_EQ(stdout_of(r), "fd\nfull\nnull\nptmx\npts\nrandom\nshm\nstderr\nstdin\nstdout\ntty\nurandom\nzero\n");
+  EXPECT_EQ(program_stdout(r), "fd\nfull\nnull\nptmx\npts\nrandom\nshm\nstderr\nstdin\nstdout\ntty\nurandom\nzero\n");
   auto rw = run_in_sandbox({}, {"/bin/sh", "-c", "echo x > /dev/null && head -c 4 /dev/zero | wc -c && echo ok > /dev/shm/a && cat /dev/shm/a"});
-  EXPECT_EQ(stdout_of(rw), "4\nok\n") << rw.err;
+  EXPECT_EQ(program_stdout(rw), "4\nok\n") << rw.err;
 }
 
 TEST(Isolation, NoCapabilitiesNoNewPrivsAndSeccompFilter) {
   auto r = run_in_sandbox({}, {"/bin/sc-probe", "caps"});
-  std::string out = stdout_of(r);
+  std::string out = program_stdout(r);
   for (const char* line : {"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
                            "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000",
                            "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"})
@@ -162,10 +163,10 @@ TEST(Isolation, NoCapabilitiesNoNewPrivsAndSeccompFilter) {
 
 TEST(Isolation, CapAddKeepsOnlyThatCapability) {
   auto root = run_in_sandbox({"--cap-add", "NET_BIND_SERVICE"}, {"/bin/sc-probe", "caps"});
-  EXPECT_NE(stdout_of(root).find("CapEff:\t0000000000000400"), std::string::npos) << root.out;
-  EXPECT_NE(stdout_of(root).find("CapBnd:\t0000000000000400"), std::string::npos) << root.out;
+  EXPECT_NE(program_stdout(root).find("CapEff:\t0000000000000400"), std::string::npos) << root.out;
+  EXPECT_NE(program_stdout(root).find("CapBnd:\t0000000000000400"), std::string::npos) << root.out;
   auto user = run_in_sandbox({"--cap-add", "NET_BIND_SERVICE", "--user", "1000:1000"}, {"/bin/sc-probe", "caps"});
-  EXPECT_NE(stdout_of(user).find("CapAmb:\t0000000000000400"), std::string::npos) << user.out;
+  EXPECT_NE(program_stdout(user).find("CapAmb:\t0000000000000400"), std::string::npos) << user.out;
   EXPECT_EQ(root.record["isolation"]["capabilities"], nlohmann::json::array({"NET_BIND_SERVICE"}));
 }
 
@@ -185,25 +186,25 @@ TEST(Isolation, AmbientCapabilitiesOfTheCallerAreCleared) {
 
 TEST(Isolation, UserAndGroupAreSwitched) {
   auto r = run_in_sandbox({"--user", "65534:65533"}, {"/bin/sh", "-c", "id -u; id -g; id -G"});
-  EXPECT_EQ(stdout_of(r), "65534\n65533\n65533\n");
+  EXPECT_EQ(program_stdout(r), "65534\n65533\n65533\n");
 }
 
 TEST(Isolation, OnlyStdioFdsSurviveAndCwdIsInsideRoot) {
   auto fds = run_in_sandbox({}, {"/bin/sc-probe", "fds"});
-  EXPECT_EQ(trim(stdout_of(fds)), "0 1 2") << fds.out;
+  EXPECT_EQ(trim(program_stdout(fds)), "0 1 2") << fds.out;
   auto cwd = run_in_sandbox({"--workdir", "/tmp"}, {"/bin/sc-probe", "cwd"});
-  EXPECT_EQ(trim(stdout_of(cwd)), "/tmp");
+  EXPECT_EQ(trim(program_stdout(cwd)), "/tmp");
 }
 
 TEST(Isolation, ResourceLimitsAreStrict) {
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", "ulimit -c; ulimit -n; ulimit -l"});
-  EXPECT_EQ(stdout_of(r), "0\n1024\n0\n");
+  EXPECT_EQ(program_stdout(r), "0\n1024\n0\n");
 }
 
 TEST(Isolation, EnvironmentIsCleanAndSettable) {
   setenv("SANDCELL_HOST_SECRET", "leak", 1);
   auto r = run_in_sandbox({"--env", "A=1", "--env", "PATH=/bin"}, {"/bin/env"});
-  std::string out = stdout_of(r);
+  std::string out = program_stdout(r);
   EXPECT_EQ(out.find("SANDCELL_HOST_SECRET"), std::string::npos);
   EXPECT_NE(out.find("A=1\n"), std::string::npos);
   EXPECT_NE(out.find("PATH=/bin\n"), std::string::npos);
@@ -215,19 +216,19 @@ TEST(Isolation, BindAndTmpfsMounts) {
   std::ofstream(host / "in.txt") << "from host";
   auto ro = run_in_sandbox({"--mount", host.string() + ":/data:ro"},
                            {"/bin/sh", "-c", "cat /data/in.txt; echo x > /data/new || echo refused"});
-  EXPECT_EQ(stdout_of(ro), "from hostrefused\n") << ro.err;
+  EXPECT_EQ(program_stdout(ro), "from hostrefused\n") << ro.err;
   auto rw = run_in_sandbox({"--mount", host.string() + ":/data"}, {"/bin/sh", "-c", "echo out > /data/out.txt"});
   EXPECT_EQ(rw.exit_code, 0) << rw.err;
   EXPECT_TRUE(fs::exists(host / "out.txt"));
   auto tmp = run_in_sandbox({"--tmpfs", "/scratch:1m"},
                             {"/bin/sh", "-c", "head -c 2000000 /dev/zero > /scratch/f || echo full"});
-  EXPECT_NE(stdout_of(tmp).find("full"), std::string::npos);
+  EXPECT_NE(program_stdout(tmp).find("full"), std::string::npos);
   fs::remove_all(host);
 }
 
 TEST(Isolation, StdinIsPassedThrough) {
   auto r = run_in_sandbox({}, {"/bin/cat"}, "hello from stdin\n");
-  EXPECT_EQ(stdout_of(r), "hello from stdin\n");
+  EXPECT_EQ(program_stdout(r), "hello from stdin\n");
 }
 
 }  // namespace
@@ -242,4 +243,4 @@ TEST(Isolation, RelativeRootfsAndMountPathsAreTheCallersOwn) {
   EXPECT_NE(r.record.value("stdout", ""), "");
 }
 
-}  // namespace sandcell::test
+}  // namespace sandcell::test::isolation_tests

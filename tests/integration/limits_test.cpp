@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string status_of(const CliRun& r) {
+std::string run_status(const CliRun& r) {
   return r.record.is_object() ? r.record["status"].get<std::string>()
                               : "no record: " + r.out + r.err;
 }
@@ -28,7 +28,7 @@ std::string status_of(const CliRun& r) {
 TEST(Limits, CleanExitIsOkWithUsageAndEnforcement) {
   auto r = run_in_sandbox({}, {"/bin/true"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(status_of(r), "ok");
+  EXPECT_EQ(run_status(r), "ok");
   for (const char* field : {"exit_code", "signal", "wall_ms", "cpu_ms", "peak_memory_bytes",
                             "stdout_bytes", "stderr_bytes", "stdout_truncated", "stderr_truncated",
                             "limits", "enforced", "isolation", "events"})
@@ -43,20 +43,20 @@ TEST(Limits, CleanExitIsOkWithUsageAndEnforcement) {
 TEST(Limits, NonzeroExitCodeIsPassedThrough) {
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", "echo oops >&2; exit 3"});
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_EQ(status_of(r), "exit_nonzero");
+  EXPECT_EQ(run_status(r), "exit_nonzero");
   EXPECT_EQ(r.record["stderr"], "oops\n");
 }
 
 TEST(Limits, MemoryBombIsOom) {
   auto r = run_in_sandbox({"--memory", "64m"}, {"/bin/sc-probe", "mem", "512"});
-  EXPECT_EQ(status_of(r), "oom") << r.out;
+  EXPECT_EQ(run_status(r), "oom") << r.out;
   EXPECT_GE(r.record["events"]["oom_kills"].get<int>(), 1);
   EXPECT_EQ(r.exit_code, 128 + SIGKILL);
 }
 
 TEST(Limits, ForkBombIsPidsLimitAndHostUnaffected) {
   auto r = run_in_sandbox({"--pids", "32", "--timeout", "2"}, {"/bin/sc-probe", "forkbomb"});
-  EXPECT_EQ(status_of(r), "pids_limit") << r.out;
+  EXPECT_EQ(run_status(r), "pids_limit") << r.out;
   EXPECT_GT(r.record["events"]["pids_limit_hits"].get<int>(), 0);
   EXPECT_TRUE(processes_matching("/bin/sc-probe forkbomb").empty());
   // The host can still start processes.
@@ -65,24 +65,24 @@ TEST(Limits, ForkBombIsPidsLimitAndHostUnaffected) {
 
 TEST(Limits, SpinIsTimeoutCpu) {
   auto r = run_in_sandbox({"--cpu-time", "0.5", "--timeout", "20"}, {"/bin/sc-probe", "spin"});
-  EXPECT_EQ(status_of(r), "timeout_cpu") << r.out;
+  EXPECT_EQ(run_status(r), "timeout_cpu") << r.out;
   EXPECT_GE(r.record["cpu_ms"].get<int>(), 450);
 }
 
 TEST(Limits, SleepIsTimeoutWall) {
   auto r = run_in_sandbox({"--timeout", "0.5"}, {"/bin/sc-probe", "sleep", "100"});
-  EXPECT_EQ(status_of(r), "timeout_wall") << r.out;
+  EXPECT_EQ(run_status(r), "timeout_wall") << r.out;
   EXPECT_EQ(r.exit_code, 128 + SIGKILL);
 }
 
 TEST(Limits, SigtermIgnoringProgramIsStillKilled) {
   auto r = run_in_sandbox({"--timeout", "0.5"}, {"/bin/sc-probe", "ignore-term"});
-  EXPECT_EQ(status_of(r), "timeout_wall");
+  EXPECT_EQ(run_status(r), "timeout_wall");
 }
 
 TEST(Limits, FloodIsOutputLimitAndSupervisorMemoryStaysBounded) {
   auto r = run_in_sandbox({"--output-limit", "1m"}, {"/bin/sc-probe", "flood"});
-  EXPECT_EQ(status_of(r), "output_limit");
+  EXPECT_EQ(run_status(r), "output_limit");
   EXPECT_TRUE(r.record["stdout_truncated"].get<bool>());
   EXPECT_EQ(r.record["stdout"].get<std::string>().size(), 1u << 20);
   EXPECT_GE(r.record["stdout_bytes"].get<uint64_t>(), 1u << 20);
@@ -100,7 +100,7 @@ TEST(Limits, OutputPastTheLimitJustBeforeTheExitIsStillOutputLimit) {
   for (int i = 0; i < 20; ++i) {
     auto r = run_in_sandbox({"--output-limit", "1k"},
                             {"/bin/sh", "-c", "head -c 3000 /dev/zero; exit 0"});
-    EXPECT_EQ(status_of(r), "output_limit") << "run " << i;
+    EXPECT_EQ(run_status(r), "output_limit") << "run " << i;
     EXPECT_TRUE(r.record["stdout_truncated"].get<bool>());
     EXPECT_EQ(r.record["stdout"].get<std::string>().size(), 1024u);
   }
@@ -108,14 +108,14 @@ TEST(Limits, OutputPastTheLimitJustBeforeTheExitIsStillOutputLimit) {
 
 TEST(Limits, StderrFloodIsCappedToo) {
   auto r = run_in_sandbox({"--output-limit", "64k"}, {"/bin/sc-probe", "flood-stderr"});
-  EXPECT_EQ(status_of(r), "output_limit");
+  EXPECT_EQ(run_status(r), "output_limit");
   EXPECT_TRUE(r.record["stderr_truncated"].get<bool>());
   EXPECT_EQ(r.record["stderr"].get<std::string>().size(), 64u << 10);
 }
 
 TEST(Supervisor, BackgroundChildIsKilledWhenProgramExits) {
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", "/bin/sc-probe sleep 3001 & exit 0"});
-  EXPECT_EQ(status_of(r), "ok");
+  EXPECT_EQ(run_status(r), "ok");
   EXPECT_LT(r.record["wall_ms"].get<int>(), 3000);
   EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3001").empty());
 }
@@ -131,7 +131,7 @@ TEST(Supervisor, WhatTheInitCannotKillIsEndedByItsExit) {
     "syscalls": [{"names": ["kill"], "action": "SCMP_ACT_ERRNO"}]})";
   auto r = run_in_sandbox({"--seccomp", profile.string()},
                           {"/bin/sh", "-c", "/bin/sc-probe sleep 3003 & exit 0"});
-  EXPECT_EQ(status_of(r), "ok");
+  EXPECT_EQ(run_status(r), "ok");
   EXPECT_LT(r.record["wall_ms"].get<int>(), 3000);
   EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3003").empty());
   // The init's kill, denied: the way this test knows it went the fallback's way.
@@ -147,7 +147,7 @@ TEST(Supervisor, WhatAnotherUserLeftRunningIsEndedToo) {
                           {"/bin/sh", "-c",
                            "/bin/start-stop-daemon -S -b -c nobody -x /bin/sc-probe -- sleep 3006; "
                            "/bin/sc-probe sleep 3005 & sleep 0.2; exit 0"});
-  EXPECT_EQ(status_of(r), "ok");
+  EXPECT_EQ(run_status(r), "ok");
   EXPECT_LT(r.record["wall_ms"].get<int>(), 3000);
   EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3005").empty());
   EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3006").empty());
@@ -163,7 +163,7 @@ TEST(Supervisor, LeavesNoProcessForACallerThatReapsOrphans) {
   ASSERT_EQ(waitpid(-1, nullptr, WNOHANG | __WALL), -1);  // no child before
   for (int i = 0; i < 5; ++i) {
     auto r = run_in_sandbox({}, {"/bin/sh", "-c", "/bin/sc-probe sleep 3004 & exit 0"});
-    EXPECT_EQ(status_of(r), "ok");
+    EXPECT_EQ(run_status(r), "ok");
     errno = 0;
     pid_t left = waitpid(-1, nullptr, WNOHANG | __WALL);  // reaps what was left, if anything
     int why = errno;
@@ -177,7 +177,7 @@ TEST(Supervisor, LeavesNoProcessForACallerThatReapsOrphans) {
 
 TEST(Supervisor, SetsidDaemonIsKilled) {
   auto r = run_in_sandbox({}, {"/bin/sc-probe", "daemon"});
-  EXPECT_EQ(status_of(r), "ok");
+  EXPECT_EQ(run_status(r), "ok");
   EXPECT_TRUE(processes_matching("/bin/sc-probe daemon").empty());
 }
 
@@ -193,7 +193,7 @@ TEST(Supervisor, TwentyParallelRunsStayIndependent) {
     });
   for (auto& t : threads) t.join();
   for (int i = 0; i < 20; ++i) {
-    EXPECT_EQ(status_of(runs[i]), "ok") << runs[i].err;
+    EXPECT_EQ(run_status(runs[i]), "ok") << runs[i].err;
     EXPECT_EQ(runs[i].record.value("stdout", ""),
               "h" + std::to_string(i) + " " + std::to_string(i) + " 2\n");
   }
@@ -235,7 +235,7 @@ TEST(Supervisor, SigkilledSupervisorLeavesNothingAfterGc) {
 // serve` socket someone put there).
 TEST(Supervisor, GcJudgesOnlyRunDirectoriesUnderTheStateRoot) {
   auto r = run_in_sandbox({}, {"/bin/true"});
-  ASSERT_EQ(status_of(r), "ok") << r.err;
+  ASSERT_EQ(run_status(r), "ok") << r.err;
   ASSERT_TRUE(fs::is_directory("/run/sandcell/scratch"));
   EXPECT_TRUE(fs::is_empty("/run/sandcell/scratch"));
   // pid 1 can never be a sandcell supervisor: a dead run's id.

@@ -33,7 +33,8 @@
 
 #include "sandcell_cli.hpp"
 
-namespace sandcell::test {
+// A namespace of its own: unity builds put several test files in one translation unit.
+namespace sandcell::test::network_policy_tests {
 namespace {
 
 namespace fs = std::filesystem;
@@ -316,7 +317,7 @@ std::string dropped_reason(const CliRun& run, const std::string& host, int port)
   return "";
 }
 
-std::string stdout_of(const CliRun& run) {
+std::string sandbox_stdout(const CliRun& run) {
   return run.record.is_object() ? run.record.value("stdout", std::string()) : std::string();
 }
 
@@ -385,8 +386,8 @@ TEST_P(AllowMode, AllowedHost_Returns200ThroughTheProxy) {
                            raw_request("CONNECT allowed.test:443 HTTP/1.1"));
   ASSERT_TRUE(run.record.is_object()) << run.err;
   EXPECT_EQ(run.record["status"], "ok") << run.record.dump(2);
-  EXPECT_TRUE(contains(stdout_of(run), "allowed-ok"));
-  EXPECT_TRUE(contains(stdout_of(run), "HTTP/1.1 200"));
+  EXPECT_TRUE(contains(sandbox_stdout(run), "allowed-ok"));
+  EXPECT_TRUE(contains(sandbox_stdout(run), "HTTP/1.1 200"));
   EXPECT_EQ(run.record["isolation"]["network"], "allow");
   EXPECT_EQ(run.record["isolation"]["network_transport"], GetParam());
   EXPECT_EQ(run.record["events"]["allowed_connections"], 2);
@@ -395,7 +396,7 @@ TEST_P(AllowMode, AllowedHost_Returns200ThroughTheProxy) {
 
 TEST_P(AllowMode, ProxyVariables_SetInUpperAndLowerCase) {
   CliRun run = run_allowed("env | sort", {"--env", "HTTP_PROXY=http://elsewhere:1"});
-  std::string out = stdout_of(run);
+  std::string out = sandbox_stdout(run);
   // socket: the sandbox's own loopback; veth: the host end of the veth, in 198.18.0.0/15.
   const std::string url = socket() ? "=http://127.0.0.1:3128\n" : "=http://198.1";
   for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
@@ -408,9 +409,9 @@ TEST_P(AllowMode, ProxyVariables_SetInUpperAndLowerCase) {
 TEST_P(AllowMode, DeniedHost_Gets403AndIsRecorded) {
   CliRun run = run_allowed("wget -q -O- http://denied.test/; " +
                            raw_request("CONNECT denied.test:443 HTTP/1.1"));
-  EXPECT_FALSE(contains(stdout_of(run), "denied-ok"));
+  EXPECT_FALSE(contains(sandbox_stdout(run), "denied-ok"));
   EXPECT_TRUE(contains(run.record.value("stderr", std::string()), "403"));
-  EXPECT_TRUE(contains(stdout_of(run), "HTTP/1.1 403"));
+  EXPECT_TRUE(contains(sandbox_stdout(run), "HTTP/1.1 403"));
   const auto& events = run.record["events"]["blocked_connections"];
   ASSERT_EQ(events.size(), 2u) << run.record.dump(2);
   EXPECT_EQ(events[0]["host"], "denied.test");
@@ -424,7 +425,7 @@ TEST_P(AllowMode, IpLiteralsAndDecimalIp_Blocked) {
   CliRun run = run_allowed(
       "wget -q -O- http://" + std::string(kDeniedIp) + "/; wget -q -O- http://" + kAllowedIp +
       "/; wget -q -O- http://3325256724/; " + raw_request("CONNECT 3325256714:80 HTTP/1.1"));
-  EXPECT_FALSE(contains(stdout_of(run), "-ok"));
+  EXPECT_FALSE(contains(sandbox_stdout(run), "-ok"));
   EXPECT_EQ(run.record["events"]["blocked_connections"].size(), 4u) << run.record.dump(2);
   EXPECT_TRUE(blocked(run, kDeniedIp));
   EXPECT_TRUE(blocked(run, kAllowedIp));
@@ -441,7 +442,7 @@ TEST_P(AllowMode, LookalikeNames_Blocked) {
   script +=
       "wget -q -O- http://allowed.test@evil.test/; wget -q -O- http://allowed.test.evil.test/; ";
   CliRun run = run_allowed(script);
-  std::string out = stdout_of(run);
+  std::string out = sandbox_stdout(run);
   EXPECT_FALSE(contains(out, "200")) << out;
   EXPECT_FALSE(contains(out, "-ok")) << out;
   EXPECT_EQ(run.record["events"]["blocked_connections"].size(), 10u) << run.record.dump(2);
@@ -456,7 +457,7 @@ TEST_P(AllowMode, AllowedNameResolvingToMetadataOrPrivate_Blocked) {
   CliRun run = run_allowed(
       "wget -q -O- http://metadata.allowed.test/; wget -q -O- http://internal.allowed.test/; " +
       raw_request("CONNECT metadata.allowed.test:80 HTTP/1.1"));
-  EXPECT_FALSE(contains(stdout_of(run), "-ok"));
+  EXPECT_FALSE(contains(sandbox_stdout(run), "-ok"));
   EXPECT_TRUE(blocked(run, "metadata.allowed.test"));
   EXPECT_TRUE(blocked(run, "internal.allowed.test"));
   EXPECT_EQ(run.record["events"]["allowed_connections"], 0);
@@ -466,8 +467,8 @@ TEST_P(AllowMode, AllowCidr_OpensABlockedRangeToTheProxy) {
   CliRun run = run_allowed(
       "wget -q -O- http://internal.allowed.test/; wget -q -O- http://metadata.allowed.test/",
       {"--net-allow-cidr", "10.0.0.1/32"});
-  EXPECT_TRUE(contains(stdout_of(run), "internal-ok"));
-  EXPECT_FALSE(contains(stdout_of(run), "metadata-ok"));
+  EXPECT_TRUE(contains(sandbox_stdout(run), "internal-ok"));
+  EXPECT_FALSE(contains(sandbox_stdout(run), "metadata-ok"));
 }
 
 TEST_P(AllowMode, BypassingTheProxy_TcpUdpIcmpAndDns_Dropped) {
@@ -484,7 +485,7 @@ TEST_P(AllowMode, BypassingTheProxy_TcpUdpIcmpAndDns_Dropped) {
                                "; nslookup allowed.test $h; nslookup allowed.test " +
                                kInternetSide + "; echo nslookup=$?",
                            {"--cap-add", "NET_RAW"});
-  std::string out = stdout_of(run);
+  std::string out = sandbox_stdout(run);
   if (socket()) {
     // Nothing routable: only the proxy's port answers on the sandbox's own loopback.
     EXPECT_TRUE(contains(out, "connect ok\nconnect errno=ECONNREFUSED\nconnect errno=ENETUNREACH\n"
@@ -513,7 +514,7 @@ TEST_P(AllowMode, BareHost_DefaultPortsAllowedOtherPortsRefusedAndRecorded) {
       "wget -q -O- http://allowed.test:8080/ || echo wget=$?");
   ASSERT_TRUE(run.record.is_object()) << run.err;
   const std::string rule = "allowed.test opens CONNECT to 443 and HTTP to 80 only";
-  EXPECT_EQ(stdout_of(run), "allowed-ok\nHTTP/1.1 200 Connection established\r\n"
+  EXPECT_EQ(sandbox_stdout(run), "allowed-ok\nHTTP/1.1 200 Connection established\r\n"
                             "HTTP/1.1 403 Forbidden\r\nHTTP/1.1 403 Forbidden\r\n"
                             "HTTP/1.1 403 Forbidden\r\nport 22 not allowed: " + rule + "\nwget=1\n")
       << run.record.dump(2);
@@ -542,7 +543,7 @@ TEST_P(AllowMode, HostPortRangesAndWildcardWithPort_OpenExactlyThosePorts) {
                   raw_request("CONNECT allowed.test:443 HTTP/1.1") +
                   raw_request("CONNECT allowed.test:22 HTTP/1.1")});
   ASSERT_TRUE(run.record.is_object()) << run.err;
-  EXPECT_EQ(stdout_of(run), "allowed-ok\nHTTP/1.1 200 Connection established\r\n"
+  EXPECT_EQ(sandbox_stdout(run), "allowed-ok\nHTTP/1.1 200 Connection established\r\n"
                             "HTTP/1.1 403 Forbidden\r\nHTTP/1.1 403 Forbidden\r\n"
                             "HTTP/1.1 403 Forbidden\r\n")
       << run.record.dump(2);
@@ -599,7 +600,7 @@ TEST_P(AllowMode, AllowedNamePointingAtTheHostItself_Refused) {
   std::ofstream(allow) << target << "\n";
   CliRun run = run_allowed(raw_request("CONNECT " + target + " HTTP/1.1"),
                            {"--net-allow-file", allow.string()});
-  EXPECT_EQ(stdout_of(run), "HTTP/1.1 403 Forbidden\r\n") << run.record.dump(2);
+  EXPECT_EQ(sandbox_stdout(run), "HTTP/1.1 403 Forbidden\r\n") << run.record.dump(2);
   const auto& blocked = run.record["events"]["blocked_connections"];
   ASSERT_EQ(blocked.size(), 1u) << run.record.dump(2);
   EXPECT_EQ(blocked[0]["port"], service.port());
@@ -621,7 +622,7 @@ TEST_P(AllowMode, HostAddressesInsideAnOpenedRange_Refused) {
                                        raw_request("CONNECT allowed.test:443 HTTP/1.1")};
   CliRun run = run_program(argv);
   ASSERT_TRUE(run.record.is_object()) << run.out << run.err;
-  EXPECT_EQ(stdout_of(run), "HTTP/1.1 403 Forbidden\r\n") << run.record.dump(2);
+  EXPECT_EQ(sandbox_stdout(run), "HTTP/1.1 403 Forbidden\r\n") << run.record.dump(2);
   EXPECT_EQ(dropped_reason(run, "allowed.test", 80),
             std::string("resolves to blocked address: address of this host ") + kAllowedIp +
                 " (" + "sct" + internet_->netns().substr(7) + "n)");
@@ -637,7 +638,7 @@ TEST_F(NetworkPolicy, VethTransport_DirectConnectionsDroppedByTheHost_Recorded) 
   CliRun run = run_allowed("veth", "sc-probe connect " + std::string(kAllowedIp) +
                                        " 80; sc-probe udp-send " + kInternetSide +
                                        " 53; sc-probe connect $h 22; echo h=$h");
-  const std::string out = stdout_of(run);
+  const std::string out = sandbox_stdout(run);
   // Still dropped by the host's table, as before: the program sees timeouts.
   EXPECT_TRUE(contains(out, "connect timeout\nudp timeout\nconnect timeout\n")) << out;
   const std::string host = out.substr(out.find("h=") + 2, out.find('\n', out.find("h=")) - out.find("h=") - 2);
@@ -658,7 +659,7 @@ TEST_F(NetworkPolicy, FullMode_ConnectionToTheHostItself_DroppedAndRecorded) {
                             kAllowedIp, "80"});
   ASSERT_TRUE(run.record.is_object()) << run.out << run.err;
   // Dropped in the sandbox's own output hook: TCP retries the SYN until sc-probe gives up.
-  EXPECT_EQ(stdout_of(run), "connect timeout\n") << run.record.dump(2);
+  EXPECT_EQ(sandbox_stdout(run), "connect timeout\n") << run.record.dump(2);
   EXPECT_EQ(dropped_reason(run, kAllowedIp, 80),
             "tcp dropped by the firewall: an address of this host")
       << run.record.dump(2);
@@ -678,7 +679,7 @@ TEST_F(NetworkPolicy, SocketTransport_NothingRoutableInside) {
   // Only lo, no route; and the proxy's port cannot be taken over by a listener of the program.
   CliRun run = run_allowed("socket", "ls /sys/class/net; ip route; ip -o addr | grep -vc ' lo '; "
                                      "timeout 2 httpd -f -p 127.0.0.1:3128; echo httpd=$?");
-  EXPECT_EQ(stdout_of(run), "lo\n0\nhttpd=1\n") << run.record.dump(2);
+  EXPECT_EQ(sandbox_stdout(run), "lo\n0\nhttpd=1\n") << run.record.dump(2);
 }
 
 TEST_F(NetworkPolicy, VethTransport_SpoofedSourceAddress_Dropped) {
@@ -688,7 +689,7 @@ TEST_F(NetworkPolicy, VethTransport_SpoofedSourceAddress_Dropped) {
       "veth", "dev=$(ls /sys/class/net | grep -v '^lo$'); ip addr add 198.18.255.250/32 dev $dev; "
       "/bin/sc-probe connect $h $port; /bin/sc-probe connect-from 198.18.255.250 $h $port",
       {"--cap-add", "NET_ADMIN"});
-  EXPECT_EQ(stdout_of(run), "connect ok\nconnect timeout\n") << run.record.dump(2);
+  EXPECT_EQ(sandbox_stdout(run), "connect ok\nconnect timeout\n") << run.record.dump(2);
 }
 
 TEST_P(AllowMode, RelayInsideTheSandbox_StillDenied) {
@@ -697,7 +698,7 @@ TEST_P(AllowMode, RelayInsideTheSandbox_StillDenied) {
   CliRun run = run_allowed(
       "nc -l -p 3129 -e nc $h $port & sleep 0.3; "
       "printf 'CONNECT denied.test:80 HTTP/1.1\\r\\n\\r\\n' | nc 127.0.0.1 3129 | head -n 1");
-  EXPECT_TRUE(contains(stdout_of(run), "HTTP/1.1 403")) << run.record.dump(2);
+  EXPECT_TRUE(contains(sandbox_stdout(run), "HTTP/1.1 403")) << run.record.dump(2);
   EXPECT_TRUE(blocked(run, "denied.test"));
 }
 
@@ -722,7 +723,7 @@ TEST_P(AllowMode, OneSandboxCannotReachAnother) {
     CliRun run = run_allowed("sc-probe connect 127.0.0.1 8080; " +
                              raw_request("CONNECT 127.0.0.1:8080 HTTP/1.1"));
     guard.kill(first, SIGTERM);
-    EXPECT_TRUE(contains(stdout_of(run), "connect errno=ECONNREFUSED\nHTTP/1.1 403")) << stdout_of(run);
+    EXPECT_TRUE(contains(sandbox_stdout(run), "connect errno=ECONNREFUSED\nHTTP/1.1 403")) << sandbox_stdout(run);
     return;
   }
   // The first sandbox's address: its proxy's host address (.1 of its /30) plus one.
@@ -734,8 +735,8 @@ TEST_P(AllowMode, OneSandboxCannotReachAnother) {
       run_allowed("sc-probe connect " + sandbox + " 8080; sc-probe connect " + host + " " +
                   other_port + "; " + raw_request("CONNECT " + sandbox + ":8080 HTTP/1.1"));
   guard.kill(first, SIGTERM);
-  EXPECT_TRUE(contains(stdout_of(run), "connect timeout\nconnect timeout\nHTTP/1.1 403"))
-      << stdout_of(run);
+  EXPECT_TRUE(contains(sandbox_stdout(run), "connect timeout\nconnect timeout\nHTTP/1.1 403"))
+      << sandbox_stdout(run);
 }
 
 TEST_F(NetworkPolicy, FullMode_NatsToTestHostsButNotToBlockedRanges) {
@@ -751,7 +752,7 @@ TEST_F(NetworkPolicy, FullMode_NatsToTestHostsButNotToBlockedRanges) {
   ASSERT_TRUE(run.record.is_object()) << run.err;
   EXPECT_EQ(run.record["isolation"]["network"], "full");
   EXPECT_EQ(run.record["isolation"]["network_transport"], "veth");
-  EXPECT_EQ(stdout_of(run), "allowed-ok\nconnect timeout\nconnect timeout\n1\n")
+  EXPECT_EQ(sandbox_stdout(run), "allowed-ok\nconnect timeout\nconnect timeout\n1\n")
       << run.record.dump(2);
   // Each blocked destination is in the record once, with the range that blocked it; the
   // allowed one is not.
@@ -764,7 +765,7 @@ TEST_F(NetworkPolicy, FullMode_NatsToTestHostsButNotToBlockedRanges) {
 
   CliRun opened = run_in_sandbox({"--net", "full", "--net-allow-cidr", "10.0.0.1/32"},
                                  {"sc-probe", "connect", kInternalIp, "80"});
-  EXPECT_EQ(stdout_of(opened), "connect ok\n") << opened.record.dump(2);
+  EXPECT_EQ(sandbox_stdout(opened), "connect ok\n") << opened.record.dump(2);
 }
 
 // The resolver of `--net-resolv-conf` (10.0.0.53, private) answers inside the sandbox; another
@@ -792,7 +793,7 @@ TEST_F(NetworkPolicy, FullMode_DnsThroughTheConfiguredPrivateResolver) {
   ASSERT_TRUE(host_reaches(kResolverIp, 80));  // the test routes 10.0.0.53 to its namespace
   CliRun run = run_in_sandbox({"--net", "full", "--net-resolv-conf", internet_->resolv_conf()},
                               {"sh", "-c", kDnsScript});
-  EXPECT_EQ(stdout_of(run), kDnsExpected) << run.record.dump(2);
+  EXPECT_EQ(sandbox_stdout(run), kDnsExpected) << run.record.dump(2);
   expect_dns_script_drops(run);
 }
 
@@ -803,7 +804,7 @@ TEST_F(NetworkPolicy, SlirpTransport_FullModeWithoutBlockedRangesAndWithDns) {
                                 " 80; ip -o link | grep -c tap0");
   ASSERT_TRUE(run.record.is_object()) << run.out << run.err;
   EXPECT_EQ(run.record["isolation"]["network_transport"], "slirp4netns");
-  EXPECT_EQ(stdout_of(run), std::string(kDnsExpected) + "connect timeout\n1\n")
+  EXPECT_EQ(sandbox_stdout(run), std::string(kDnsExpected) + "connect timeout\n1\n")
       << run.record.dump(2);
   expect_dns_script_drops(run);
   EXPECT_EQ(dropped_reason(run, kMetadataIp, 80),
@@ -811,7 +812,7 @@ TEST_F(NetworkPolicy, SlirpTransport_FullModeWithoutBlockedRangesAndWithDns) {
 
   CliRun opened =
       run_slirp_on(host, {"--net-allow-cidr", "10.0.0.1/32"}, "sc-probe connect 10.0.0.1 80");
-  EXPECT_EQ(stdout_of(opened), "connect ok\n") << opened.out << opened.err;
+  EXPECT_EQ(sandbox_stdout(opened), "connect ok\n") << opened.out << opened.err;
 }
 
 // slirp4netns connects from the host's own network namespace: an address of the host (its link,
@@ -827,7 +828,7 @@ TEST_F(NetworkPolicy, SlirpTransport_TheHostsOwnAddresses_DroppedAndRecorded) {
                                 "; wget -q -T 2 -O- http://" + kSlirpHostIp + ":" + port +
                                 "/; wget -q -O- http://" + kAllowedIp + "/");
   ASSERT_TRUE(run.record.is_object()) << run.out << run.err;
-  EXPECT_EQ(stdout_of(run), "connect timeout\nconnect timeout\nallowed-ok\n") << run.record.dump(2);
+  EXPECT_EQ(sandbox_stdout(run), "connect timeout\nconnect timeout\nallowed-ok\n") << run.record.dump(2);
   for (const char* address : {kSlirpHostIp, kSlirpHostPrivateIp})
     EXPECT_EQ(dropped_reason(run, address, kSlirpHostServicePort),
               "tcp dropped by the firewall: an address of this host")
@@ -966,7 +967,7 @@ TEST_F(NetworkPolicy, WithoutRunLock_VethRunAndGcWork) {
 
 TEST_P(AllowMode, AfterRuns_NoVethNetnsElementOrTableRemains) {
   CliRun run = run_allowed("wget -q -O- http://allowed.test/");
-  EXPECT_TRUE(contains(stdout_of(run), "allowed-ok"));
+  EXPECT_TRUE(contains(sandbox_stdout(run), "allowed-ok"));
   // The run withdrew its elements itself (expiring within a jiffy of its exit, nft_rules.cpp);
   // the table waits for gc (nft_rules.hpp).
   const auto elements_listed = [] {
@@ -989,4 +990,4 @@ TEST_P(AllowMode, AfterRuns_NoVethNetnsElementOrTableRemains) {
 }
 
 }  // namespace
-}  // namespace sandcell::test
+}  // namespace sandcell::test::network_policy_tests
