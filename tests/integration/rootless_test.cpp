@@ -72,17 +72,24 @@ TEST_F(Rootless, RunIsRootOfItsOwnUserNamespaceAndSaysHowLimitsAreEnforced) {
 // cache, image commands ask for a store, and nothing but the private state directory appears in
 // /tmp (a fresh tmpfs in a private mount namespace, so the host's /tmp is not looked at).
 TEST_F(Rootless, WithoutAHomeNothingIsCachedOrStoredInTheSharedTmp) {
+  // The new /tmp keeps, at their paths, the directories of the old one the run needs: the
+  // user's (binaries, rootfs) and the source and build trees (the shipped seccomp profiles), when
+  // they live in /tmp (a fresh clone in CI may).
   const std::string script =
-      "u=$1; d=$2; sc=$2/bin/sandcell; shift 2; "
-      // the new /tmp keeps the user's directory (which lives in the old one) at its path
-      "mount -t tmpfs -o mode=1777 tmpfs /mnt && mkdir -p /mnt/${d#/tmp/} && "
-      "mount --bind $d /mnt/${d#/tmp/} && mount --move /mnt /tmp || exit 90; "
+      "u=$1; r=$2; sc=$3; shift 3; "
+      "mount -t tmpfs -o mode=1777 tmpfs /mnt || exit 90; keep='-e /'; "
+      "for k in \"$@\"; do case $k in /tmp/*) t=${k#/tmp/}; "
+      "mkdir -p /mnt/$t && mount --bind $k /mnt/$t || exit 90; keep=\"$keep -e ${t%%/*}\";; esac; "
+      "done; mount --move /mnt /tmp || exit 90; "
       "setpriv --reuid=$u --regid=$(id -g $u) --init-groups env -i PATH=/usr/bin:/bin "
-      "\"$sc\" run --rootfs \"$1\" -- true; echo run=$?; "
+      "\"$sc\" run --rootfs \"$r\" -- true; echo run=$?; "
       "setpriv --reuid=$u --regid=$(id -g $u) --init-groups env -i PATH=/usr/bin:/bin "
-      "\"$sc\" images 2>&1; echo images=$?; ls -A /tmp | grep -vxF \"${d#/tmp/}\"";
+      "\"$sc\" images 2>&1; echo images=$?; ls -A /tmp | grep -vxF $keep";
+  const fs::path source_root = fs::path(SANDCELL_TEST_FIXTURES_DIR).parent_path().parent_path();
   CliRun r = run_program({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh",
-                          "-c", script, "sh", user_->name(), user_->dir(), user_->rootfs()});
+                          "-c", script, "sh", user_->name(), user_->rootfs(),
+                          user_->dir() + "/bin/sandcell", user_->dir(), source_root.string(),
+                          SANDCELL_BUILD_DIR});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out,
             "run=0\n"

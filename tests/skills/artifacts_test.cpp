@@ -59,12 +59,13 @@ TEST_F(Artifacts, PlantedSymlinksAreNeverFollowed) {
   ASSERT_EQ(plant.record["files"].size(), 1u);
   EXPECT_TRUE(plant.record["files"][0]["base64"].is_null());
   EXPECT_FALSE(fs::exists(dir_.path / "got"));
-  // Now main.sh itself is a symlink to the host file: writing the next call's code must fail
-  // cleanly instead of overwriting it.
+  // Now main.sh itself is a symlink to the host file: the next call's code replaces the link
+  // (unlinked and made anew, never written through), runs, and the host file is untouched.
   auto swap = code("bash", "rm /workspace/main.sh && ln -s " + secret.string() + " /workspace/main.sh\n", {"--session", "plant"});
   ASSERT_EQ(swap.exit_code, 0) << swap.err;
   auto next = code("bash", "echo overwritten\n", {"--session", "plant"});
-  EXPECT_EQ(next.exit_code, 125);
+  EXPECT_EQ(next.exit_code, 0) << next.err << next.out;
+  EXPECT_EQ(next.record.value("stdout", ""), "overwritten\n") << next.out;
   EXPECT_EQ(read_text(secret), "host only\n");
 }
 
