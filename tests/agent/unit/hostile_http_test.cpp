@@ -9,12 +9,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <mutex>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "fake_executor.hpp"
+#include "http/head_reader.hpp"
 #include "sandcell/agent_service/http_api.hpp"
 
 namespace sandcell::agent_service {
@@ -152,6 +156,174 @@ TEST(HostileHttp, SlowClientsCannotStarveHealthAndAreClosedAtTheHeadDeadline) {
   for (int fd : slow) close(fd);
   EXPECT_NE(health_from(server.port, "127.0.0.1").find("200 OK"), std::string::npos)
       << "the first client is not locked out";
+}
+
+// Open server-side descriptors of this process (the server runs in it).
+size_t open_fds() {
+  size_t n = 0;
+  for ([[maybe_unused]] auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// Without waiting: the server has closed (or reset) this connection.
+bool closed_by_server(int fd) {
+  char byte;
+  ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+// `count` connections spread over 127.0.0.2 .. 127.0.0.60 (a client with many addresses: each
+// one stays under the per-address cap).
+std::vector<int> connections_from_many_addresses(int port, int count) {
+  std::vector<int> fds;
+  for (int i = 0; i < count; ++i) {
+    std::string source = "127.0.0." + std::to_string(2 + i % 59);
+    int fd = connect_from(port, source.c_str());
+    if (fd < 0) break;
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+// The per-address cap left a hole: with 59 loopback addresses, 200 connections trickling
+// their heads held every worker thread for a head timeout each round, and an authenticated
+// request waited for them. Heads are now read on their own loop and only complete requests
+// reach a worker: the authenticated requests are answered while every slow connection is still
+// open (before the first head deadline), and the server releases everything when they close.
+TEST(HostileHttp, SlowHeadsFromManyAddressesNeverDelayAuthenticatedWork) {
+  test::FakeExecutor executor;
+  HttpApiOptions o = options();
+  o.head_timeout_seconds = 6;
+  Server server(executor, o);
+  const size_t fds_before = open_fds();
+  std::vector<int> slow = connections_from_many_addresses(server.port, 200);
+  ASSERT_EQ(slow.size(), 200u);
+  std::atomic<bool> stop{false};
+  std::thread dribble([&] {
+    const std::string head = "GET /v1/skills HTTP/1.1\r\nHost: slow\r\nX-Pad: " + std::string(400, 'a');
+    for (size_t i = 0; i < head.size() && !stop; ++i) {
+      for (int fd : slow) send(fd, &head[i], 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int fd = connect_from(server.port, "127.0.0.1");
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd,
+                       "GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t0ken\r\n\r\n"
+                       "POST /v1/run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t0ken\r\n"
+                       "Connection: close\r\nContent-Length: 39\r\n\r\n"
+                       R"j({"language":"python","code":"print(1)"})j"));
+  Received answer = read_until_close(fd, std::chrono::seconds(10));
+  close(fd);
+  // The ordering is the point: no slow connection has been let go yet when the answer is in.
+  size_t still_open = 0;
+  for (int s : slow) still_open += !closed_by_server(s);
+  EXPECT_EQ(count_of(answer.text, "HTTP/1.1 200"), 2u) << answer.text;
+  EXPECT_EQ(still_open, slow.size()) << "the authenticated requests waited for slow heads";
+  EXPECT_EQ(executor.requests.size(), 1u);
+  stop = true;
+  dribble.join();
+  for (int s : slow) close(s);
+  EXPECT_NE(health_from(server.port, "127.0.0.1").find("200 OK"), std::string::npos);
+  for (int i = 0; i < 500 && open_fds() > fds_before; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_LE(open_fds(), fds_before) << "the server kept descriptors of closed connections";
+}
+
+// After a 401 the server drained the unread request for up to a second on a worker thread: 200
+// connections that got their 401 and then sent nothing held every worker for that second, round
+// after round. Lingering happens on the head reader now: authenticated work is answered well
+// within the first linger.
+TEST(HostileHttp, ConnectionsLingeringAfterA401NeverDelayAuthenticatedWork) {
+  test::FakeExecutor executor;
+  Server server(executor, options());
+  std::vector<int> refused = connections_from_many_addresses(server.port, 200);
+  ASSERT_EQ(refused.size(), 200u);
+  for (int fd : refused)
+    send_all(fd, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto asked = Clock::now();
+  int fd = connect_from(server.port, "127.0.0.1");
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, "GET /v1/skills HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t0ken\r\nConnection: close\r\n\r\n"));
+  Received answer = read_until_close(fd, std::chrono::seconds(10));
+  auto waited = Clock::now() - asked;
+  close(fd);
+  EXPECT_NE(answer.text.find("HTTP/1.1 200"), std::string::npos) << answer.text;
+  EXPECT_LT(waited, std::chrono::milliseconds(700)) << "the answer waited for lingering connections";
+  for (int r : refused) {
+    EXPECT_NE(read_until_close(r, std::chrono::seconds(5)).text.find("HTTP/1.1 401"), std::string::npos);
+    close(r);
+  }
+}
+
+// Without the token a client may only ask /v1/health, without a body, once per connection: a
+// health request whose body never comes was read on a worker thread (until the read timeout),
+// and pipelined health requests whose answers are never read could fill the socket buffer and
+// block the worker writing them.
+TEST(HostileHttp, WithoutTheTokenAClientGetsOneBodilessAnswerPerConnection) {
+  test::FakeExecutor executor;
+  Server server(executor, options());
+  int fd = connect_from(server.port);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, "GET /v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"));
+  Received with_body = read_until_close(fd, std::chrono::seconds(2));
+  close(fd);
+  EXPECT_NE(with_body.text.find("HTTP/1.1 401"), std::string::npos) << with_body.text;
+  EXPECT_TRUE(with_body.closed);
+  fd = connect_from(server.port);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, "GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  Received pipelined = read_until_close(fd, std::chrono::seconds(2));
+  close(fd);
+  EXPECT_EQ(count_of(pipelined.text, "HTTP/1.1 200"), 1u) << pipelined.text;
+  EXPECT_TRUE(pipelined.closed);
+}
+
+// The head reader holds a bounded number of connections, whatever their addresses: a new one
+// beyond it closes the one nearest its deadline (here the oldest), and only whole heads reach
+// the workers.
+TEST(HeadReader, FullReaderClosesTheOldestAndHandsOnOnlyWholeHeads) {
+  std::mutex mutex;
+  std::vector<ParkedConnection> handed;
+  HeadReader reader({.max_waiting_connections = 3}, [&](ParkedConnection c) {
+    std::lock_guard lock(mutex);
+    handed.push_back(std::move(c));
+  });
+  auto handed_count = [&] {
+    std::lock_guard lock(mutex);
+    return handed.size();
+  };
+  std::vector<std::array<int, 2>> pairs(4);
+  for (auto& pair : pairs) {
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair.data()), 0);
+    reader.park({.fd = pair[1], .client = {}, .buffered = {}, .requests_left = 1}, Parking::NewConnection);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // distinct deadlines
+  }
+  EXPECT_TRUE(read_until_close(pairs[0][0], std::chrono::seconds(2)).closed) << "the oldest was not closed";
+  EXPECT_FALSE(closed_by_server(pairs[3][0]));
+  ASSERT_TRUE(send_all(pairs[3][0], "GET / HTTP/1.1\r\nHost: x\r\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(handed_count(), 0u) << "a head without its blank line was handed on";
+  ASSERT_TRUE(send_all(pairs[3][0], "\r\nbody"));
+  for (int i = 0; i < 200 && handed_count() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  reader.stop();
+  ASSERT_EQ(handed.size(), 1u);
+  EXPECT_EQ(handed[0].buffered, "GET / HTTP/1.1\r\nHost: x\r\n\r\nbody");
+  EXPECT_TRUE(read_until_close(pairs[1][0], std::chrono::seconds(2)).closed) << "stop() left one open";
+  close(handed[0].fd);
+  for (auto& pair : pairs) close(pair[0]);
+}
+
+TEST(HeadReader, WholeHeadIsTheFirstBlankCrlfLineAfterTheRequestLine) {
+  EXPECT_TRUE(holds_whole_head("GET / HTTP/1.1\r\n\r\n"));
+  EXPECT_TRUE(holds_whole_head("GET / HTTP/1.1\r\nA: b\r\n\r\n"));
+  EXPECT_TRUE(holds_whole_head("GET / HTTP/1.1\r\nbare\n\r\n"));  // httplib skips the LF line
+  EXPECT_FALSE(holds_whole_head("GET / HTTP/1.1\r\nA: b\r\n"));
+  EXPECT_FALSE(holds_whole_head("GET / HTTP/1.1\r\nA: b\n\n"));  // no CRLF line: httplib reads on
+  EXPECT_FALSE(holds_whole_head("\r\n\r"));
 }
 
 // The cap is on connections waiting for a head, not on prompt ones: a burst of clients from one

@@ -2,21 +2,21 @@
 
 #include <netdb.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 
+#include "http/head_reader.hpp"
+
 namespace sandcell::agent_service {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// What one connection has read so far, seen by the handlers of its thread.
+// What one request has read so far, seen by the handlers of its thread.
 struct ConnectionState {
   bool in_head = true;
-  Clock::time_point head_deadline{};
   size_t head_bytes = 0, body_bytes = 0;
   bool close_after = false, body_too_large = false;
 };
@@ -50,22 +50,22 @@ std::pair<std::string, int> peer_of(int fd) {
   return address_of(addr, len);
 }
 
-// httplib::Stream over a connected socket, with the head deadline and the size bounds.
+// httplib::Stream over a connected socket whose request head is already read (HeadReader), with
+// the size bounds. It never waits for more of the head: httplib asking for it is a broken head.
 class BoundedStream final : public httplib::Stream {
  public:
-  BoundedStream(int fd, ConnectionState& state, const ConnectionBounds& bounds,
+  BoundedStream(int fd, std::string head, ConnectionState& state, const ConnectionBounds& bounds,
                 std::chrono::milliseconds io_timeout)
-      : fd_(fd), state_(state), bounds_(bounds), io_timeout_(io_timeout) {}
+      : fd_(fd), state_(state), bounds_(bounds), io_timeout_(io_timeout), buffer_(std::move(head)) {}
 
-  bool is_readable() const override { return buffered_ > 0 || wait_for(fd_, POLLIN, read_wait()); }
+  bool is_readable() const override { return buffered() > 0 || (!state_.in_head && wait_for(fd_, POLLIN, io_timeout_)); }
   bool is_writable() const override { return wait_for(fd_, POLLOUT, io_timeout_); }
 
   ssize_t read(char* ptr, size_t size) override {
-    if (buffered_ == 0 && !fill()) return -1;
-    size_t n = std::min(size, buffered_);
+    if (buffered() == 0 && !fill()) return -1;
+    size_t n = std::min(size, buffered());
     std::copy_n(buffer_.data() + start_, n, ptr);
     start_ += n;
-    buffered_ -= n;
     return count(n) ? static_cast<ssize_t>(n) : -1;
   }
 
@@ -88,29 +88,24 @@ class BoundedStream final : public httplib::Stream {
   }
   socket_t socket() const override { return fd_; }
   // Bytes of a pipelined next request already read from the socket.
-  bool has_buffered() const { return buffered_ > 0; }
+  std::string take_buffered() { return buffer_.substr(start_); }
 
  private:
-  std::chrono::milliseconds read_wait() const {
-    if (!state_.in_head) return io_timeout_;
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(state_.head_deadline - Clock::now());
-    return std::min(io_timeout_, left);
-  }
+  size_t buffered() const { return buffer_.size() - start_; }
 
   bool fill() {
-    if (state_.in_head && Clock::now() >= state_.head_deadline) {
-      state_.close_after = true;  // whatever httplib answers, this client is done
+    if (state_.in_head) {
+      state_.close_after = true;  // the head HeadReader saw complete is not one for httplib
       return false;
     }
-    if (!wait_for(fd_, POLLIN, read_wait())) return false;
+    if (!wait_for(fd_, POLLIN, io_timeout_)) return false;
+    buffer_.resize(16 << 10);
     ssize_t n;
     do n = recv(fd_, buffer_.data(), buffer_.size(), 0);
     while (n < 0 && errno == EINTR);
-    if (n <= 0) return false;
+    buffer_.resize(static_cast<size_t>(std::max<ssize_t>(n, 0)));
     start_ = 0;
-    buffered_ = static_cast<size_t>(n);
-    return true;
+    return n > 0;
   }
 
   // Bytes handed to httplib: the head's against its bound, the body's against the body's.
@@ -132,28 +127,53 @@ class BoundedStream final : public httplib::Stream {
   ConnectionState& state_;
   const ConnectionBounds& bounds_;
   std::chrono::milliseconds io_timeout_;
-  std::array<char, 4096> buffer_{};
-  size_t start_ = 0, buffered_ = 0;
+  std::string buffer_;
+  size_t start_ = 0;
 };
 
-// An answer sent before the body was read: shut our side, then read (and drop) what the client
-// still sends for a moment, so that closing does not reset the connection before it has read
-// the answer. Bounded in time and bytes.
-void close_after_early_answer(int fd) {
-  shutdown(fd, SHUT_WR);
-  std::array<char, 4096> sink{};
-  auto until = Clock::now() + std::chrono::seconds(1);
-  for (size_t drained = 0; drained < (1u << 20) && Clock::now() < until;) {
-    if (!wait_for(fd, POLLIN,
-                  std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now())))
-      break;
-    ssize_t n = recv(fd, sink.data(), sink.size(), 0);
-    if (n <= 0) break;
-    drained += static_cast<size_t>(n);
-  }
+// The descriptor limit, less room for the workers, their sandboxes' pipes and the listening
+// socket: waiting connections beyond it would make accept() fail for everyone (EMFILE).
+size_t waiting_connections_within_fd_limit(size_t wanted) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return wanted;
+  return std::clamp<size_t>(static_cast<size_t>(limit.rlim_cur) / 2, 16, wanted);
 }
 
 }  // namespace
+
+// httplib's task queue for accepted sockets: each is parked in the head reader at once, on the
+// accept thread; the workers serve only requests whose head is complete. Its shutdown (httplib
+// calls it after stop()) closes what waits for a head and lets running requests finish.
+class GuardedServer::ServingQueue final : public httplib::TaskQueue {
+ public:
+  ServingQueue(GuardedServer& server, ConnectionBounds bounds, size_t workers)
+      : server_(server), workers_(workers), reader_(bounds, [this](ParkedConnection connection) {
+          workers_.enqueue([this, connection = std::move(connection)] { server_.serve_request(connection); });
+        }) {
+    server_.serving_ = this;
+  }
+  ~ServingQueue() override { server_.serving_ = nullptr; }
+
+  void enqueue(std::function<void()> accepted) override { accepted(); }  // process_and_close_socket
+  void shutdown() override {
+    reader_.stop();
+    workers_.shutdown();
+  }
+  void park(ParkedConnection connection, Parking parking) { reader_.park(std::move(connection), parking); }
+
+ private:
+  GuardedServer& server_;
+  httplib::ThreadPool workers_;
+  HeadReader reader_;  // after workers_: destroyed first, and stopped before the workers end
+};
+
+GuardedServer::GuardedServer(ConnectionBounds bounds, size_t workers) : bounds_(bounds), workers_(workers) {
+  bounds_.max_waiting_connections = waiting_connections_within_fd_limit(bounds_.max_waiting_connections);
+  bounds_.keep_alive_timeout = std::chrono::seconds(keep_alive_timeout_sec_);
+  new_task_queue = [this] { return new ServingQueue(*this, bounds_, workers_); };
+}
+
+GuardedServer::~GuardedServer() = default;
 
 void GuardedServer::close_after_answer() {
   if (current) current->close_after = true;
@@ -163,64 +183,32 @@ bool GuardedServer::body_over_limit() {
   return current && current->body_too_large;
 }
 
-GuardedServer::HeadSlot GuardedServer::enter_head(const std::string& client) {
-  if (client.empty()) return HeadSlot::Normal;  // a unix socket: its mode is the guard
-  std::lock_guard lock(clients_mutex_);
-  int& waiting = clients_[client];
-  if (waiting >= 4 * bounds_.max_connections_per_client) return HeadSlot::Refused;
-  return ++waiting > bounds_.max_connections_per_client ? HeadSlot::Crowded : HeadSlot::Normal;
+bool GuardedServer::process_and_close_socket(socket_t sock) {
+  serving_->park({.fd = sock, .client = peer_of(sock).first, .buffered = {}, .requests_left = keep_alive_max_count_},
+                 Parking::NewConnection);
+  return true;
 }
 
-void GuardedServer::leave_head(const std::string& client) {
-  if (client.empty()) return;
-  std::lock_guard lock(clients_mutex_);
-  if (--clients_[client] <= 0) clients_.erase(client);
-}
-
-// httplib's keep-alive loop (process_server_socket_core), with a deadline from the moment a
-// connection starts waiting for a request to the end of its head, counted per client.
-void GuardedServer::serve_connection(socket_t sock, const std::string& client) {
+// httplib's process_request on a head that is all in memory; the body, if any, is read here
+// (the pre-routing guard has refused the requests without the token before any body byte).
+void GuardedServer::serve_request(ParkedConnection connection) {
   ConnectionState state;
   current = &state;
-  const auto io_timeout =
-      std::chrono::seconds(read_timeout_sec_) + std::chrono::microseconds(read_timeout_usec_);
-  BoundedStream stream(sock, state, bounds_,
-                       std::chrono::duration_cast<std::chrono::milliseconds>(io_timeout));
-  for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-    HeadSlot slot = enter_head(client);
-    if (slot == HeadSlot::Refused) {
-      static constexpr std::string_view kRefused =
-          "HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
-      (void)send(sock, kRefused.data(), kRefused.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-      break;
-    }
-    const auto timeout =
-        slot == HeadSlot::Normal ? bounds_.head_timeout : bounds_.crowded_head_timeout;
-    state = ConnectionState{.head_deadline = Clock::now() + timeout};
-    const auto idle =
-        std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(keep_alive_timeout_sec_));
-    bool ok = false, connection_closed = false;
-    if (stream.has_buffered() || wait_for(sock, POLLIN, idle))
-      ok =
-          process_request(stream, left == 1, connection_closed, [this, &client](httplib::Request&) {
-            current->in_head = false;  // called once the headers are read, before any body byte
-            leave_head(client);
-          });
-    if (state.in_head) leave_head(client);  // the head never came
-    if (state.close_after) {
-      close_after_early_answer(sock);
-      break;
-    }
-    if (!ok || connection_closed) break;
-  }
+  const auto io_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::seconds(read_timeout_sec_) + std::chrono::microseconds(read_timeout_usec_));
+  BoundedStream stream(connection.fd, std::move(connection.buffered), state, bounds_, io_timeout);
+  bool connection_closed = false;
+  const bool ok = process_request(stream, connection.requests_left <= 1, connection_closed,
+                                  [](httplib::Request&) { current->in_head = false; });
   current = nullptr;
-}
-
-bool GuardedServer::process_and_close_socket(socket_t sock) {
-  serve_connection(sock, peer_of(sock).first);
-  shutdown(sock, SHUT_RDWR);
-  close(sock);
-  return true;
+  if (state.close_after) return serving_->park(std::move(connection), Parking::Linger);
+  if (!ok || connection_closed || --connection.requests_left == 0 || svr_sock_ == INVALID_SOCKET) {
+    shutdown(connection.fd, SHUT_RDWR);
+    close(connection.fd);
+    return;
+  }
+  connection.buffered = stream.take_buffered();
+  serving_->park(std::move(connection), Parking::NextRequest);
 }
 
 }  // namespace sandcell::agent_service

@@ -64,6 +64,16 @@ ConnectionBounds connection_bounds(const HttpApiOptions& options) {
           .max_body_bytes = options.max_body_bytes};
 }
 
+// Every queued request waits in a worker thread, so the pool holds running + queued + a few for
+// health checks and 429 answers; otherwise httplib's own unbounded queue would hide the limit.
+// No thread ever waits for a request head (GuardedServer reads heads apart), so idle or slow
+// sockets, however many, take none of them.
+size_t worker_threads(const HttpApiOptions& options) {
+  if (options.max_running < 1 || options.max_queued < 0)
+    throw Error::invalid("--max-running must be at least 1 and --max-queued at least 0");
+  return static_cast<size_t>(options.max_running + options.max_queued + 4);
+}
+
 // Debian's libcpp-httplib 0.11.4 is compiled with CPPHTTPLIB_LISTEN_BACKLOG 5. Fifty clients
 // connecting at once overflow that accept queue; the kernel then drops handshakes or answers
 // with SYN cookies, and a client can see its connection reset before any reply (the
@@ -76,20 +86,10 @@ void widen_backlog(int fd) {
 
 HttpApi::HttpApi(Executor& executor, HttpApiOptions options)
     : state_(new State{executor, options, parse_listen(options.listen), AdmissionGate(options.max_running, options.max_queued),
-                       GuardedServer(connection_bounds(options))}) {
+                       GuardedServer(connection_bounds(options), worker_threads(options))}) {
   State& s = *state_;
   if (s.address.unix_path.empty() && s.options.token.empty())
     throw Error::invalid("serving on TCP needs a bearer token: --token or $SANDCELL_TOKEN (or listen on unix:PATH)");
-  if (s.options.max_running < 1 || s.options.max_queued < 0)
-    throw Error::invalid("--max-running must be at least 1 and --max-queued at least 0");
-  // Every queued request waits in a server thread, so the pool must hold running + queued
-  // + a few for health checks and 429 answers; otherwise httplib's own unbounded queue
-  // would hide the limit. And the connections one client may have waiting for a head (4 times
-  // --max-connections-per-client, GuardedServer): however slow, they cannot take the threads
-  // admitted work and health checks need.
-  size_t threads = static_cast<size_t>(s.options.max_running + s.options.max_queued +
-                                       4 * s.options.max_connections_per_client + 4);
-  s.server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.server.set_payload_max_length(s.options.max_body_bytes);
   s.server.set_socket_options([&s](socket_t sock) {
     httplib::default_socket_options(sock);

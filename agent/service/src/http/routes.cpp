@@ -122,20 +122,33 @@ void add_session_routes(httplib::Server& server, Executor& executor, AdmissionGa
   });
 }
 
+// A request that carries a body, by either framing.
+bool carries_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") || req.get_header_value<uint64_t>("Content-Length") > 0;
+}
+
 }  // namespace
 
 void add_request_guards(httplib::Server& server, const HttpApiOptions& options, bool tcp) {
   // Runs before httplib reads the body: a client without the token, or with a body over the
   // limit, is answered without us reading what it sends, and the connection is closed after
-  // the answer: the unread body must never be read as the next request (smuggling).
+  // the answer: the unread body must never be read as the next request (smuggling). Without
+  // the token a client gets /v1/health, bodiless, and one answer per connection: nothing it
+  // sends or fails to read can keep a worker thread (a body trickled in, or pipelined answers
+  // it never reads until the socket buffer blocks the writer).
   server.set_pre_routing_handler([&options, tcp](const httplib::Request& req, httplib::Response& res) {
-    if (tcp && req.path != "/v1/health" && !token_matches(req.get_header_value("Authorization"), options.token)) {
+    const bool authenticated = !tcp || token_matches(req.get_header_value("Authorization"), options.token);
+    if (!authenticated && (req.path != "/v1/health" || carries_body(req))) {
       res.status = 401;
       res.set_header("WWW-Authenticate", "Bearer");
       res.set_header("Connection", "close");
       res.set_content(R"({"error":{"class":"auth","message":"missing or wrong bearer token"}})" "\n", "application/json");
       GuardedServer::close_after_answer();
       return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!authenticated) {
+      res.set_header("Connection", "close");
+      GuardedServer::close_after_answer();
     }
     if (req.get_header_value<uint64_t>("Content-Length") > options.max_body_bytes) {
       send_too_large(res);

@@ -18,9 +18,9 @@ struct HttpApiOptions {
   size_t max_body_bytes = 32u << 20;   // decoded, whatever the framing (chunked too)
   // Slow clients: a request's head must arrive within head_timeout_seconds of the connection
   // waiting for it. One source address may have max_connections_per_client connections waiting
-  // so; beyond that each gets 1 s, and from 4 times that on new ones get 429. The worker pool
-  // has 4 times that many threads beyond running + queued work, so one client cannot starve
-  // /v1/health or admitted requests.
+  // so; beyond that each gets 1 s, and from 4 times that on new ones get 429. Heads are read on
+  // one event loop apart from the worker threads (running + queued + 4), which only ever get a
+  // complete request: idle or slow sockets, from however many addresses, never hold one.
   double head_timeout_seconds = 10;
   int max_connections_per_client = 16;
   std::string default_skill = "python";  // for file transfers without ?skill=
