@@ -25,6 +25,7 @@ void add_mcp_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->callback([&action, options, bin, ceilings, globals] {
     action = [options, bin, ceilings, globals] {
       agent::check_ceilings(*ceilings);  // a bad one fails here, not at the first call
+      options->allowed_net = ceilings->net.value_or("full");
       auto executor = agent_service::make_subprocess_executor({*bin, globals->root, ceiling_args(*ceilings)});
       return agent_service::serve_mcp_stdio(*executor, *options);
     };

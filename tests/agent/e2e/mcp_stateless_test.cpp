@@ -21,10 +21,13 @@ json meta(const std::string& version) {
 
 // Sends the lines, closes stdin (the server answers everything, then exits) and indexes the
 // answers by id.
-std::map<int, json> converse(const std::vector<json>& messages, Finished& r) {
+std::map<int, json> converse(const std::vector<json>& messages, Finished& r,
+                             const std::vector<std::string>& flags = {}) {
   std::string input;
   for (const json& m : messages) input += m.dump() + "\n";
-  r = run_sandcell_with_store({"mcp"}, input);
+  std::vector<std::string> args{"mcp"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  r = run_sandcell_with_store(args, input);
   std::map<int, json> answers;
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) {
@@ -80,6 +83,27 @@ TEST(McpStateless, HandshakeClientsStillGetTheirVersion) {
   EXPECT_EQ(answers.at(1)["result"]["protocolVersion"], "2025-03-26");
   EXPECT_EQ(answers.at(2)["result"], json::object());
   EXPECT_EQ(answers.size(), 2u);
+}
+
+// The operator's --allowed-net is what run_code's schema offers as `net`, and a call asking
+// for more is refused by name before any sandbox starts.
+TEST(McpStateless, RunCodeNetIsOfferedAndHeldToTheOperatorsLimit) {
+  Finished r;
+  auto answers = converse({{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}, {"params", {{"_meta", meta("2026-07-28")}}}},
+                           {{"jsonrpc", "2.0"},
+                            {"id", 2},
+                            {"method", "tools/call"},
+                            {"params", {{"_meta", meta("2026-07-28")},
+                                        {"name", "run_code"},
+                                        {"arguments", {{"language", "python"}, {"code", "print(1)"}, {"net", "full"}}}}}}},
+                          r, {"--allowed-net", "allow:pypi.org"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json net = answers.at(1)["result"]["tools"][0]["inputSchema"]["properties"]["net"];
+  EXPECT_NE(net.value("description", "").find("pypi.org"), std::string::npos) << net;
+  const json& refused = answers.at(2)["result"];
+  EXPECT_EQ(refused["isError"], true) << refused;
+  EXPECT_NE(refused.dump().find("net full is over the operator's limit (--allowed-net allow:pypi.org)"), std::string::npos)
+      << refused;
 }
 
 }  // namespace

@@ -105,6 +105,24 @@ TEST_F(McpFixture, ToolsList_OffersRunCodeSessionsAndFiles) {
   EXPECT_EQ(tools[0]["inputSchema"]["required"], (Json{"language", "code"}));
 }
 
+// run_code accepted `net` but its schema did not name it, so a client could not know it may ask
+// for network, nor how much: the schema offers `net` as wide as the operator's --allowed-net.
+TEST_F(McpFixture, ToolsList_RunCodeOffersNetWithinTheOperatorsLimit) {
+  Json net = ask(request(1, "tools/list"))["result"]["tools"][0]["inputSchema"]["properties"]["net"];
+  EXPECT_EQ(net["type"], "string") << net.dump();
+  EXPECT_EQ(net["enum"], Json::array({"none"})) << "the default limit allows no network: " << net.dump();
+  for (const std::string allowed : {"allow:pypi.org,files.pythonhosted.org", "full"}) {
+    McpServer wider(executor, {.version = "9.9", .allowed_net = allowed}, [this](const Json& m) { sent.push_back(m); });
+    wider.handle_line(request(2, "tools/list").dump());
+    Json offered = sent.back()["result"]["tools"][0]["inputSchema"]["properties"]["net"];
+    EXPECT_EQ(offered["type"], "string") << allowed;
+    EXPECT_FALSE(offered.contains("enum")) << allowed;
+    EXPECT_NE(offered["description"].get<std::string>().find(allowed == "full" ? "full" : "files.pythonhosted.org"),
+              std::string::npos)
+        << offered.dump();
+  }
+}
+
 // An upload with "session": "" said "wrote N bytes" into a workspace thrown away at once; a
 // transfer that cannot persist is refused and runs nothing.
 TEST_F(McpFixture, FileTransfersWithoutASession_AreRefused) {

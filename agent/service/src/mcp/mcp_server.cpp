@@ -147,7 +147,7 @@ Json McpServer::handle_request(const std::string& method, const Json& params, bo
             {"instructions", kInstructions}};
   }
   if (method == "ping" && !stateless) return Json::object();  // removed in 2026-07-28
-  if (method == "tools/list") return {{"tools", mcp::tool_list()}};
+  if (method == "tools/list") return {{"tools", mcp::tool_list(options_.allowed_net)}};
   if (method == "tools/call") {
     if (!params.contains("name") || !params["name"].is_string())
       throw RpcError{mcp::kInvalidParams, "tools/call needs params.name", nullptr};

@@ -98,9 +98,22 @@ Json download_file(Executor& executor, const std::string& default_skill, const J
                      false);
 }
 
+// run_code's `net`, as wide as the operator allows.
+Json net_property(const std::string& allowed_net) {
+  if (allowed_net == "full")
+    return prop("string", "network: none, allow:HOST[,HOST...] (only those hosts, DNS-checked) or full; "
+                          "default: the language's own");
+  if (allowed_net.starts_with("allow:"))
+    return {{"type", "string"},
+            {"examples", Json::array({"none", allowed_net})},
+            {"description", "network: none, or allow: with hosts among " + allowed_net.substr(6) +
+                                " (the operator's limit: --allowed-net " + allowed_net + "); default: the language's own within it"}};
+  return {{"type", "string"}, {"enum", Json::array({"none"})}, {"description", "network: none (the operator allows no network)"}};
+}
+
 }  // namespace
 
-Json tool_list() {
+Json tool_list(const std::string& allowed_net) {
   Json session = prop("string", "session id: files (and, for python, variables) persist across calls with the same id");
   Json skill = prop("string", "the skill whose sandbox moves the file (default python)");
   return Json::array({
@@ -110,7 +123,8 @@ Json tool_list() {
        {"inputSchema", schema({{"language", prop("string", "python, node, bash, c, cpp (see list_skills)")},
                                {"code", prop("string", "the program")},
                                {"timeout", prop("number", "wall-clock limit in seconds")},
-                               {"session", session}},
+                               {"session", session},
+                               {"net", net_property(allowed_net)}},
                               {"language", "code"})}},
       {{"name", "list_skills"}, {"description", "List the languages code can run in."}, {"inputSchema", schema(Json::object(), Json::array())}},
       {{"name", "list_sessions"}, {"description", "List the live sessions."}, {"inputSchema", schema(Json::object(), Json::array())}},

@@ -7,7 +7,9 @@
 
 namespace sandcell::agent_service::mcp {
 
-Json tool_list();
+// `allowed_net`: the operator's network ceiling (none, allow:HOSTS, full), which run_code's
+// `net` may not exceed.
+Json tool_list(const std::string& allowed_net);
 
 // A CallToolResult ({"content": [...], "isError": bool}). Throws std::out_of_range for an
 // unknown tool (a protocol error); bad arguments come back as isError results. `stop` cancels a

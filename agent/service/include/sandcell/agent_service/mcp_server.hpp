@@ -23,6 +23,9 @@ struct McpServerOptions {
   std::string default_skill = "python";
   int max_parallel_calls = 4;  // tools/call running at once; more wait in a queue
   std::string version{};         // serverInfo.version
+  // The operator's --allowed-net, offered in run_code's schema; `sandcell code` enforces it (a
+  // wider `net` is refused with a message naming the limit).
+  std::string allowed_net = "none";
 };
 
 class McpServer {
