@@ -13,6 +13,7 @@
 #include "host_lock.hpp"
 #include "netns_thread.hpp"
 #include "nft_context.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
 #include "sandcell/runtime/error.hpp"
 
 namespace sandcell::network {
@@ -90,7 +91,7 @@ std::string join(const std::vector<Cidr>& cidrs) {
 std::optional<nlohmann::json> list_table() {
   if (!sandcell_table_exists()) return std::nullopt;
   NftContext nft(true);
-  return nlohmann::json::parse(nft.run("list table inet sandcell", "list nft table inet sandcell"))
+  return parse_bounded_json(nft.run("list table inet sandcell", "list nft table inet sandcell"))
       .value("nftables", nlohmann::json::array());
 }
 
@@ -150,7 +151,7 @@ TableFormat table_format() {
     return TableFormat::Missing;
   }
   for (const auto& item :
-       nlohmann::json::parse(listed).value("nftables", nlohmann::json::array())) {
+       parse_bounded_json(listed).value("nftables", nlohmann::json::array())) {
     if (!item.contains("set")) continue;
     for (const auto& flag : item["set"].value("flags", nlohmann::json::array()))
       if (flag == "timeout") return TableFormat::Expirable;
@@ -261,7 +262,7 @@ std::string proxy_only_filter_script(const IpAddress& proxy, uint16_t proxy_port
 std::vector<DroppedFlow> parse_dropped_flows(const std::string& nft_json) {
   std::vector<DroppedFlow> flows;
   for (const auto& item :
-       nlohmann::json::parse(nft_json).value("nftables", nlohmann::json::array())) {
+       parse_bounded_json(nft_json).value("nftables", nlohmann::json::array())) {
     if (!item.contains("set")) continue;
     for (const auto& element : item["set"].value("elem", nlohmann::json::array())) {
       // {"concat": [address, protocol, port]}; with counters or timeouts it is wrapped in "elem".
@@ -423,7 +424,7 @@ std::optional<long> SandboxFirewall::first_element_seconds_left() {
   const std::string listed = nft_->run_json(std::string("list set ") + kTable + " " + first_set_,
                                             "list nft set " + first_set_);
   for (const auto& item :
-       nlohmann::json::parse(listed).value("nftables", nlohmann::json::array())) {
+       parse_bounded_json(listed).value("nftables", nlohmann::json::array())) {
     if (!item.contains("set")) continue;
     for (const auto& element : item["set"].value("elem", nlohmann::json::array())) {
       if (element_text(element) != first_element_) continue;
@@ -435,7 +436,7 @@ std::optional<long> SandboxFirewall::first_element_seconds_left() {
 
 bool sandcell_table_exists() {
   NftContext nft(true);
-  const auto tables = nlohmann::json::parse(nft.run("list tables inet", "list nft tables"));
+  const auto tables = parse_bounded_json(nft.run("list tables inet", "list nft tables"));
   for (const auto& item : tables.value("nftables", nlohmann::json::array())) {
     if (item.contains("table") && item["table"].value("name", "") == "sandcell") return true;
   }

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -448,6 +449,14 @@ TEST(SandboxFilter, DroppedFlowsAreReadFromNftsJsonListing) {
   EXPECT_EQ(flows[1].port, 0);
   EXPECT_EQ(flows[2].protocol, "132");
   EXPECT_TRUE(parse_dropped_flows(R"({"nftables": [{"set": {"name": "dropped6"}}]})").empty());
+}
+
+// nft's listings were the one JSON input parsed without the depth bound: an element nested
+// 100,000 levels deep was read (and a dump of it, in an error message, recursed once per level).
+TEST(SandboxFilter, DeeplyNestedNftListingIsAParseError) {
+  const std::string deep = R"({"nftables": [{"set": {"name": "dropped", "elem": [)" + std::string(100000, '[') +
+                           std::string(100000, ']') + "]}}]}";
+  EXPECT_THROW(parse_dropped_flows(deep), nlohmann::json::parse_error);
 }
 
 TEST(Veth, IdForRun_IsEightHexDigitsAndStable) {
