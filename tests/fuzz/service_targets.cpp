@@ -9,6 +9,7 @@
 
 #include "fake_executor.hpp"
 #include "http/admission_gate.hpp"
+#include "http/head_reader.hpp"
 #include "http/routes.hpp"
 #include "sandcell/agent/code_request.hpp"
 #include "sandcell/agent/code_result.hpp"
@@ -48,6 +49,7 @@ class StringStream final : public httplib::Stream {
   bool is_readable() const override { return true; }
   bool is_writable() const override { return true; }
   ssize_t read(char* ptr, size_t size) override {
+    if (input_.empty() && in_head) read_past_head = true;
     size_t n = std::min(size, input_.size());
     std::copy_n(input_.data(), n, ptr);
     input_.remove_prefix(n);
@@ -66,6 +68,7 @@ class StringStream final : public httplib::Stream {
   socket_t socket() const override { return INVALID_SOCKET; }
   bool done() const { return input_.empty(); }
   std::string written;
+  bool in_head = true, read_past_head = false;
 
  private:
   std::string_view input_;
@@ -79,7 +82,29 @@ class ConnectionServer final : public httplib::Server {
     for (int i = 0; i < 4 && !closed && !stream.done(); ++i)
       process_request(stream, false, closed, [](httplib::Request&) {});
   }
+  // One request from a stream that holds exactly its head.
+  void read_head(StringStream& stream) {
+    bool closed = false;
+    process_request(stream, true, closed, [&stream](httplib::Request&) { stream.in_head = false; });
+  }
 };
+
+// `serve` hands a connection to a worker once holds_whole_head() sees its head in memory
+// (HeadReader), and the worker never waits for more of it: httplib must find the whole head in
+// exactly those bytes. Fed the shortest prefix the reader would hand on, it must not read past it
+// before the headers are done.
+void check_head_framing(std::string_view input) {
+  size_t request_line_end = input.find('\n');
+  size_t blank_line = request_line_end == std::string_view::npos ? request_line_end : input.find("\n\r\n", request_line_end);
+  if (blank_line == std::string_view::npos) return;
+  const std::string_view head = input.substr(0, blank_line + 3);
+  if (!agent_service::holds_whole_head(head) || agent_service::holds_whole_head(head.substr(0, head.size() - 1)))
+    throw std::logic_error("holds_whole_head does not end the head at its first blank line");
+  StringStream stream(head);
+  ConnectionServer server;
+  server.read_head(stream);
+  if (stream.read_past_head) throw std::logic_error("httplib read past a head the reader saw complete");
+}
 
 }  // namespace
 
@@ -128,6 +153,7 @@ void http_request(std::string_view input) {
   server.set_logger([&failures](const httplib::Request&, const httplib::Response& res) {
     failures += res.status == 500;
   });
+  check_head_framing(input);
   StringStream stream(input);
   server.serve(stream);
   if (!executor.requests.empty() && input.find("Bearer secret") == std::string_view::npos)
