@@ -317,6 +317,25 @@ TEST(HeadReader, FullReaderClosesTheOldestAndHandsOnOnlyWholeHeads) {
   for (auto& pair : pairs) close(pair[0]);
 }
 
+// The bytes of unfinished heads are bounded in all, not only per head: over the bound, the
+// connection nearest its deadline goes.
+TEST(HeadReader, UnfinishedHeadsTogetherStayWithinTheirByteBound) {
+  HeadReader reader({.max_head_bytes = 1000, .max_waiting_head_bytes = 1500}, [](ParkedConnection c) { close(c.fd); });
+  std::array<int, 2> first{}, second{};
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, first.data()), 0);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, second.data()), 0);
+  reader.park({.fd = first[1], .client = {}, .buffered = {}, .requests_left = 1}, Parking::NewConnection);
+  ASSERT_TRUE(send_all(first[0], "GET / HTTP/1.1\r\nX-Pad: " + std::string(800, 'a')));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  reader.park({.fd = second[1], .client = {}, .buffered = {}, .requests_left = 1}, Parking::NewConnection);
+  ASSERT_TRUE(send_all(second[0], "GET / HTTP/1.1\r\nX-Pad: " + std::string(800, 'a')));
+  EXPECT_TRUE(read_until_close(first[0], std::chrono::seconds(2)).closed) << "1,600 bytes of heads were held";
+  EXPECT_FALSE(closed_by_server(second[0]));
+  reader.stop();
+  close(first[0]);
+  close(second[0]);
+}
+
 TEST(HeadReader, WholeHeadIsTheFirstBlankCrlfLineAfterTheRequestLine) {
   EXPECT_TRUE(holds_whole_head("GET / HTTP/1.1\r\n\r\n"));
   EXPECT_TRUE(holds_whole_head("GET / HTTP/1.1\r\nA: b\r\n\r\n"));

@@ -201,7 +201,10 @@ void GuardedServer::serve_request(ParkedConnection connection) {
   const bool ok = process_request(stream, connection.requests_left <= 1, connection_closed,
                                   [](httplib::Request&) { current->in_head = false; });
   current = nullptr;
-  if (state.close_after) return serving_->park(std::move(connection), Parking::Linger);
+  if (state.close_after) {
+    connection.buffered.clear();  // what it sent after the early answer is only drained
+    return serving_->park(std::move(connection), Parking::Linger);
+  }
   if (!ok || connection_closed || --connection.requests_left == 0 || svr_sock_ == INVALID_SOCKET) {
     shutdown(connection.fd, SHUT_RDWR);
     close(connection.fd);

@@ -28,6 +28,8 @@ struct ConnectionBounds {
   // this closes the one nearest its deadline. Kept well under the descriptor limit, so that
   // accept() never fails for an authenticated client.
   size_t max_waiting_connections = 4096;
+  // And the bytes of unfinished heads they hold together (each is below max_head_bytes).
+  size_t max_waiting_head_bytes = 16u << 20;
   // After an early answer: how long and how much of the unread request is drained before
   // closing, so that the client reads the answer rather than a reset.
   std::chrono::milliseconds linger{1000};

@@ -122,9 +122,16 @@ HeadClock::time_point HeadReader::deadline_of(const ParkedConnection& connection
   return now + bounds_.head_timeout;
 }
 
-// Counts the connection against its client, sets its deadline, and makes room when the reader
-// holds its maximum: the connection nearest its deadline goes (the oldest head, a crowded
-// client's, or a lingering one), since it is the one with the least left to lose.
+// Keeps the reader within its bounds (connections, bytes of unfinished heads) for `connections`
+// and `bytes` more: the connections nearest their deadline go (the oldest heads, a crowded
+// client's, lingering ones), since they are the ones with the least left to lose.
+void HeadReader::make_room(size_t connections, size_t bytes) {
+  while (!by_deadline_.empty() && (waiting_.size() + connections > bounds_.max_waiting_connections ||
+                                   buffered_bytes_ + bytes > bounds_.max_waiting_head_bytes))
+    drop(by_deadline_.begin()->second);
+}
+
+// Counts the connection against its client, sets its deadline, and makes room for it.
 void HeadReader::admit(ParkedConnection connection, Parking parking) {
   const int fd = connection.fd;
   if (parking == Parking::Linger) {
@@ -138,7 +145,8 @@ void HeadReader::admit(ParkedConnection connection, Parking parking) {
     }
     ++heads;
   }
-  if (waiting_.size() >= bounds_.max_waiting_connections && !by_deadline_.empty()) drop(by_deadline_.begin()->second);
+  make_room(1, connection.buffered.size());
+  buffered_bytes_ += connection.buffered.size();
   Waiting& w = waiting_[fd] = Waiting{.connection = std::move(connection), .parking = parking, .deadline = {}};
   w.deadline = deadline_of(w.connection, parking);
   by_deadline_.emplace(w.deadline, fd);
@@ -160,16 +168,19 @@ void HeadReader::read_from(int fd) {
     return;
   }
   w.connection.buffered.append(chunk.data(), static_cast<size_t>(n));
+  buffered_bytes_ += static_cast<size_t>(n);
   if (holds_whole_head(w.connection.buffered)) return hand_on(fd);
   if (w.connection.buffered.size() > bounds_.max_head_bytes) {
     send_now(fd, kHeadTooLarge);
-    drop(fd);
+    return drop(fd);
   }
+  make_room(0, 0);  // may close this very connection
 }
 
 // Out of the reader and off to a worker, the socket still open.
 void HeadReader::hand_on(int fd) {
   auto it = waiting_.find(fd);
+  buffered_bytes_ -= it->second.connection.buffered.size();
   ParkedConnection connection = std::move(it->second.connection);
   by_deadline_.erase({it->second.deadline, fd});
   waiting_.erase(it);
@@ -181,6 +192,7 @@ void HeadReader::hand_on(int fd) {
 void HeadReader::drop(int fd) {
   auto it = waiting_.find(fd);
   const Waiting& w = it->second;
+  buffered_bytes_ -= w.connection.buffered.size();
   if (w.parking != Parking::Linger && !w.connection.client.empty() && --heads_per_client_[w.connection.client] <= 0)
     heads_per_client_.erase(w.connection.client);
   by_deadline_.erase({w.deadline, fd});

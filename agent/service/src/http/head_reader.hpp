@@ -62,6 +62,7 @@ class HeadReader {
   void hand_on(int fd);
   void drop(int fd);
   void expire_overdue();
+  void make_room(size_t connections, size_t bytes);
   int wait_ms() const;
 
   const ConnectionBounds bounds_;
@@ -75,6 +76,7 @@ class HeadReader {
   std::unordered_map<int, Waiting> waiting_;
   std::set<std::pair<std::chrono::steady_clock::time_point, int>> by_deadline_;
   std::map<std::string, int> heads_per_client_;  // connections waiting for a head, per address
+  size_t buffered_bytes_ = 0;                    // of all waiting connections
   std::thread thread_;
 };
 
