@@ -14,6 +14,7 @@
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/owned_temp_dir.hpp"
 #include "sandcell/runtime/rootless.hpp"
 
 namespace sandcell::cli {
@@ -60,13 +61,8 @@ int bootstrap(const BootstrapFlags& f, const GlobalOptions& g) {
     throw Error::invalid("sandcell bootstrap must run as root (debootstrap needs it); rootless, `sandcell pull` or "
                          "`sandcell load` a base image instead");
   rootfs_builder::ImageStore store(g.store_root());
-  fs::create_directories(store.tmp_dir());
-  std::string work = store.tmp_dir() + "/bootstrap-XXXXXX";
-  if (mkdtemp(work.data()) == nullptr) throw Error(errno, "mkdtemp in " + store.tmp_dir());
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() { std::error_code ec; fs::remove_all(dir, ec); }
-  } cleanup{work};
+  runtime::OwnedTempDir scratch(store.tmp_dir(), "bootstrap-");  // held: gc leaves it while we run
+  const std::string& work = scratch.path();
   run_debootstrap(f, work + "/rootfs");
   slim_down(work + "/rootfs");
   rootfs_builder::LayerWriteOptions options;

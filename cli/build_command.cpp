@@ -11,7 +11,7 @@ namespace sandcell::cli {
 namespace {
 
 struct BuildFlags {
-  std::string tag, file, target, network = "host", context;
+  std::string tag, file, target, network = "host", context, memory;
   std::vector<std::string> build_args;
   bool no_cache = false, quiet = false;
 };
@@ -26,6 +26,7 @@ int build(const BuildFlags& f, const GlobalOptions& g) {
   if (f.network != "host" && f.network != "none")
     throw Error::invalid("--network must be host or none, got '" + f.network + "'");
   options.host_network = f.network == "host";
+  if (!f.memory.empty()) options.memory_bytes = runtime::parse_size(f.memory, "--memory");
   for (const std::string& kv : f.build_args) {
     auto eq = kv.find('=');
     if (eq == std::string::npos) {  // `--build-arg NAME`: the value comes from our environment
@@ -69,6 +70,9 @@ void add_build_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_flag("--no-cache", f->no_cache, "Run every step, ignoring the build cache");
   cmd->add_option("--network", f->network, "Network of RUN steps and ADD <URL>: host or none [host]");
   cmd->add_flag("-q,--quiet", f->quiet, "Only step lines, no RUN output");
+  cmd->add_option("--memory", f->memory,
+                  "Memory of each RUN step, which also bounds what it writes (its layer is a tmpfs "
+                  "charged to it) (k/m/g suffixes) [8g]");
   cmd->add_option("context", f->context, "Build context directory")->required()->check(CLI::ExistingDirectory);
   cmd->callback([&action, f, globals] { action = [f, globals] { return build(*f, *globals); }; });
 }

@@ -32,7 +32,7 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals);
 // argv with a `--` before the program's words of a `run` command line (see run_command.cpp);
 // `run` is the subcommand add_run_command() made, which knows which of its options take a value.
 std::vector<std::string> end_run_options(std::vector<std::string> args, const CLI::App& run);
-void add_gc_command(CLI::App& app, Action& action);
+void add_gc_command(CLI::App& app, Action& action, const Globals& globals);
 void add_setup_command(CLI::App& app, Action& action);
 void add_code_command(CLI::App& app, Action& action, const Globals& globals);
 void add_skills_command(CLI::App& app, Action& action, const Globals& globals);

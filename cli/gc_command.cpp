@@ -3,20 +3,22 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "sandcell/runtime/owned_temp_dir.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 
 namespace sandcell::cli {
 
-void add_gc_command(CLI::App& app, Action& action) {
+void add_gc_command(CLI::App& app, Action& action, const Globals& globals) {
   auto* gc = app.add_subcommand(
       "gc",
       "Remove what crashed runs left behind: cgroups under the sandcell parent whose "
       "supervisor is gone, their run state, id-range claims and network rules; and the "
-      "network namespaces runs made ahead for the next. Live runs are not touched.");
+      "network namespaces runs made ahead for the next; the image store's temporary directories "
+      "that a killed build, pull or load left. Live runs and builds are not touched.");
   auto state_root = std::make_shared<std::string>();
   gc->add_option("--state", *state_root, "Run state directory (default /run/sandcell, or $SANDCELL_STATE)");
-  gc->callback([&action, state_root] {
-    action = [state_root] {
+  gc->callback([&action, state_root, globals] {
+    action = [state_root, globals] {
       // Leftover veths and nft rules are removed through libnl and libnftables.
       if (!can_load_network_libraries()) hand_over_to_network_twin();
       if (geteuid() != 0) {
@@ -25,6 +27,9 @@ void add_gc_command(CLI::App& app, Action& action) {
       }
       for (const std::string& line : runtime::collect_garbage(*state_root))
         std::cout << "removed " << line << "\n";
+      // A live builder holds each of its temporaries (flock); a killed one's are nobody's.
+      for (const std::string& dir : runtime::remove_abandoned_temp_dirs(globals->store_root() + "/tmp"))
+        std::cout << "removed " << dir << "\n";
       return 0;
     };
   });

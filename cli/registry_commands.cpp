@@ -17,6 +17,7 @@ namespace rb = rootfs_builder;
 struct RegistryFlags {
   std::string tls_verify;  // "", "true", "false"
   bool quiet = false;
+  unsigned timeout_s = 0;
 };
 
 void add_registry_flags(CLI::App* cmd, RegistryFlags& f) {
@@ -25,6 +26,8 @@ void add_registry_flags(CLI::App* cmd, RegistryFlags& f) {
                   "insecure-registries in registries.json]")
       ->check(CLI::IsMember({"true", "false"}));
   cmd->add_flag("-q,--quiet", f.quiet, "No progress bar");
+  cmd->add_option("--timeout", f.timeout_s,
+                  "Give up after this many seconds in all [none; each request and blob has its own bound]");
 }
 
 template <typename Options>
@@ -32,6 +35,7 @@ Options registry_options(const RegistryFlags& f) {
   Options options;
   if (!f.tls_verify.empty()) options.tls_verify = f.tls_verify == "true";
   options.progress = !f.quiet && isatty(STDERR_FILENO) == 1;
+  options.timeout = std::chrono::seconds(f.timeout_s);
   return options;
 }
 

@@ -60,8 +60,8 @@ struct CommandGroup {
 const CommandGroup kCommandGroups[] = {
     {{"run"}, sandcell::cli::add_run_command},
     {{"gc"},
-     [](CLI::App& app, Action& action, const Globals&) {
-       sandcell::cli::add_gc_command(app, action);
+     [](CLI::App& app, Action& action, const Globals& globals) {
+       sandcell::cli::add_gc_command(app, action, globals);
      }},
     {{"setup"},
      [](CLI::App& app, Action& action, const Globals&) {

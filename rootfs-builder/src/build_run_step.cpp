@@ -1,5 +1,8 @@
 // RUN: the command runs in the sandcell runtime on the image so far (its unpacked layers as
-// read-only lowers), writing into an upper directory that then becomes the step's layer.
+// read-only lowers), writing into an upper directory on a tmpfs that then becomes the step's
+// layer.
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,7 +52,7 @@ runtime::Spec run_spec(BuildContext& ctx, const ImageState& state, const std::ve
   spec.capabilities = kBuildCapabilities;
   spec.writable_paths = {"/"};  // a build step may write anywhere: that is its layer
   spec.network = ctx.options.host_network ? runtime::NetworkMode::Host : runtime::NetworkMode::None;
-  spec.limits = {.memory_bytes = 8ull << 30, .pids = 4096, .cpus = std::nullopt, .wall_s = 3600.0,
+  spec.limits = {.memory_bytes = ctx.options.memory_bytes, .pids = 4096, .cpus = std::nullopt, .wall_s = 3600.0,
                  .cpu_s = std::nullopt, .output_bytes = std::nullopt};
   if (spec.network == runtime::NetworkMode::Host && fs::exists("/etc/resolv.conf"))
     spec.bind_mounts.push_back({.source = fs::canonical("/etc/resolv.conf"), .destination = "/etc/resolv.conf",
@@ -64,6 +67,9 @@ runtime::Spec run_spec(BuildContext& ctx, const ImageState& state, const std::ve
     spec.gid = user.gid;
     spec.additional_gids = user.additional_gids;
   }
+  // As Docker: a USER other than root runs with no capabilities. Keeping them would make them
+  // ambient (and inheritable), which a RUN step never asked for.
+  if (spec.uid != 0) spec.capabilities.clear();
   return spec;
 }
 
@@ -83,6 +89,39 @@ std::vector<std::string> run_command(const ImageState& state, const Instruction&
   return command;
 }
 
+// The mounts a RUN step makes stay in a mount namespace of this thread's own: a builder that is
+// killed leaves none behind on the host (the namespace goes with its last process). Slave, so
+// the host's mounts still appear here. unshare(CLONE_NEWNS) unshares CLONE_FS too, which a
+// thread may do; the sandbox's clone3 from this thread starts from this namespace.
+void enter_private_mount_namespace() {
+  thread_local bool entered = false;
+  if (entered) return;
+  if (::unshare(CLONE_NEWNS) != 0) throw Error(errno, "unshare(CLONE_NEWNS) for the build's mounts");
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)
+    throw Error(errno, "make the build's mounts slave");
+  entered = true;
+}
+
+// The step's writable layer: a tmpfs of the step's memory limit. Its pages are charged to the
+// memory cgroup of whoever first writes them, the sandboxed step, so a step that writes more
+// than its memory gets ENOSPC or the OOM killer, never the store's disk (docs/security.md).
+class StepTmpfs {
+ public:
+  StepTmpfs(const std::string& dir, std::uint64_t bytes) : dir_(dir) {
+    enter_private_mount_namespace();
+    fs::create_directories(dir_);
+    std::string options = "mode=0700,size=" + std::to_string(bytes);
+    if (::mount("tmpfs", dir_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0)
+      throw Error(errno, "mount a tmpfs for the RUN step's layer on " + dir_);
+  }
+  ~StepTmpfs() { ::umount2(dir_.c_str(), MNT_DETACH); }
+  StepTmpfs(const StepTmpfs&) = delete;
+  StepTmpfs& operator=(const StepTmpfs&) = delete;
+
+ private:
+  std::string dir_;
+};
+
 bool directory_is_empty(const std::string& dir) {
   return fs::is_empty(dir);
 }
@@ -101,11 +140,12 @@ CachedStep run_step(BuildContext& ctx, const ImageState& state, const StageScope
   std::vector<std::string> lowers = unpacked_layers_top_first(ctx.store, state);
   if (lowers.empty()) lowers.push_back(empty_lower(ctx.store));
   ScratchDir scratch(ctx.store.tmp_dir(), "run");
-  fs::create_directories(scratch.path() + "/upper");
-  fs::create_directories(scratch.path() + "/work");
+  StepTmpfs layer_fs(scratch.path() + "/fs", ctx.options.memory_bytes);  // unmounted before scratch goes
+  fs::create_directories(scratch.path() + "/fs/upper");
+  fs::create_directories(scratch.path() + "/fs/work");
   runtime::Spec spec = run_spec(ctx, state, lowers);
-  spec.rootfs_upper_dir = scratch.path() + "/upper";
-  spec.rootfs_work_dir = scratch.path() + "/work";
+  spec.rootfs_upper_dir = scratch.path() + "/fs/upper";
+  spec.rootfs_work_dir = scratch.path() + "/fs/work";
   spec.env = run_environment(state, scope);
   spec.args = run_command(state, ins);
   runtime::RunOptions run_options;

@@ -12,18 +12,6 @@ namespace sandcell::rootfs_builder {
 
 std::map<std::string, std::string> StageScope::env() const { return args; }
 
-ScratchDir::ScratchDir(const std::string& parent, const std::string& tag) {
-  std::filesystem::create_directories(parent);
-  std::string pattern = parent + "/" + tag + "-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) throw Error(errno, "create a temporary directory in " + parent);
-  path_ = pattern;
-}
-
-ScratchDir::~ScratchDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
 void BuildContext::say(const std::string& line) const {
   if (options.progress) options.progress(line);
   else std::cerr << line << std::endl;

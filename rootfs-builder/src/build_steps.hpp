@@ -7,20 +7,19 @@
 #include "build_cache.hpp"
 #include "build_state.hpp"
 #include "sandcell/rootfs_builder/dockerfile.hpp"
+#include "sandcell/runtime/owned_temp_dir.hpp"
 
 namespace sandcell::rootfs_builder {
 
-// A temporary directory under the store's tmp/, removed with everything in it on scope exit.
+// A temporary directory under the store's tmp/, removed with everything in it on scope exit,
+// and held (flock) while the builder lives so that gc can tell a killed builder's from a live one.
 class ScratchDir {
  public:
-  ScratchDir(const std::string& parent, const std::string& tag);
-  ~ScratchDir();
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
+  ScratchDir(const std::string& parent, const std::string& tag) : dir_(parent, tag + "-") {}
+  const std::string& path() const { return dir_.path(); }
 
  private:
-  std::string path_;
+  runtime::OwnedTempDir dir_;
 };
 
 CachedStep run_step(BuildContext& ctx, const ImageState& state, const StageScope& scope,

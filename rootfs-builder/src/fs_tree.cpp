@@ -111,18 +111,12 @@ void remove_tree(const std::string& path) {
   remove_tree_at(fd.get(), path.substr(path.rfind('/') + 1));
 }
 
-TempDir::TempDir(const std::string& parent, const std::string& prefix) {
-  std::string templ = parent + "/" + prefix + "XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) throw Error(errno, "mkdtemp " + templ);
-  path_ = templ;
-}
-
 TempDir::~TempDir() {
-  if (path_.empty()) return;
+  if (path().empty()) return;
   try {
-    remove_tree(path_);
+    remove_tree(path());  // fd-relative, and makes unreadable directories removable
   } catch (const Error&) {
-    // Left for `sandcell prune`, which clears <root>/tmp.
+    // Left for `sandcell gc` and `sandcell prune`: unowned once this process ends.
   }
 }
 

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sandcell/runtime/owned_temp_dir.hpp"
+
 namespace sandcell::rootfs_builder {
 
 // The names in a directory except "." and "..", sorted bytewise. list_dir_fd takes over fd.
@@ -31,18 +33,19 @@ void remove_tree_at(int parent, const std::string& name);
 void remove_tree(const std::string& path);
 
 // A fresh directory "<parent>/<prefix>XXXXXX", removed with its contents on scope exit
-// unless released.
+// unless released; held while its owner lives (runtime::OwnedTempDir), so that what a killed
+// process left is told apart from what a live one is using.
 class TempDir {
  public:
-  TempDir(const std::string& parent, const std::string& prefix);
+  TempDir(const std::string& parent, const std::string& prefix) : dir_(parent, prefix) {}
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  void release() { path_.clear(); }
+  const std::string& path() const { return dir_.path(); }
+  void release() { dir_.release(); }
 
  private:
-  std::string path_;
+  runtime::OwnedTempDir dir_;
 };
 
 void fsync_path(const std::string& path);  // a file or a directory

@@ -110,6 +110,7 @@ PruneStats ImageStore::prune() {
     remove_tree(layers + "/" + name);
     if (!name.starts_with(".tmp-")) ++stats.layers_removed;
   }
+  runtime::remove_abandoned_temp_dirs(tmp_dir());  // what a killed builder left, at once
   remove_stale_temp_files(tmp_dir(), stats);
   return stats;
 }

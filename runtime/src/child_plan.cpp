@@ -244,7 +244,8 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch) {
   plan.uid = spec.uid;
   plan.gid = spec.gid;
   plan.groups = spec.additional_gids;
-  plan.caps = plan_capabilities(spec.capabilities);
+  // A uid other than 0 keeps a capability across execve only as an ambient one (set_capabilities).
+  plan.caps = plan_capabilities(spec.capabilities, /*raise_ambient=*/spec.uid != 0);
   plan.no_new_privileges = spec.no_new_privileges;
   plan.apparmor_profile = plan_apparmor(spec);
   plan.landlock = plan_landlock(spec);

@@ -52,7 +52,7 @@ using CapState = std::unique_ptr<std::remove_pointer_t<cap_t>, CapFree>;
 struct CapabilityPlan {
   std::vector<cap_value_t> drop_from_bounding;  // every capability not kept
   std::vector<cap_value_t> keep;                // raised in ambient for non-root users
-  CapState final_state;                         // effective = permitted = inheritable = keep
+  CapState final_state;                         // effective = permitted = keep (inheritable too if ambient)
 };
 
 // `--net allow:`: the program's HTTP(S)_PROXY/http(s)_proxy point at the proxy on the host end

@@ -66,7 +66,7 @@ cap_value_t capability_from_name(const std::string& name) {
   return value;
 }
 
-CapabilityPlan plan_capabilities(const std::vector<std::string>& keep) {
+CapabilityPlan plan_capabilities(const std::vector<std::string>& keep, bool raise_ambient) {
   CapabilityPlan plan;
   for (const std::string& name : keep) plan.keep.push_back(capability_from_name(name));
   for (cap_value_t cap = 0; cap < static_cast<cap_value_t>(cap_max_bits()); ++cap)
@@ -74,7 +74,12 @@ CapabilityPlan plan_capabilities(const std::vector<std::string>& keep) {
       plan.drop_from_bounding.push_back(cap);
   plan.final_state.reset(cap_init());  // all clear
   if (!plan.final_state) throw Error(errno, "cap_init");
-  for (cap_flag_t flag : {CAP_EFFECTIVE, CAP_PERMITTED, CAP_INHERITABLE})
+  // Inheritable stays empty, as runc and Docker since CVE-2022-24769: an inheritable bit lets a
+  // file with that inheritable file capability gain it across execve, even past a user switch.
+  // Only an ambient capability needs it (PR_CAP_AMBIENT_RAISE requires inheritable and permitted).
+  std::vector<cap_flag_t> flags = {CAP_EFFECTIVE, CAP_PERMITTED};
+  if (raise_ambient) flags.push_back(CAP_INHERITABLE);
+  for (cap_flag_t flag : flags)
     if (!plan.keep.empty() &&
         cap_set_flag(plan.final_state.get(), flag, static_cast<int>(plan.keep.size()), plan.keep.data(), CAP_SET) < 0)
       throw Error(errno, "cap_set_flag");

@@ -18,8 +18,9 @@ void check_sandbox_path(const std::string& path, const std::string& what);
 // "NET_ADMIN" / "cap_net_admin" / "CAP_NET_ADMIN" → its value, via libcap.
 cap_value_t capability_from_name(const std::string& name);
 
-// The capabilities to keep → what to drop from the bounding set and the final state.
-CapabilityPlan plan_capabilities(const std::vector<std::string>& keep);
+// The capabilities to keep → what to drop from the bounding set and the final state. The
+// inheritable set holds them only when they are to be raised as ambient capabilities too.
+CapabilityPlan plan_capabilities(const std::vector<std::string>& keep, bool raise_ambient);
 
 // The host's LSMs, probed once per process.
 const apparmor::LsmHost& lsm_host();

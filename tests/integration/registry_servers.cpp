@@ -286,6 +286,16 @@ void TamperingProxy::forward(const httplib::Request& req, httplib::Response& res
                              });
     return;
   }
+  if ((layer && mode_ == Mode::TrickleBlob) || (is_manifest && req.method == "GET" && mode_ == Mode::TrickleManifest)) {
+    // One byte a second, the whole length announced: a registry that never quite stalls.
+    auto shared = std::make_shared<std::string>(std::move(body));
+    res.set_content_provider(shared->size(), up->get_header_value("Content-Type"),
+                             [shared](std::size_t offset, std::size_t, httplib::DataSink& sink) {
+                               std::this_thread::sleep_for(std::chrono::seconds(1));
+                               return sink.is_writable() && sink.write(shared->data() + offset, 1);
+                             });
+    return;
+  }
   if (layer && mode_ == Mode::CorruptBlob) body[body.size() / 2] ^= 1;
   if (layer && mode_ == Mode::TruncateBlob) body.resize(body.size() - 100);
   if (layer && mode_ == Mode::OversizeBlob) body += std::string(4096, 'x');

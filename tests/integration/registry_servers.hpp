@@ -75,7 +75,7 @@ class TokenServer {
 class TamperingProxy {
  public:
   enum class Mode { PassThrough, CorruptBlob, TruncateBlob, OversizeBlob, CorruptManifest, RedirectLoop,
-                    FlakyBlob, DenyManifest, RedirectBlobElsewhere, CutBlobOnce };
+                    FlakyBlob, DenyManifest, RedirectBlobElsewhere, CutBlobOnce, TrickleManifest, TrickleBlob };
   TamperingProxy(const std::string& upstream, Mode mode);
   std::string address() const { return server_.address(); }
   std::string blob_host_address() const { return blob_host_.address(); }

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -176,7 +177,7 @@ struct HostileCase {
 std::string mode_name(Mode mode) {
   static const char* const kNames[] = {"PassThrough", "CorruptBlob", "TruncateBlob", "OversizeBlob", "CorruptManifest",
                                        "RedirectLoop", "FlakyBlob", "DenyManifest", "RedirectBlobElsewhere",
-                                       "CutBlobOnce"};
+                                       "CutBlobOnce", "TrickleManifest", "TrickleBlob"};
   return kNames[static_cast<int>(mode)];
 }
 std::string case_name(const ::testing::TestParamInfo<HostileCase>& info) { return mode_name(info.param.mode); }
@@ -203,6 +204,25 @@ INSTANTIATE_TEST_SUITE_P(
                       HostileCase{Mode::RedirectLoop, "redirect loop"},
                       HostileCase{Mode::DenyManifest, "403 DENIED"}),
     case_name);
+
+// Issue 37 item 8: a registry trickling bytes kept a pull going for as long as it liked (only a
+// stall under 1 KiB/s was noticed, and retried). The pull's --timeout ends it, naming the stall.
+TEST_F(Registry, ATricklingRegistryEndsThePullAtItsTimeout) {
+  LocalRegistry registry(home() / "registry", LocalRegistry::Auth::None);
+  make_image("bb:1");
+  ASSERT_EQ(run_sandcell({"push", "bb:1", registry.address() + "/hostile/bb:1"}).exit_code, 0);
+  for (Mode mode : {Mode::TrickleManifest, Mode::TrickleBlob}) {
+    SCOPED_TRACE(mode_name(mode));
+    TamperingProxy proxy(registry.address(), mode);
+    use_store("victim-" + mode_name(mode));
+    auto start = std::chrono::steady_clock::now();
+    CliRun r = run_sandcell({"pull", "-q", "--timeout", "4", proxy.address() + "/hostile/bb:1"});
+    auto took = std::chrono::steady_clock::now() - start;
+    expect_one_line_error(r, "stalled");
+    EXPECT_LT(took, std::chrono::seconds(15));
+    expect_store_untouched();
+  }
+}
 
 // Uploads `bytes` as a blob of `repo` (POST, then a monolithic PUT); returns its digest.
 std::string upload_blob(const std::string& registry, const std::string& repo, const std::string& path) {

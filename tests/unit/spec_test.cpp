@@ -79,10 +79,26 @@ TEST(Capabilities, NamesInAnyCaseWithOrWithoutPrefix) {
   EXPECT_EQ(capability_from_name("NET_BIND_SERVICE"), CAP_NET_BIND_SERVICE);
   EXPECT_EQ(capability_from_name("cap_sys_admin"), CAP_SYS_ADMIN);
   EXPECT_THROW(capability_from_name("CAP_NOPE"), Error);
-  CapabilityPlan plan = plan_capabilities({"CHOWN"});
+  CapabilityPlan plan = plan_capabilities({"CHOWN"}, /*raise_ambient=*/false);
   EXPECT_EQ(plan.keep, std::vector<cap_value_t>{CAP_CHOWN});
   EXPECT_EQ(std::count(plan.drop_from_bounding.begin(), plan.drop_from_bounding.end(), CAP_CHOWN), 0);
   EXPECT_EQ(plan.drop_from_bounding.size() + 1, static_cast<size_t>(cap_max_bits()));
+}
+
+// Issue 37 item 9: the inheritable set was the kept set for every run (runc clears it since
+// CVE-2022-24769); it holds them only when they are raised as ambient capabilities.
+TEST(Capabilities, InheritableOnlyForAmbient) {
+  auto flag_of = [](const CapabilityPlan& plan, cap_flag_t flag) {
+    cap_flag_value_t value = CAP_CLEAR;
+    EXPECT_EQ(cap_get_flag(plan.final_state.get(), CAP_CHOWN, flag, &value), 0);
+    return value;
+  };
+  CapabilityPlan root = plan_capabilities({"CHOWN"}, /*raise_ambient=*/false);
+  EXPECT_EQ(flag_of(root, CAP_EFFECTIVE), CAP_SET);
+  EXPECT_EQ(flag_of(root, CAP_PERMITTED), CAP_SET);
+  EXPECT_EQ(flag_of(root, CAP_INHERITABLE), CAP_CLEAR);
+  CapabilityPlan user = plan_capabilities({"CHOWN"}, /*raise_ambient=*/true);
+  EXPECT_EQ(flag_of(user, CAP_INHERITABLE), CAP_SET);
 }
 
 TEST(ResultRecord, HasEveryDesignField) {

@@ -13,6 +13,17 @@ namespace {
 
 constexpr int kMaxAttempts = 5;
 
+}  // namespace
+
+std::chrono::seconds blob_time_limit(std::int64_t size) {
+  // As slow as 64 KiB/s still arrives, with five minutes for any blob: a registry trickling
+  // just above the low-speed limit cannot keep a pull going for the hours a large size allows.
+  constexpr std::int64_t kFloorSeconds = 300, kMinBytesPerSecond = 64 << 10;
+  return std::chrono::seconds(kFloorSeconds + std::max<std::int64_t>(size, 0) / kMinBytesPerSecond);
+}
+
+namespace {
+
 // The temp file a download writes; unlinked unless it made it into the store.
 class PartialBlob {
  public:
@@ -51,8 +62,8 @@ class PartialBlob {
 
 // One attempt; returns normally when the body ended, throws on a transport error.
 void fetch_into(RegistrySession& session, HttpClient& client, const std::string& url, const Descriptor& blob,
-                PartialBlob& partial, TransferProgress& progress) {
-  HttpRequest request{.url = url};
+                PartialBlob& partial, TransferProgress& progress, std::chrono::steady_clock::time_point deadline) {
+  HttpRequest request{.url = url, .deadline = deadline};
   if (partial.size() > 0) request.headers.push_back("Range: bytes=" + std::to_string(partial.size()) + "-");
   bool first_chunk = true;
   request.sink = [&](long status, std::string_view data) {
@@ -91,9 +102,11 @@ void download_blob(RegistrySession& session, HttpClient& client, ImageStore& sto
                    const Descriptor& blob, const std::string& expected_diff_id, TransferProgress& progress) {
   PartialBlob partial(store.tmp_dir());
   std::string url = session.url("/v2/" + repository + "/blobs/" + blob.digest);
+  // One deadline for every attempt: resuming with Range does not restart the clock.
+  auto deadline = std::chrono::steady_clock::now() + blob_time_limit(blob.size);
   for (int attempt = 0;; ++attempt) {
     try {
-      fetch_into(session, client, url, blob, partial, progress);
+      fetch_into(session, client, url, blob, partial, progress, deadline);
       break;
     } catch (const HttpTransportError& e) {
       if (!e.transient() || attempt + 1 >= kMaxAttempts) throw;

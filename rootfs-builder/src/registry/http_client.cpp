@@ -106,6 +106,28 @@ void set_body(Transfer& t, UniqueFd& file) {
     libcurl().easy_setopt(c, CURLOPT_CUSTOMREQUEST, r.method.c_str());
 }
 
+// A registry that trickles bytes must not hold a pull forever: under kLowSpeedBytes per second
+// for kLowSpeedSeconds is a stall (retried), and every request has a deadline (not retried).
+constexpr long kLowSpeedBytes = 1024;
+constexpr long kLowSpeedSeconds = 60;
+
+std::chrono::milliseconds time_left(const HttpRequest& request, const std::string& what) {
+  if (request.deadline == std::chrono::steady_clock::time_point::max()) return std::chrono::milliseconds::zero();
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(request.deadline - std::chrono::steady_clock::now());
+  if (left.count() <= 0) throw HttpTransportError(what + ": stalled, its deadline passed before it was sent", false);
+  return left;
+}
+
+[[noreturn]] void throw_transport_error(const HttpRequest& request, const std::string& what, CURLcode rc) {
+  if (rc == CURLE_OPERATION_TIMEDOUT && std::chrono::steady_clock::now() >= request.deadline)
+    throw HttpTransportError(what + ": stalled, not done by its deadline (" + libcurl().easy_strerror(rc) + ")", false);
+  if (rc == CURLE_OPERATION_TIMEDOUT)
+    throw HttpTransportError(what + ": stalled, under " + std::to_string(kLowSpeedBytes) + " bytes/s for " +
+                                 std::to_string(kLowSpeedSeconds) + " s (" + libcurl().easy_strerror(rc) + ")",
+                             true);
+  throw HttpTransportError(what + ": " + libcurl().easy_strerror(rc), is_transient(rc));
+}
+
 }  // namespace
 
 struct HttpClient::Handle {
@@ -139,9 +161,13 @@ HttpResponse HttpClient::send(const HttpRequest& request) {
   libcurl().easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   libcurl().easy_setopt(c, CURLOPT_USERAGENT, "sandcell");
   libcurl().easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
-  // A stalled server is a timeout (retried), not a hang: under 1 KiB/s for 60 s.
-  libcurl().easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-  libcurl().easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+  std::string what = request.method + " " + request.url;
+  // A stalled server is a timeout (retried), not a hang; a trickle faster than that still ends
+  // at the request's deadline.
+  libcurl().easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, kLowSpeedBytes);
+  libcurl().easy_setopt(c, CURLOPT_LOW_SPEED_TIME, kLowSpeedSeconds);
+  if (auto left = time_left(request, what); left.count() > 0)
+    libcurl().easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
   libcurl().easy_setopt(c, CURLOPT_SSL_VERIFYPEER, request.tls_verify ? 1L : 0L);
   libcurl().easy_setopt(c, CURLOPT_SSL_VERIFYHOST, request.tls_verify ? 2L : 0L);
   libcurl().easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -149,9 +175,7 @@ HttpResponse HttpClient::send(const HttpRequest& request) {
   set_body(t, file);
   CURLcode rc = libcurl().easy_perform(c);
   if (t.error) std::rethrow_exception(t.error);
-  std::string what = request.method + " " + request.url;
-  if (rc != CURLE_OK)
-    throw HttpTransportError(what + ": " + libcurl().easy_strerror(rc), is_transient(rc));
+  if (rc != CURLE_OK) throw_transport_error(request, what, rc);
   libcurl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.response.status);
   if (char* location = nullptr;
       libcurl().easy_getinfo(c, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location)

@@ -2,6 +2,7 @@
 // One HTTP exchange with libcurl, redirects not followed: the registry session decides where a
 // redirect may go and which headers go with it. A client keeps its connections alive between
 // requests; use one per thread.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -26,6 +27,8 @@ struct HttpRequest {
   // a Range); other bodies go into the response.
   std::function<void(long status, std::string_view data)> sink{};
   bool tls_verify = true;
+  // The exchange must be over by then (CURLOPT_TIMEOUT_MS); a request sent after it is refused.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 struct HttpResponse {
@@ -39,7 +42,8 @@ struct HttpResponse {
 };
 
 // A request that got no answer: name resolution, connect, TLS, or a body cut off. `transient`
-// ones (timeouts, resets, truncated bodies) are worth a retry.
+// ones (resets, truncated bodies, a stall under the low-speed limit) are worth a retry; a
+// request past its deadline is not.
 class HttpTransportError : public Error {
  public:
   HttpTransportError(std::string message, bool transient)

@@ -36,6 +36,18 @@ bool insecure_allowed(const std::string& registry, const RegistryOptions& option
 
 bool retryable_status(long status) { return status == 429 || (status >= 500 && status <= 504); }
 
+// A manifest, token or HEAD is at most HttpResponse::kMaxBody (4 MiB): two minutes are ample.
+// Blob bodies (a sink) and uploads set their own deadline, proportional to their size.
+constexpr std::chrono::seconds kSmallRequestSeconds{120};
+
+HttpRequest bounded(const HttpRequest& request, std::chrono::steady_clock::time_point overall) {
+  HttpRequest out = request;
+  bool small = !request.sink && request.body_file.empty();
+  if (small) out.deadline = std::min(out.deadline, std::chrono::steady_clock::now() + kSmallRequestSeconds);
+  out.deadline = std::min(out.deadline, overall);
+  return out;
+}
+
 }  // namespace
 
 void retry_pause(int attempt) { std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt)); }
@@ -56,6 +68,7 @@ void throw_registry_error(const std::string& what, const HttpResponse& response)
 RegistrySession::RegistrySession(std::string registry, const std::string& api_host,
                                  const RegistryOptions& options, std::vector<std::string> scopes)
     : registry_(std::move(registry)), scopes_(std::move(scopes)) {
+  if (options.timeout.count() > 0) deadline_ = std::chrono::steady_clock::now() + options.timeout;
   libcurl().global_init(CURL_GLOBAL_DEFAULT);  // before any worker thread makes a handle
   credentials_ = options.credentials ? options.credentials : find_credentials(registry_);
   bool insecure = insecure_allowed(registry_, options);
@@ -86,7 +99,8 @@ bool RegistrySession::challenge_from(const HttpResponse& response) {
   return true;
 }
 
-HttpResponse RegistrySession::exchange(HttpClient& client, const HttpRequest& request) {
+HttpResponse RegistrySession::exchange(HttpClient& client, const HttpRequest& given) {
+  const HttpRequest request = bounded(given, deadline_);  // one deadline for all the attempts
   for (int attempt = 0;; ++attempt) {
     try {
       HttpResponse response = client.send(request);

@@ -24,6 +24,8 @@ class RegistrySession {
 
   const std::string& registry() const { return registry_; }
   std::string url(const std::string& path) const { return base_ + path; }
+  // When the whole pull or push (RegistryOptions::timeout) must be over; max() when unbounded.
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
 
   // Credentials go only to the registry's own origin (and to its token realm), never along a
   // redirect to another host. A request with a sink is not retried once its body has started:
@@ -44,6 +46,7 @@ class RegistrySession {
   std::string base_;  // "https://host:port"
   std::string origin_;
   bool tls_verify_ = true;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   std::optional<RegistryCredentials> credentials_;
   std::vector<std::string> scopes_;
 

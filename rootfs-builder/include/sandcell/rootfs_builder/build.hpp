@@ -4,6 +4,7 @@
 // capabilities and, by default, the host's network as `docker build --network host` does);
 // COPY and ADD are done by sandcell itself. Each step's result is cached by its key (see
 // build_cache.hpp); with SOURCE_DATE_EPOCH set the image digest is reproducible.
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -21,6 +22,9 @@ struct BuildOptions {
   std::string target;      // stage name or index; empty: the last stage
   bool no_cache = false;
   bool host_network = true;  // false: RUN steps get `--net none`
+  // A RUN step's memory limit, which also bounds what it may write: its writable layer is a
+  // tmpfs of this size whose pages are charged to the step's memory cgroup.
+  std::uint64_t memory_bytes = 8ull << 30;
   // Step lines ("[2/5] RUN make") and RUN output; default: stderr.
   std::function<void(const std::string&)> progress;
   // FROM an image the store lacks: fetches it (`sandcell pull`) and returns the name the store

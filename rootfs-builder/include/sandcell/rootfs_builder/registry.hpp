@@ -3,6 +3,7 @@
 // and out of the image store. Manifests are kept byte for byte as received (their digest is
 // the sha256 of those bytes); every blob is checked for size and digest, every layer for its
 // DiffID, before it is renamed into the store. A failed pull tags nothing.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -22,6 +23,9 @@ struct RegistryOptions {
   std::optional<RegistryCredentials> credentials;
   // Progress bars on stderr (callers pass false when stderr is no terminal, or for -q).
   bool progress = false;
+  // The whole pull or push must be over within this (`--timeout`); zero: only the bounds of each
+  // request (a stall under 1 KiB/s for 60 s, a deadline per request and per blob) apply.
+  std::chrono::seconds timeout{0};
 };
 
 struct PullOptions : RegistryOptions {
