@@ -275,13 +275,14 @@ void run_start_hooks(const ChildPlan& plan) {
   attach_terminal(plan);          // process.terminal: pty master to --console-socket
   close_fds_not_needed(plan);     // CVE-2016-9962: the caller's fds, before the credentials change
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
+  const int apparmor_attr = open_apparmor_attr(plan);  // while privileged, before seccomp
   // Without no_new_privs only a task with CAP_SYS_ADMIN may install a filter: then it goes in
   // now, while privileged (as runc does), and must allow the few steps that follow.
   if (!plan.no_new_privileges) install_seccomp(plan);
   drop_bounding_set(plan);
   switch_user(plan);
   set_capabilities(plan);
-  apply_apparmor(plan);
+  apply_apparmor(plan, apparmor_attr);
   set_no_new_privs(plan);
   if (plan.no_new_privileges) install_seccomp(plan);  // plain actions: no notify listener here
   report_ready(plan);             // `create` writes the state and exits

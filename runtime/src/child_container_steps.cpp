@@ -97,13 +97,14 @@ void attach_terminal(const ChildPlan& plan) {
   attach_terminal(plan);
   close_fds_not_needed(plan);     // the caller's fds, before the credentials change
   close_inherited_fds_and_verify_cwd(plan);
+  const int apparmor_attr = open_apparmor_attr(plan);  // while privileged, before seccomp
   // Without no_new_privs only a task with CAP_SYS_ADMIN may install a filter: then it goes in
   // now, while privileged (as runc does), and must allow the few steps that follow.
   if (!plan.no_new_privileges) install_seccomp(plan);
   drop_bounding_set(plan);
   switch_user(plan);
   set_capabilities(plan);
-  apply_apparmor(plan);
+  apply_apparmor(plan, apparmor_attr);
   set_no_new_privs(plan);
   if (plan.no_new_privileges) install_seccomp(plan);
   exec_program(plan);

@@ -340,16 +340,21 @@ void set_no_new_privs(const ChildPlan& plan) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_NO_NEW_PRIVS)");
 }
 
-void apply_apparmor(const ChildPlan& plan) {
-  if (plan.apparmor_profile.empty()) return;
+int open_apparmor_attr(const ChildPlan& plan) {
+  if (plan.apparmor_profile.empty()) return -1;
   int proc = open_private_procfs();
   if (proc < 0) child_fail(plan, "open a procfs of our own for AppArmor's attr/exec");
   int thread_self = open_proc_thread_self(proc);
   if (thread_self < 0) child_fail(plan, "open thread-self in our procfs");
+  close(proc);
+  return thread_self;
+}
+
+void apply_apparmor(const ChildPlan& plan, int thread_self) {
+  if (plan.apparmor_profile.empty()) return;
   if (apparmor::change_onexec(plan.apparmor_profile.c_str(), thread_self) < 0)
     child_fail(plan, "apply AppArmor profile %s", plan.apparmor_profile.c_str());
   close(thread_self);
-  close(proc);
 }
 
 void apply_landlock(const ChildPlan& plan) {

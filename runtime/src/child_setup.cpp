@@ -39,11 +39,12 @@ namespace sandcell::runtime {
   GoMessage go = wait_for_go(plan);
   join_cgroup(plan, go);          // v1: its tasks files came with "go"; single-threaded, so cheap
   enter_cgroup_namespace(plan);   // after joining the cgroup, so it is the namespace's root
+  const int apparmor_attr = open_apparmor_attr(plan);  // while privileged: a fresh procfs needs it
   drop_bounding_set(plan);        // needs CAP_SETPCAP, so before the uid changes
   switch_user(plan);
   set_capabilities(plan);
   die_with_supervisor(plan);      // after switch_user: a credential change clears PDEATHSIG
-  apply_apparmor(plan);           // AppArmor hosts: profile for execve; refused after no_new_privs
+  apply_apparmor(plan, apparmor_attr);  // AppArmor hosts: profile for execve; refused after no_new_privs
   set_no_new_privs(plan);
   apply_landlock(plan);           // hosts without AppArmor; needs no_new_privs
   set_not_dumpable(plan);         // for the init; the program's execve makes it dumpable again

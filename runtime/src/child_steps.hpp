@@ -110,7 +110,11 @@ void drop_bounding_set(const ChildPlan& plan);
 void switch_user(const ChildPlan& plan);
 void set_capabilities(const ChildPlan& plan);
 void die_with_supervisor(const ChildPlan& plan);
-void apply_apparmor(const ChildPlan& plan);
+// AppArmor's attr/exec is written through a procfs of our own (proc_handle.hpp). Making one needs
+// CAP_SYS_ADMIN and fsopen/open_tree, which the default seccomp profile denies, so the handle is
+// opened while privileged and used after the credentials change. -1 when no profile is asked for.
+int open_apparmor_attr(const ChildPlan& plan);
+void apply_apparmor(const ChildPlan& plan, int thread_self);
 void set_no_new_privs(const ChildPlan& plan);
 void apply_landlock(const ChildPlan& plan);
 // The program that came with "go" if one did, else the plan's.
