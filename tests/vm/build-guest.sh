@@ -34,10 +34,10 @@ PACKAGES=(
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, chroot, mkfs.ext4 -d keep owners)"
 for tool in debootstrap mkfs.ext4 dpkg-deb apt-get cpio gzip; do
-  command -v "$tool" >/dev/null 2>&1 || die "missing $tool (scripts/install-deps.sh)"
+  command -v "$tool" >/dev/null 2>&1 || die "missing $tool (apt-get install qemu-system-x86 cpio debootstrap busybox-static)"
 done
 [ -x /bin/busybox ] && file -L /bin/busybox | grep -q 'statically linked' ||
-  die "/bin/busybox must be busybox-static (scripts/install-deps.sh)"
+  die "/bin/busybox must be busybox-static (apt-get install qemu-system-x86 cpio debootstrap busybox-static)"
 
 kernel_package=$(apt-cache depends linux-image-amd64 2>/dev/null |
   awk '/Depends: linux-image-[0-9]/ { print $2; exit }')

@@ -45,7 +45,7 @@ done
 [[ $user == root || $user == tester ]] || die "--user must be root or tester (got '$user')"
 [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds (got '$timeout')"
 [ "$(id -u)" -eq 0 ] || die "must run as root (mkfs.ext4 -d keeps owners)"
-command -v qemu-system-x86_64 >/dev/null 2>&1 || die "missing qemu-system-x86_64 (scripts/install-deps.sh)"
+command -v qemu-system-x86_64 >/dev/null 2>&1 || die "missing qemu-system-x86_64 (apt-get install qemu-system-x86 cpio debootstrap busybox-static)"
 
 build_abs=$(cd "$src" && cd "$build" 2>/dev/null && pwd) || die "no build tree at $build"
 case $build_abs in
