@@ -1,0 +1,19 @@
+#pragma once
+// The program of a running container: the supervisor's child (pid 1 of the sandbox's pid
+// namespace), found through /proc/<supervisor>/task/*/children.
+#include <sys/types.h>
+
+#include <vector>
+
+#include "container_store.hpp"
+
+namespace sandcell::dockerapi {
+
+std::vector<pid_t> sandbox_pids(const ContainerState& state);
+// Sends `signal` to the program; false when the container is not running.
+bool signal_container(const ContainerDir& container, int signal);
+// Spawns `exe --root STORE docker-container-supervisor DIR` and waits until the state left
+// `created`. Throws ApiError with the supervisor's error when the sandbox could not start.
+void start_supervisor(const std::string& exe, const std::string& store_root, const ContainerDir& container);
+
+}  // namespace sandcell::dockerapi
