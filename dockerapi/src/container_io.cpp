@@ -66,6 +66,45 @@ class LogReader {
   bool follow_, over_ = false;
 };
 
+// The frames of the streams asked for, whole: a reader can stop between two frames only.
+class FrameFilter {
+ public:
+  FrameFilter(const ContainerDir& container, const AttachOptions& options)
+      : reader_(container, options), want_{false, options.stdout, options.stderr} {}
+
+  size_t next(char* out, size_t size) {
+    for (;;) {
+      take_complete_frames();
+      if (!ready_.empty()) {
+        size_t n = std::min(size, ready_.size());
+        std::copy_n(ready_.data(), n, out);
+        ready_.erase(0, n);
+        return n;
+      }
+      char buffer[32768];
+      size_t n = reader_.next(buffer, sizeof buffer);
+      if (n == 0) return 0;
+      pending_.append(buffer, n);
+    }
+  }
+
+ private:
+  void take_complete_frames() {
+    while (pending_.size() >= 8) {
+      auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(pending_[i])); };
+      size_t frame = 8 + (byte(4) << 24 | byte(5) << 16 | byte(6) << 8 | byte(7));
+      if (pending_.size() < frame) return;
+      unsigned stream = byte(0);
+      if (stream < 3 && want_[stream]) ready_.append(pending_, 0, frame);
+      pending_.erase(0, frame);
+    }
+  }
+
+  LogReader reader_;
+  bool want_[3];
+  std::string pending_, ready_;
+};
+
 bool send_all(int sock, const char* data, size_t size) {
   while (size > 0) {
     ssize_t n = send(sock, data, size, MSG_NOSIGNAL);
@@ -114,12 +153,12 @@ void forward_stdin(int sock, const std::string& early, const ContainerDir& conta
 }  // namespace
 
 BodyStream log_stream(const ContainerDir& container, const AttachOptions& options) {
-  auto reader = std::make_shared<LogReader>(container, options);
+  auto reader = std::make_shared<FrameFilter>(container, options);
   return [reader](char* buffer, size_t size) { return reader->next(buffer, size); };
 }
 
 Hijack attach_connection(const ContainerDir& container, const AttachOptions& options) {
-  auto reader = std::make_shared<LogReader>(container, options);  // before the 101: nothing missed
+  auto reader = std::make_shared<FrameFilter>(container, options);  // before the 101: nothing missed
   return [reader, container, options](int sock, const std::string& early) {
     std::thread input;
     if (options.forward_stdin && std::filesystem::exists(container.file("stdin")))

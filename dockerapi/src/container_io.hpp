@@ -13,6 +13,7 @@ struct AttachOptions {
   bool replay_log = false;  // logs=1: from the start of the log, not its current end
   bool follow = true;       // stream=1: until the container is over
   bool forward_stdin = false;
+  bool stdout = true, stderr = true;  // which streams' frames are sent
 };
 
 // The log as Docker's multiplexed frames, from the start or the end, optionally following.

@@ -151,7 +151,8 @@ json check_create_request(const std::string& body_text, const std::string& name,
     refuse_weakening(host);
     refuse_not_yet(body, host);
     json stored_host = checked_limits(host);
-    stored_host["NetworkMode"] = network_mode(host);
+    // docker-py's network_disabled=True: Config.NetworkDisabled, whatever HostConfig says.
+    stored_host["NetworkMode"] = body.value("NetworkDisabled", false) ? "none" : network_mode(host);
     stored_host["AutoRemove"] = host.value("AutoRemove", false);
     json request = {{"Name", name}, {"Image", image}, {"Config", checked_config(body, image)}, {"HostConfig", stored_host}};
     rootfs_builder::ImageRecord record;

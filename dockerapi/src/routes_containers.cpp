@@ -55,6 +55,9 @@ json inspect_json(const ContainerDir& c) {
   host["PidsLimit"] = host.value("PidsLimit", 0);
   host["Privileged"] = false;
   host["Init"] = true;  // sandcell's init is pid 1 in effect
+  // The log is the supervisor's file, read back in full as json-file's is (docker-py reads
+  // run()'s output only from a driver it knows can be read back).
+  host["LogConfig"] = {{"Type", "json-file"}, {"Config", json::object()}};
   return {{"Id", c.id()}, {"Created", request.value("Created", "")},
           {"Path", args.empty() ? "" : args[0]},
           {"Args", args.size() > 1 ? json(std::vector<std::string>(args.begin() + 1, args.end())) : json::array()},
@@ -148,7 +151,8 @@ HttpReply remove(const ApiContext& api, const ContainerDir& c, const HttpRequest
 HttpReply attach(const ContainerDir& c, const HttpRequest& request) {
   if (!request.upgrade) throw bad_request("attach needs a hijacked connection (Upgrade: tcp)");
   AttachOptions options{.replay_log = request.flag("logs"), .follow = request.flag("stream"),
-                        .forward_stdin = request.flag("stdin")};
+                        .forward_stdin = request.flag("stdin"), .stdout = request.flag("stdout"),
+                        .stderr = request.flag("stderr")};
   HttpReply reply;
   reply.content_type = "application/vnd.docker.multiplexed-stream";
   reply.hijack = attach_connection(c, options);
@@ -162,9 +166,8 @@ HttpReply logs(const ContainerDir& c, const HttpRequest& request) {
     throw bad_request("logs: since is not supported by sandcell's Docker API yet");
   if (auto tail = request.param("tail"); tail && *tail != "all" && !tail->empty())
     throw bad_request("logs: tail is not supported by sandcell's Docker API yet");
-  if (!request.flag("stdout") || !request.flag("stderr"))
-    throw bad_request("logs: one stream alone is not supported by sandcell's Docker API yet (ask for both)");
-  AttachOptions options{.replay_log = true, .follow = request.flag("follow")};
+  AttachOptions options{.replay_log = true, .follow = request.flag("follow"), .forward_stdin = false,
+                        .stdout = request.flag("stdout"), .stderr = request.flag("stderr")};
   return streamed("application/vnd.docker.multiplexed-stream", log_stream(c, options));
 }
 
