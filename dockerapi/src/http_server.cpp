@@ -2,6 +2,7 @@
 #include "http_server.hpp"
 
 #include <microhttpd.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 
 #include <cstring>
@@ -50,6 +51,9 @@ void free_stream(void* cls) { delete static_cast<BodyStream*>(cls); }
 void run_hijack(void* cls, MHD_Connection*, void*, const char* extra_in, size_t extra_in_size, MHD_socket sock,
                 MHD_UpgradeResponseHandle* handle) {
   std::unique_ptr<Hijack> hijack(static_cast<Hijack*>(cls));
+  // MHD's sockets are non-blocking; the hijack's reads and writes block (a thread of its own).
+  int flags = fcntl(sock, F_GETFL);
+  if (flags >= 0) fcntl(sock, F_SETFL, flags & ~O_NONBLOCK);
   try {
     (*hijack)(sock, std::string(extra_in == nullptr ? "" : extra_in, extra_in_size));
   } catch (const std::exception& e) {

@@ -34,7 +34,7 @@ HttpReply ping(const HttpRequest& request) {
   HttpReply reply;
   reply.body = request.method == "HEAD" ? "" : "OK";
   reply.content_type = "text/plain; charset=utf-8";
-  reply.headers = {{"API-Version", kApiVersion}, {"OSType", "linux"}, {"Docker-Experimental", "false"},
+  reply.headers = {{"Api-Version", kApiVersion}, {"OSType", "linux"}, {"Docker-Experimental", "false"},
                    {"Builder-Version", "1"}, {"Cache-Control", "no-cache, no-store, must-revalidate"},
                    {"Pragma", "no-cache"}};
   return reply;
@@ -44,8 +44,9 @@ HttpReply version() {
   nlohmann::json u = uname_json();
   nlohmann::json engine = {{"Version", "sandcell"}, {"ApiVersion", kApiVersion}, {"MinAPIVersion", kMinApiVersion},
                            {"Os", "linux"}, {"Arch", go_arch(u["machine"])}, {"KernelVersion", u["kernel"]},
-                           {"GitCommit", ""}, {"GoVersion", ""}, {"BuildTime", ""}, {"Experimental", false}};
-  nlohmann::json body = engine;
+                           {"GitCommit", ""}, {"GoVersion", ""}, {"BuildTime", ""}};
+  nlohmann::json body = engine;  // Details: strings only (the CLI decodes a map of strings)
+  body["Experimental"] = false;
   body["Platform"] = {{"Name", "sandcell"}};
   body["Components"] = nlohmann::json::array({{{"Name", "Engine"}, {"Version", "sandcell"}, {"Details", engine}}});
   return json_reply(200, body);
