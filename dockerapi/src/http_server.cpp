@@ -84,6 +84,11 @@ MHD_Result send_reply(MHD_Connection* connection, HttpReply reply) {
 
 std::string error_body(const std::string& message) { return nlohmann::json{{"message", message}}.dump() + "\n"; }
 
+MHD_Result answer_too_large(MHD_Connection* connection, size_t max_body_bytes) {
+  return queue_buffer(connection, 413, error_body("request body larger than " + std::to_string(max_body_bytes) + " bytes"),
+                      "application/json", {});
+}
+
 MHD_Result answer(void* cls, MHD_Connection* connection, const char* url, const char* method, const char*,
                   const char* upload_data, size_t* upload_data_size, void** req_cls) {
   auto* state = static_cast<ServerState*>(cls);
@@ -96,18 +101,22 @@ MHD_Result answer(void* cls, MHD_Connection* connection, const char* url, const 
     const char* upgrade = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
     pending->request.upgrade = upgrade != nullptr && strcasecmp(upgrade, "tcp") == 0;
     *req_cls = pending;
+    // Too large by its Content-Length: answered before the body is read (no 100 Continue);
+    // MHD then closes the connection.
+    const char* length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length != nullptr && std::strtoull(length, nullptr, 10) > state->max_body_bytes) {
+      pending->too_large = true;
+      return answer_too_large(connection, state->max_body_bytes);
+    }
     return MHD_YES;
   }
-  if (*upload_data_size > 0) {
+  if (*upload_data_size > 0) {  // a chunked body without a length: counted, the excess dropped
     if (pending->request.body.size() + *upload_data_size > state->max_body_bytes) pending->too_large = true;
     else pending->request.body.append(upload_data, *upload_data_size);
     *upload_data_size = 0;
     return MHD_YES;
   }
-  if (pending->too_large)
-    return queue_buffer(connection, 413, error_body("request body larger than " +
-                                                    std::to_string(state->max_body_bytes) + " bytes"),
-                        "application/json", {});
+  if (pending->too_large) return answer_too_large(connection, state->max_body_bytes);
   HttpReply reply;
   try {
     reply = state->routes(pending->request);

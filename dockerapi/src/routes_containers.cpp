@@ -14,6 +14,7 @@
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 #include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/number.hpp"
 
 namespace sandcell::dockerapi {
 namespace {
@@ -116,7 +117,11 @@ HttpReply stop(const ContainerDir& c, const HttpRequest& request) {
   if (c.state().status != "running") return empty_reply(304);
   json config = c.create_request()["Config"];
   int timeout = config.value("StopTimeout", 10);
-  if (auto t = request.param("t")) timeout = std::stoi(*t);
+  if (auto t = request.param("t")) {
+    auto seconds = parse_number<int>(*t);
+    if (!seconds) throw bad_request("invalid value for t: " + *t);
+    timeout = *seconds;
+  }
   std::string name = request.param("signal").value_or(config.value("StopSignal", ""));
   signal_container(c, name.empty() ? SIGTERM : oci::parse_signal(name));
   if (!wait_for_exit(c, std::max(timeout, 0) * 1000)) {
