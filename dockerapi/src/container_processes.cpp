@@ -17,21 +17,36 @@ extern char** environ;
 
 namespace sandcell::dockerapi {
 
-std::vector<pid_t> sandbox_pids(const ContainerState& state) {
+namespace {
+
+std::vector<pid_t> children_of(pid_t parent) {
   std::vector<pid_t> pids;
-  if (state.status != "running" || state.pid <= 0) return pids;
   std::error_code ec;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(state.pid) + "/task", ec)) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(parent) + "/task", ec)) {
     std::ifstream children(task.path() / "children");
     for (pid_t pid; children >> pid;) pids.push_back(pid);
   }
   return pids;
 }
 
+}  // namespace
+
+std::vector<pid_t> sandbox_pids(const ContainerState& state) {
+  if (state.status != "running" || state.pid <= 0) return {};
+  return children_of(state.pid);
+}
+
+
 bool signal_container(const ContainerDir& container, int signal) {
   ContainerState state = container.state();
   if (state.status != "running") return false;
-  for (pid_t pid : sandbox_pids(state)) kill(pid, signal);
+  for (pid_t init : sandbox_pids(state)) {
+    // sandcell's init (pid 1 inside) does not pass signals on: a stop signal goes to the
+    // program, its child, as Docker sends it to the program; SIGKILL to the init ends them all.
+    std::vector<pid_t> programs = signal == SIGKILL ? std::vector<pid_t>{} : children_of(init);
+    if (programs.empty()) kill(init, signal);
+    for (pid_t pid : programs) kill(pid, signal);
+  }
   return true;
 }
 

@@ -171,18 +171,36 @@ TEST_F(DockerApi, DetachedContainerLogsStopsWithItsStateRecordedAndIsRemoved) {
   CliRun rm_running = docker({"rm", "sleeper"});
   EXPECT_NE(rm_running.exit_code, 0);
   EXPECT_NE(rm_running.err.find("Stop the container"), std::string::npos) << rm_running.err;
-  CliRun stop = docker({"stop", "-t", "1", "sleeper"});  // sleep, as pid 1, ignores SIGTERM
+  CliRun stop = docker({"stop", "-t", "5", "sleeper"});  // SIGTERM ends sleep (not pid 1 here)
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   nlohmann::json exited = inspect(id.substr(0, 12));
   EXPECT_EQ(exited["State"]["Status"], "exited");
   EXPECT_EQ(exited["State"]["Running"], false);
-  EXPECT_EQ(exited["State"]["ExitCode"], 137);
+  EXPECT_EQ(exited["State"]["ExitCode"], 143);
   EXPECT_NE(exited["State"]["FinishedAt"], "0001-01-01T00:00:00Z");
   EXPECT_EQ(exited["Sandcell"]["isolation"]["network"], "none");  // sandcell's record
-  EXPECT_EQ(docker({"ps", "-a", "--format", "{{.Names}} {{.Status}}"}).out, "sleeper Exited (137)\n");
+  EXPECT_EQ(docker({"ps", "-a", "--format", "{{.Names}} {{.Status}}"}).out, "sleeper Exited (143)\n");
   EXPECT_EQ(docker({"rm", "sleeper"}).exit_code, 0);
   EXPECT_EQ(docker({"ps", "-aq"}).out, "");
   EXPECT_EQ(containers_on_disk(), 0u);
+}
+
+// The stop signal reaches the program (sandcell's init, pid 1 inside, does not pass it on), so a
+// program that handles it ends cleanly at once; one that ignores it is killed after `t`.
+TEST_F(DockerApi, StopSendsTheStopSignalToTheProgramThenKillsAfterTheTimeout) {
+  ASSERT_EQ(docker({"run", "-d", "--name", "graceful", "--network", "none", "bb:1", "sh", "-c",
+                    "trap 'echo got term; exit 5' TERM; while :; do sleep 0.1; done"}).exit_code, 0);
+  ASSERT_EQ(docker({"run", "-d", "--name", "stubborn", "--network", "none", "bb:1", "sh", "-c",
+                    "trap '' TERM; while :; do sleep 0.1; done"}).exit_code, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the traps are set
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(docker({"stop", "-t", "20", "graceful"}).exit_code, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(inspect("graceful")["State"]["ExitCode"], 5);
+  EXPECT_EQ(docker({"logs", "graceful"}).out, "got term\n");
+  EXPECT_EQ(docker({"stop", "-t", "1", "stubborn"}).exit_code, 0);
+  EXPECT_EQ(inspect("stubborn")["State"]["ExitCode"], 137);
+  EXPECT_EQ(docker({"rm", "graceful", "stubborn"}).exit_code, 0);
 }
 
 TEST_F(DockerApi, HostConfigLimitsBecomeSandcellLimitsAndAnOomIsReported) {
@@ -278,7 +296,7 @@ except docker.errors.APIError as e:
 )";
   CliRun r = run_program({"/usr/bin/python3", "-c", script, "unix://" + socket_path()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "1.43\nfrom docker-py\nrunning\nexited 137 up\n0\n400\n");
+  EXPECT_EQ(r.out, "1.43\nfrom docker-py\nrunning\nexited 143 up\n0\n400\n");
 }
 
 }  // namespace
