@@ -284,6 +284,11 @@ print(client.containers.run("bb:1", ["sh", "-c", "echo from docker-py"], mem_lim
 c = client.containers.run("bb:1", ["sh", "-c", "echo up; exec sleep 60"], detach=True, network_mode="none")
 c.reload()
 print(c.status)
+import time
+for _ in range(200):  # the program is up before it is stopped
+    if c.logs():
+        break
+    time.sleep(0.02)
 c.stop(timeout=1)
 c.reload()
 print(c.status, c.attrs["State"]["ExitCode"], c.logs().decode(), end="")
