@@ -12,6 +12,9 @@
 #include "commands.hpp"
 #include "request_ceiling_flags.hpp"
 #include "sandcell/agent_service/http_api.hpp"
+#if SANDCELL_SERVES_HTTP
+#include "sandcell/dockerapi/server.hpp"
+#endif
 
 namespace sandcell::cli {
 
@@ -22,7 +25,11 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
   auto ceilings = std::make_shared<agent::RequestCeilings>();
   auto max_body_mb = std::make_shared<size_t>(32);
   options->max_running = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-  cmd->add_option("--listen", options->listen, "HOST:PORT or unix:PATH")->required();
+  auto docker = std::make_shared<std::pair<std::string, std::string>>();  // --docker-api, its group
+  cmd->add_option("--listen", options->listen, "HOST:PORT or unix:PATH");
+  cmd->add_option("--docker-api", docker->first,
+                  "Serve the Docker Engine API instead, on unix:PATH (docker CLI, docker-py: DOCKER_HOST=unix://PATH)");
+  cmd->add_option("--docker-api-group", docker->second, "Group that may use the --docker-api socket (0660) [root]");
   cmd->add_option("--token", options->token, "Bearer token clients must send on TCP [$SANDCELL_TOKEN]");
   cmd->add_option("--max-running", options->max_running, "Executions at once [CPU count]")->check(CLI::PositiveNumber);
   cmd->add_option("--max-queued", options->max_queued, "Executions waiting; more get 429")->capture_default_str()->check(CLI::NonNegativeNumber);
@@ -42,10 +49,32 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
       "Examples:\n"
       "  SANDCELL_TOKEN=secret sandcell serve --listen 127.0.0.1:8765\n"
       "  sandcell serve --listen unix:/run/sandcell.sock\n"
+      "  sandcell serve --docker-api unix:/run/sandcell/docker.sock   # then DOCKER_HOST=unix:///run/sandcell/docker.sock docker run ...\n"
       "  curl -H 'Authorization: Bearer secret' -d '{\"skill\":\"python\",\"code\":\"print(1)\"}' http://127.0.0.1:8765/v1/run\n"
       "SIGTERM/SIGINT stop accepting and finish the requests already running.");
-  cmd->callback([&action, options, bin, ceilings, max_body_mb, globals] {
+  // The supervisor of one Docker API container (dockerapi/src/supervisor.cpp), started by the
+  // API server as its own process: not a command for people, hence no group (hidden).
+  auto* supervisor = app.add_subcommand("docker-container-supervisor", "")->group("");
+  auto container_dir = std::make_shared<std::string>();
+  supervisor->add_option("dir", *container_dir)->required();
+  supervisor->callback([&action, container_dir, globals] {
 #if SANDCELL_SERVES_HTTP
+    action = [container_dir, globals] { return dockerapi::supervise_container(*container_dir, globals->store_root()); };
+#else
+    action = []() -> int { hand_over_to("sandcell-serve", "the Docker API lives in sandcell-serve"); };
+#endif
+  });
+  cmd->callback([&action, options, bin, ceilings, max_body_mb, globals, docker] {
+    if (options->listen.empty() == docker->first.empty())
+      throw CLI::ValidationError("serve", "give one of --listen (sandcell's API) or --docker-api (Docker's)");
+#if SANDCELL_SERVES_HTTP
+    if (!docker->first.empty()) {
+      action = [docker, globals] {
+        return dockerapi::serve_docker_api_until_signal(
+            {.listen = docker->first, .group = docker->second, .store_root = globals->store_root(), .supervisor_exe = {}});
+      };
+      return;
+    }
     action = [options, bin, ceilings, max_body_mb, globals] {
       if (options->token.empty() && std::getenv("SANDCELL_TOKEN")) options->token = std::getenv("SANDCELL_TOKEN");
       options->max_body_bytes = *max_body_mb << 20;

@@ -14,6 +14,8 @@ packages=(
   libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev googletest libarchive-dev libssl-dev libcurl4-openssl-dev libnftables-dev zlib1g-dev
   libidn2-dev libhttp-parser-dev libcpp-httplib-dev
+  # the Docker Engine API (dockerapi/): an HTTP server with the connection hijack (MHD upgrade)
+  libmicrohttpd-dev
   # test fixtures: a static busybox rootfs; a static helper is built with the C compiler.
   # libc6-dev's libc.a also links the lean `sandcell` as a static PIE (cli/CMakeLists.txt)
   busybox-static libc6-dev
@@ -38,6 +40,9 @@ packages=(
   golang-github-docker-docker-dev golang-github-containers-common
   # AppArmor profiles are checked with apparmor_parser -QK even where the kernel lacks AppArmor
   apparmor
+  # the Docker API tests drive the real clients: docker.io for the `docker` CLI only (its daemon
+  # is never started; DOCKER_HOST points at sandcell) and python3-docker (docker-py)
+  docker.io python3-docker
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -1,0 +1,23 @@
+#pragma once
+// `sandcell serve --docker-api unix:PATH`: the Docker Engine API (docs/docker-api.md).
+#include <string>
+
+namespace sandcell::dockerapi {
+
+struct DockerApiOptions {
+  std::string listen;          // "unix:PATH"
+  std::string group;           // the socket's group (0660); empty: root's
+  std::string store_root;      // image store; containers live under <store_root>/docker/containers
+  std::string supervisor_exe;  // runs `docker-container-supervisor DIR`; empty: /proc/self/exe
+};
+
+// Serves until SIGINT/SIGTERM; running containers keep running (their supervisors are not ours).
+// Returns the process exit code; throws Error when the socket cannot be made.
+int serve_docker_api_until_signal(const DockerApiOptions& options);
+
+// The supervisor of one container (its own process, started by the API server's `start`):
+// detaches into its own session, runs the sandbox and records the outcome in the container's
+// directory. Returns the exit code of the process that was started (0 once detached).
+int supervise_container(const std::string& container_dir, const std::string& store_root);
+
+}  // namespace sandcell::dockerapi

@@ -1,0 +1,32 @@
+#pragma once
+// A container's output and stdin as streams: the log followed until the container is over,
+// the hijacked attach connection, and waiting for the exit file.
+#include <optional>
+#include <string>
+
+#include "container_store.hpp"
+#include "http_server.hpp"
+
+namespace sandcell::dockerapi {
+
+struct AttachOptions {
+  bool replay_log = false;  // logs=1: from the start of the log, not its current end
+  bool follow = true;       // stream=1: until the container is over
+  bool forward_stdin = false;
+  bool stdout = true, stderr = true;  // which streams' frames are sent
+};
+
+// The log as Docker's multiplexed frames, from the start or the end, optionally following.
+BodyStream log_stream(const ContainerDir& container, const AttachOptions& options);
+// attach after the 101: the log to the client, the client's bytes into the stdin FIFO.
+Hijack attach_connection(const ContainerDir& container, const AttachOptions& options);
+// POST /wait: the body {"StatusCode":N,"Error":null} once the condition holds.
+BodyStream wait_stream(const ContainerDir& container, const std::string& condition);
+
+// Ends every stream above at its next poll (the server is stopping).
+void end_all_streams();
+
+// Blocks until the exit file is written (or `timeout_ms` passed); the status code if written.
+std::optional<int> wait_for_exit(const ContainerDir& container, int timeout_ms);
+
+}  // namespace sandcell::dockerapi

@@ -1,0 +1,80 @@
+// Starting the supervisor, and signals to a container's program.
+#include "container_processes.hpp"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "api_error.hpp"
+#include "sandcell/runtime/error.hpp"
+
+extern char** environ;
+
+namespace sandcell::dockerapi {
+
+namespace {
+
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> pids;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(parent) + "/task", ec)) {
+    std::ifstream children(task.path() / "children");
+    for (pid_t pid; children >> pid;) pids.push_back(pid);
+  }
+  return pids;
+}
+
+}  // namespace
+
+std::vector<pid_t> sandbox_pids(const ContainerState& state) {
+  if (state.status != "running" || state.pid <= 0) return {};
+  return children_of(state.pid);
+}
+
+
+bool signal_container(const ContainerDir& container, int signal) {
+  ContainerState state = container.state();
+  if (state.status != "running") return false;
+  for (pid_t init : sandbox_pids(state)) {
+    // sandcell's init (pid 1 inside) does not pass signals on: a stop signal goes to the
+    // program, its child, as Docker sends it to the program; SIGKILL to the init ends them all.
+    std::vector<pid_t> programs = signal == SIGKILL ? std::vector<pid_t>{} : children_of(init);
+    if (programs.empty()) kill(init, signal);
+    for (pid_t pid : programs) kill(pid, signal);
+  }
+  return true;
+}
+
+void start_supervisor(const std::string& exe, const std::string& store_root, const ContainerDir& container) {
+  std::vector<std::string> words = {exe, "--root", store_root, "docker-container-supervisor", container.path()};
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int err = posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), environ);
+  if (err != 0) throw Error(err, "spawn the container supervisor " + exe);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  for (int i = 0; i < 1500; ++i) {  // 30 s: the first run of an image unpacks its layers
+    ContainerState state;
+    try {
+      state = container.state();
+    } catch (const std::exception&) {
+      return;  // over and auto-removed already
+    }
+    if (state.status != "created") {
+      if (!state.error.empty()) throw ApiError{400, state.error};
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw ApiError{500, "the container's supervisor did not start within 30 s"};
+}
+
+}  // namespace sandcell::dockerapi

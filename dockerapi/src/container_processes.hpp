@@ -1,0 +1,21 @@
+#pragma once
+// A running container's processes: the supervisor's child is sandcell's init (pid 1 of the
+// sandbox's pid namespace), the program is the init's child; found through
+// /proc/<pid>/task/*/children.
+#include <sys/types.h>
+
+#include <vector>
+
+#include "container_store.hpp"
+
+namespace sandcell::dockerapi {
+
+std::vector<pid_t> sandbox_pids(const ContainerState& state);
+// Sends `signal` to the program (SIGKILL: to the init, which ends the whole sandbox); false when
+// the container is not running.
+bool signal_container(const ContainerDir& container, int signal);
+// Spawns `exe --root STORE docker-container-supervisor DIR` and waits until the state left
+// `created`. Throws ApiError with the supervisor's error when the sandbox could not start.
+void start_supervisor(const std::string& exe, const std::string& store_root, const ContainerDir& container);
+
+}  // namespace sandcell::dockerapi

@@ -1,0 +1,64 @@
+#pragma once
+// Docker containers on disk (docs/docker-api.md, "A container on disk"): one directory each,
+// no state in the API server's memory, so a restarted server sees every container.
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandcell::dockerapi {
+
+// state.json: what the container's life has reached, written by the server (created) and by
+// the supervisor (running, exited).
+struct ContainerState {
+  std::string status = "created";  // created | running | exited
+  pid_t pid = 0;                   // the supervisor
+  unsigned long long pid_start = 0;
+  std::string started_at, finished_at;
+  int exit_code = 0;
+  bool oom_killed = false;
+  std::string error;
+};
+
+class ContainerDir {
+ public:
+  explicit ContainerDir(std::string dir) : dir_(std::move(dir)) {}
+  const std::string& path() const { return dir_; }
+  std::string id() const;
+  std::string file(const char* name) const { return dir_ + "/" + name; }
+
+  nlohmann::json create_request() const;  // create.json
+  ContainerState state() const;           // state.json; a dead supervisor reads as exited
+  void save_state(const ContainerState& state) const;
+  // The exit file, written in place once (see the design): waiters hold it open.
+  void write_exit(int status_code) const;
+
+ private:
+  std::string dir_;
+};
+
+class ContainerStore {
+ public:
+  explicit ContainerStore(std::string root);  // <store root>/docker/containers, made 0700
+  const std::string& root() const { return root_; }
+
+  // A new container directory for a validated create request (which carries Name); throws
+  // ApiError 409 when the name is taken.
+  ContainerDir create(nlohmann::json request) const;
+  // By full id, unique id prefix, or name (with or without the leading '/'); ApiError 404.
+  ContainerDir find(const std::string& id_or_name) const;
+  std::optional<ContainerDir> find_if_exists(const std::string& id_or_name) const;
+  std::vector<ContainerDir> list() const;
+  void remove(const ContainerDir& container) const;
+
+ private:
+  std::string root_;
+};
+
+nlohmann::json state_to_json(const ContainerState& state);
+std::string now_rfc3339();
+unsigned long long start_time_of(pid_t pid);  // 0 when gone or a zombie
+
+}  // namespace sandcell::dockerapi

@@ -1,0 +1,204 @@
+// Docker create body → the stored request → runtime::Spec.
+#include "create_request.hpp"
+
+#include <regex>
+
+#include "api_error.hpp"
+#include "sandcell/oci/lifecycle.hpp"
+#include "sandcell/rootfs_builder/image_spec.hpp"
+#include "sandcell/rootfs_builder/store.hpp"
+#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/runtime/error.hpp"
+
+namespace sandcell::dockerapi {
+namespace {
+
+using nlohmann::json;
+
+bool is_set(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return false;
+  if (it->is_boolean()) return it->get<bool>();
+  if (it->is_number()) return it->get<double>() != 0;
+  if (it->is_string()) return !it->get<std::string>().empty();
+  if (it->is_array() || it->is_object()) return !it->empty();
+  return true;
+}
+
+// Fields that would weaken isolation: refused whatever else the request says.
+void refuse_weakening(const json& host) {
+  for (const char* field : {"Privileged", "Devices", "DeviceRequests", "DeviceCgroupRules", "CgroupParent", "CapAdd",
+                            "Sysctls", "OomKillDisable", "PidMode", "UTSMode", "UsernsMode", "Cgroup",
+                            "VolumesFrom", "Links"})
+    if (is_set(host, field))
+      throw bad_request("HostConfig." + std::string(field) + " is refused by sandcell: it would weaken the sandbox");
+  std::string ipc = host.value("IpcMode", "");
+  if (!ipc.empty() && ipc != "private" && ipc != "none" && ipc != "shareable")
+    throw bad_request("HostConfig.IpcMode " + ipc + " is refused by sandcell: it would weaken the sandbox");
+  for (const json& option : host.value("SecurityOpt", json::array())) {
+    std::string text = option.is_string() ? option.get<std::string>() : option.dump();
+    if (text != "no-new-privileges" && text != "no-new-privileges:true" && text != "no-new-privileges=true")
+      throw bad_request("HostConfig.SecurityOpt " + text + " is refused by sandcell (only no-new-privileges, which is always on)");
+  }
+  std::string runtime = host.value("Runtime", "");
+  if (!runtime.empty() && runtime != "runc" && runtime != "sandcell")
+    throw bad_request("HostConfig.Runtime " + runtime + " is not available: containers run in sandcell");
+}
+
+// Fields sandcell will map but does not yet: refused rather than ignored.
+void refuse_not_yet(const json& config, const json& host) {
+  if (is_set(config, "Tty")) throw bad_request("Config.Tty is not supported by sandcell's Docker API yet");
+  for (const char* field : {"Binds", "Mounts", "Tmpfs", "Ulimits", "ReadonlyRootfs", "CpuShares", "ShmSize",
+                            "CpusetCpus", "CpusetMems", "BlkioWeight", "MemoryReservation", "KernelMemory",
+                            "PortBindings", "PublishAllPorts", "ExtraHosts", "Dns", "DnsSearch", "DnsOptions",
+                            "GroupAdd", "Init"})
+    if (is_set(host, field))
+      throw bad_request("HostConfig." + std::string(field) + " is not supported by sandcell's Docker API yet");
+  if (host.contains("RestartPolicy") && host["RestartPolicy"].is_object()) {
+    std::string name = host["RestartPolicy"].value("Name", "");
+    if (!name.empty() && name != "no")
+      throw bad_request("HostConfig.RestartPolicy " + name + " is not supported by sandcell's Docker API yet");
+  }
+}
+
+std::string network_mode(const json& host) {
+  std::string mode = host.value("NetworkMode", "");
+  if (mode.empty() || mode == "default" || mode == "bridge") return "bridge";
+  if (mode == "none") return "none";
+  if (mode == "host") throw bad_request("HostConfig.NetworkMode host is refused by sandcell: untrusted code gets no host network");
+  throw bad_request("HostConfig.NetworkMode " + mode + " is not supported (none, bridge)");
+}
+
+json checked_limits(const json& host) {
+  json out = json::object();
+  int64_t memory = host.value("Memory", int64_t{0});
+  int64_t swap = host.value("MemorySwap", int64_t{0});
+  if (memory < 0) throw bad_request("HostConfig.Memory must not be negative");
+  if (memory > 0 && memory < (6 << 20)) throw bad_request("Minimum memory limit allowed is 6MB");
+  if (memory > 0) out["Memory"] = memory;
+  if (swap != 0 && swap != -1 && swap != memory)
+    throw bad_request("HostConfig.MemorySwap: sandcell runs without swap (give 0, -1 or the same as Memory)");
+  int64_t nano = host.value("NanoCpus", int64_t{0});
+  int64_t quota = host.value("CpuQuota", int64_t{0}), period = host.value("CpuPeriod", int64_t{0});
+  if (nano < 0 || quota < 0 || period < 0) throw bad_request("HostConfig CPU limits must not be negative");
+  if (nano > 0 && quota > 0) throw bad_request("Conflicting options: Nano CPUs and CPU Period cannot both be set");
+  if (nano > 0) out["NanoCpus"] = nano;
+  if (quota > 0) out["NanoCpus"] = quota * 1000000000LL / (period > 0 ? period : 100000);
+  int64_t pids = host.value("PidsLimit", int64_t{0});
+  if (pids > 0) out["PidsLimit"] = pids;
+  return out;
+}
+
+json checked_config(const json& body, const std::string& image) {
+  json config = json::object();
+  for (const char* key : {"Cmd", "Entrypoint", "Env"}) {
+    if (!is_set(body, key)) continue;
+    const json& value = body[key];
+    if (value.is_string() && std::string(key) != "Env") {
+      config[key] = json::array({"/bin/sh", "-c", value});
+      continue;
+    }
+    if (!value.is_array() || !std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_string(); }))
+      throw bad_request("Config." + std::string(key) + " must be a list of strings");
+    config[key] = value;
+  }
+  for (const char* key : {"WorkingDir", "User", "Hostname", "StopSignal"})
+    if (body.contains(key) && !body[key].is_null() && !body[key].is_string())
+      throw bad_request("Config." + std::string(key) + " must be a string");
+  config["Image"] = image;
+  config["WorkingDir"] = body.value("WorkingDir", "");
+  config["User"] = body.value("User", "");
+  config["Hostname"] = body.value("Hostname", "");
+  config["OpenStdin"] = body.value("OpenStdin", false);
+  config["StdinOnce"] = body.value("StdinOnce", false);
+  config["AttachStdin"] = body.value("AttachStdin", false);
+  config["AttachStdout"] = body.value("AttachStdout", false);
+  config["AttachStderr"] = body.value("AttachStderr", false);
+  config["Tty"] = false;
+  config["Labels"] = body.contains("Labels") && body["Labels"].is_object() ? body["Labels"] : json::object();
+  std::string stop = body.value("StopSignal", "");
+  if (!stop.empty()) {
+    try {
+      oci::parse_signal(stop);
+    } catch (const Error& e) {
+      throw bad_request("Config.StopSignal: " + std::string(e.what()));
+    }
+  }
+  config["StopSignal"] = stop;
+  if (body.contains("StopTimeout") && body["StopTimeout"].is_number_integer()) config["StopTimeout"] = body["StopTimeout"];
+  return config;
+}
+
+}  // namespace
+
+json check_create_request(const std::string& body_text, const std::string& name,
+                          const rootfs_builder::ImageStore& images) {
+  static const std::regex kName("[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}");
+  if (!name.empty() && !std::regex_match(name, kName))
+    throw bad_request("Invalid container name (" + name + "), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed");
+  json body;
+  try {
+    body = parse_bounded_json(body_text);
+  } catch (const std::exception& e) {
+    throw bad_request(std::string("invalid JSON body: ") + e.what());
+  }
+  if (!body.is_object()) throw bad_request("the request body must be a JSON object");
+  json host = body.contains("HostConfig") && !body["HostConfig"].is_null() ? body["HostConfig"] : json::object();
+  if (!host.is_object()) throw bad_request("HostConfig must be an object");
+  std::string image = body.value("Image", "");
+  if (image.empty()) throw bad_request("Config.Image is required");
+  try {
+    refuse_weakening(host);
+    refuse_not_yet(body, host);
+    json stored_host = checked_limits(host);
+    // docker-py's network_disabled=True: Config.NetworkDisabled, whatever HostConfig says.
+    stored_host["NetworkMode"] = body.value("NetworkDisabled", false) ? "none" : network_mode(host);
+    stored_host["AutoRemove"] = host.value("AutoRemove", false);
+    json request = {{"Name", name}, {"Image", image}, {"Config", checked_config(body, image)}, {"HostConfig", stored_host}};
+    rootfs_builder::ImageRecord record;
+    try {
+      record = images.resolve(image);
+    } catch (const Error&) {
+      throw not_found("No such image: " + image);
+    }
+    request["ImageID"] = record.manifest.config.digest;
+    return request;
+  } catch (const json::exception& e) {
+    throw bad_request(std::string("wrong type in the request: ") + e.what());
+  }
+}
+
+runtime::Spec spec_for_container(const json& request, rootfs_builder::ImageStore& images,
+                                 const std::string& container_dir) {
+  runtime::Spec spec = runtime::default_spec();
+  const json& config = request["Config"];
+  const json& host = request["HostConfig"];
+  std::vector<std::string> cmd = config.value("Cmd", std::vector<std::string>{});
+  rootfs_builder::ImageRunRequest run{.command = cmd, .user = std::nullopt, .workdir = std::nullopt};
+  if (!config.value("User", "").empty()) run.user = config["User"].get<std::string>();
+  if (!config.value("WorkingDir", "").empty()) run.workdir = config["WorkingDir"].get<std::string>();
+  rootfs_builder::ImageRecord record = images.resolve(request["ImageID"].get<std::string>());
+  rootfs_builder::apply_resolved_image(images, request["Image"].get<std::string>(), record, run, spec);
+  if (config.contains("Entrypoint")) {  // Docker: a given Entrypoint drops the image's Cmd too
+    spec.args = config["Entrypoint"].get<std::vector<std::string>>();
+    spec.args.insert(spec.args.end(), cmd.begin(), cmd.end());
+  }
+  for (const std::string& kv : config.value("Env", std::vector<std::string>{})) {
+    std::string key = kv.substr(0, kv.find('=') + 1);
+    std::erase_if(spec.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
+    spec.env.push_back(kv);
+  }
+  std::string id = request.value("Id", "");
+  spec.hostname = config.value("Hostname", "").empty() ? id.substr(0, 12) : config["Hostname"].get<std::string>();
+  spec.limits.wall_s.reset();        // a container lives until it is stopped
+  spec.limits.output_bytes.reset();  // its output goes to the log on disk
+  if (host.contains("Memory")) spec.limits.memory_bytes = host["Memory"].get<uint64_t>();
+  if (host.contains("NanoCpus")) spec.limits.cpus = host["NanoCpus"].get<double>() / 1e9;
+  if (host.contains("PidsLimit")) spec.limits.pids = host["PidsLimit"].get<uint64_t>();
+  spec.network = host.value("NetworkMode", "none") == "none" ? runtime::NetworkMode::None : runtime::NetworkMode::Full;
+  spec.rootfs_upper_dir = container_dir + "/upper";
+  spec.rootfs_work_dir = container_dir + "/work";
+  return spec;
+}
+
+}  // namespace sandcell::dockerapi

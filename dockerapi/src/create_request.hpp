@@ -1,0 +1,26 @@
+#pragma once
+// POST /containers/create: Docker's body checked field by field. What sandcell maps is kept;
+// what would weaken isolation, or is not implemented yet, is refused naming the field
+// (docs/docker-api.md, "Mapping"): a caller relying on a field is never silently ignored.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sandcell/runtime/spec.hpp"
+
+namespace sandcell::rootfs_builder {
+class ImageStore;
+}
+
+namespace sandcell::dockerapi {
+
+// Returns the request to store (create.json): Name, Image, ImageID, Config, HostConfig (the
+// mapped subset). Throws ApiError: 400 for a bad or refused field, 404 for a missing image.
+nlohmann::json check_create_request(const std::string& body, const std::string& name,
+                                    const rootfs_builder::ImageStore& images);
+
+// The sandbox a stored request runs in: the image applied, limits, network, the container's
+// writable layer under `container_dir`.
+runtime::Spec spec_for_container(const nlohmann::json& request, rootfs_builder::ImageStore& images,
+                                 const std::string& container_dir);
+
+}  // namespace sandcell::dockerapi

@@ -1,0 +1,54 @@
+#pragma once
+// A small HTTP/1.1 server over libmicrohttpd: a thread per connection on a listening socket we
+// made, whole request bodies (bounded), and the three kinds of answer Docker needs: a body, a
+// streamed body (wait, logs) and a hijacked connection (attach, exec: `Upgrade: tcp`, 101).
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace sandcell::dockerapi {
+
+struct HttpRequest {
+  std::string method, path;
+  std::map<std::string, std::string> query;
+  std::string body;
+  bool upgrade = false;  // the client asked for `Upgrade: tcp`
+  std::optional<std::string> param(const std::string& name) const;
+  bool flag(const std::string& name) const;  // "1", "true", "True"
+};
+
+// Writes some of the streamed body into buffer; 0 ends the body. Blocking is fine (a thread
+// per connection).
+using BodyStream = std::function<size_t(char* buffer, size_t size)>;
+// Owns the raw socket after the 101 (any bytes the client sent past the head come first).
+using Hijack = std::function<void(int socket, const std::string& early_bytes)>;
+
+struct HttpReply {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::map<std::string, std::string> headers;
+  BodyStream stream;  // set: the body is streamed (chunked)
+  Hijack hijack;      // set: 101 Switching Protocols, then this
+};
+
+using HttpRoutes = std::function<HttpReply(const HttpRequest&)>;
+
+class HttpServer {
+ public:
+  // Serves on `listen_fd` (a listening socket, kept open by the caller) until stop().
+  HttpServer(int listen_fd, size_t max_body_bytes, HttpRoutes routes);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+ private:
+  struct Daemon;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+}  // namespace sandcell::dockerapi

@@ -1,0 +1,209 @@
+// /containers/...: create, list, inspect, start, attach, wait, logs, stop, kill, delete.
+#include <signal.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#include "api_error.hpp"
+#include "container_io.hpp"
+#include "container_processes.hpp"
+#include "create_request.hpp"
+#include "routes.hpp"
+#include "sandcell/oci/lifecycle.hpp"
+#include "sandcell/rootfs_builder/store.hpp"
+#include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/number.hpp"
+
+namespace sandcell::dockerapi {
+namespace {
+
+using nlohmann::json;
+
+HttpReply empty_reply(int status) {
+  HttpReply reply;
+  reply.status = status;
+  reply.content_type.clear();
+  return reply;
+}
+
+HttpReply no_content() { return empty_reply(204); }
+
+HttpReply streamed(const char* content_type, BodyStream stream) {
+  HttpReply reply;
+  reply.content_type = content_type;
+  reply.stream = std::move(stream);
+  return reply;
+}
+
+json record_of(const ContainerDir& c) {
+  std::ifstream in(c.file("record.json"));
+  if (!in) return nullptr;
+  return json::parse(in, nullptr, false);
+}
+
+json inspect_json(const ContainerDir& c) {
+  json request = c.create_request();
+  ContainerState state = c.state();
+  json config = request["Config"];
+  std::vector<std::string> args = config.value("Entrypoint", std::vector<std::string>{});
+  for (const std::string& a : config.value("Cmd", std::vector<std::string>{})) args.push_back(a);
+  config["Cmd"] = config.value("Cmd", json());
+  json host = request["HostConfig"];
+  host["Memory"] = host.value("Memory", 0);
+  host["NanoCpus"] = host.value("NanoCpus", 0);
+  host["PidsLimit"] = host.value("PidsLimit", 0);
+  host["Privileged"] = false;
+  host["Init"] = true;  // sandcell's init is pid 1 in effect
+  // The log is the supervisor's file, read back in full as json-file's is (docker-py reads
+  // run()'s output only from a driver it knows can be read back).
+  host["LogConfig"] = {{"Type", "json-file"}, {"Config", json::object()}};
+  return {{"Id", c.id()}, {"Created", request.value("Created", "")},
+          {"Path", args.empty() ? "" : args[0]},
+          {"Args", args.size() > 1 ? json(std::vector<std::string>(args.begin() + 1, args.end())) : json::array()},
+          {"State", state_to_json(state)}, {"Image", request["ImageID"]}, {"Name", "/" + request.value("Name", "")},
+          {"RestartCount", 0}, {"Driver", "overlay"}, {"Platform", "linux"}, {"Config", config},
+          {"HostConfig", host}, {"Mounts", json::array()},
+          {"NetworkSettings", {{"Networks", {{host.value("NetworkMode", "none"), json::object()}}}}},
+          {"Sandcell", record_of(c)}};
+}
+
+json list_entry(const ContainerDir& c) {
+  json request = c.create_request();
+  ContainerState state = c.state();
+  std::vector<std::string> args = request["Config"].value("Entrypoint", std::vector<std::string>{});
+  for (const std::string& a : request["Config"].value("Cmd", std::vector<std::string>{})) args.push_back(a);
+  std::string command;
+  for (const std::string& a : args) command += (command.empty() ? "" : " ") + a;
+  std::string status = state.status == "running"   ? "Up"
+                       : state.status == "created" ? "Created"
+                                                   : "Exited (" + std::to_string(state.exit_code) + ")";
+  return {{"Id", c.id()}, {"Names", {"/" + request.value("Name", "")}}, {"Image", request["Image"]},
+          {"ImageID", request["ImageID"]}, {"Command", command}, {"Created", unix_time(request.value("Created", ""))}, {"State", state.status},
+          {"Status", status}, {"Ports", json::array()}, {"Labels", request["Config"]["Labels"]},
+          {"HostConfig", {{"NetworkMode", request["HostConfig"].value("NetworkMode", "none")}}},
+          {"NetworkSettings", {{"Networks", json::object()}}}, {"Mounts", json::array()}};
+}
+
+HttpReply list(const ApiContext& api, const HttpRequest& request) {
+  bool all = request.flag("all");
+  json out = json::array();
+  for (const ContainerDir& c : api.containers.list()) {
+    try {
+      json entry = list_entry(c);
+      if (all || entry["State"] == "running") out.push_back(entry);
+    } catch (const std::exception&) {
+      // removed while we listed
+    }
+  }
+  return json_reply(200, out);
+}
+
+HttpReply create(const ApiContext& api, const HttpRequest& request) {
+  rootfs_builder::ImageStore images(api.store_root);
+  json checked = check_create_request(request.body, request.param("name").value_or(""), images);
+  ContainerDir c = api.containers.create(checked);
+  return json_reply(201, {{"Id", c.id()}, {"Warnings", json::array()}});
+}
+
+HttpReply start(const ApiContext& api, const ContainerDir& c) {
+  if (c.state().status != "created") return empty_reply(304);
+  start_supervisor(api.supervisor_exe, api.store_root, c);
+  return no_content();
+}
+
+HttpReply stop(const ContainerDir& c, const HttpRequest& request) {
+  if (c.state().status != "running") return empty_reply(304);
+  json config = c.create_request()["Config"];
+  int timeout = config.value("StopTimeout", 10);
+  if (auto t = request.param("t")) {
+    auto seconds = parse_number<int>(*t);
+    if (!seconds) throw bad_request("invalid value for t: " + *t);
+    timeout = *seconds;
+  }
+  std::string name = request.param("signal").value_or(config.value("StopSignal", ""));
+  signal_container(c, name.empty() ? SIGTERM : oci::parse_signal(name));
+  if (!wait_for_exit(c, std::max(timeout, 0) * 1000)) {
+    signal_container(c, SIGKILL);
+    wait_for_exit(c, 10000);
+  }
+  return no_content();
+}
+
+HttpReply kill_container(const ContainerDir& c, const HttpRequest& request) {
+  int signal = SIGKILL;
+  try {
+    signal = oci::parse_signal(request.param("signal").value_or("SIGKILL"));
+  } catch (const Error& e) {
+    throw bad_request(e.what());
+  }
+  if (!signal_container(c, signal)) throw conflict("Container " + c.id() + " is not running");
+  return no_content();
+}
+
+HttpReply remove(const ApiContext& api, const ContainerDir& c, const HttpRequest& request) {
+  if (c.state().status == "running") {
+    if (!request.flag("force"))
+      throw conflict("You cannot remove a running container " + c.id() + ". Stop the container before attempting removal or force remove");
+    signal_container(c, SIGKILL);
+    if (!wait_for_exit(c, 10000)) throw ApiError{500, "container " + c.id() + " did not stop after SIGKILL"};
+  }
+  api.containers.remove(c);
+  return no_content();
+}
+
+HttpReply attach(const ContainerDir& c, const HttpRequest& request) {
+  if (!request.upgrade) throw bad_request("attach needs a hijacked connection (Upgrade: tcp)");
+  AttachOptions options{.replay_log = request.flag("logs"), .follow = request.flag("stream"),
+                        .forward_stdin = request.flag("stdin"), .stdout = request.flag("stdout"),
+                        .stderr = request.flag("stderr")};
+  HttpReply reply;
+  reply.content_type = "application/vnd.docker.multiplexed-stream";
+  reply.hijack = attach_connection(c, options);
+  return reply;
+}
+
+HttpReply logs(const ContainerDir& c, const HttpRequest& request) {
+  if (!request.flag("stdout") && !request.flag("stderr")) throw bad_request("you must choose at least one stream");
+  if (request.flag("timestamps")) throw bad_request("logs: timestamps is not supported by sandcell's Docker API yet");
+  if (auto since = request.param("since"); since && *since != "0" && !since->empty())
+    throw bad_request("logs: since is not supported by sandcell's Docker API yet");
+  if (auto tail = request.param("tail"); tail && *tail != "all" && !tail->empty())
+    throw bad_request("logs: tail is not supported by sandcell's Docker API yet");
+  AttachOptions options{.replay_log = true, .follow = request.flag("follow"), .forward_stdin = false,
+                        .stdout = request.flag("stdout"), .stderr = request.flag("stderr")};
+  return streamed("application/vnd.docker.multiplexed-stream", log_stream(c, options));
+}
+
+HttpReply wait(const ContainerDir& c, const HttpRequest& request) {
+  std::string condition = request.param("condition").value_or("not-running");
+  if (condition.empty()) condition = "not-running";
+  if (condition != "not-running" && condition != "next-exit" && condition != "removed")
+    throw bad_request("invalid condition: \"" + condition + "\"");
+  return streamed("application/json", wait_stream(c, condition));
+}
+
+}  // namespace
+
+std::optional<HttpReply> container_route(const ApiContext& api, const HttpRequest& request, const Segments& path) {
+  if (path.empty() || path[0] != "containers") return std::nullopt;
+  const std::string& method = request.method;
+  if (path.size() == 2 && path[1] == "create" && method == "POST") return create(api, request);
+  if (path.size() == 2 && path[1] == "json" && method == "GET") return list(api, request);
+  if (path.size() == 2 && method == "DELETE") return remove(api, api.containers.find(path[1]), request);
+  if (path.size() != 3) return std::nullopt;
+  const std::string& verb = path[2];
+  if (method == "GET" && verb == "json") return json_reply(200, inspect_json(api.containers.find(path[1])));
+  if (method == "GET" && verb == "logs") return logs(api.containers.find(path[1]), request);
+  if (method != "POST") return std::nullopt;
+  if (verb == "start") return start(api, api.containers.find(path[1]));
+  if (verb == "stop") return stop(api.containers.find(path[1]), request);
+  if (verb == "kill") return kill_container(api.containers.find(path[1]), request);
+  if (verb == "attach") return attach(api.containers.find(path[1]), request);
+  if (verb == "wait") return wait(api.containers.find(path[1]), request);
+  if (verb == "resize") return no_content();
+  return std::nullopt;
+}
+
+}  // namespace sandcell::dockerapi

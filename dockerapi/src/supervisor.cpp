@@ -1,0 +1,136 @@
+// One container's supervisor: its own process in its own session (as conmon is), so the
+// container outlives the API server. A checklist: detach, build the sandbox, record "running",
+// run it with the output framed into the log, record the outcome.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "container_store.hpp"
+#include "create_request.hpp"
+#include "sandcell/dockerapi/server.hpp"
+#include "sandcell/rootfs_builder/store.hpp"
+#include "sandcell/runtime/error.hpp"
+#include "sandcell/runtime/result.hpp"
+#include "sandcell/runtime/sandbox.hpp"
+#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/seccomp/compiled_cache.hpp"
+#include "sandcell/seccomp/docker_profile.hpp"
+
+namespace sandcell::dockerapi {
+namespace {
+
+using runtime::UniqueFd;
+
+// The API server waits for our first process; the second one, in a new session, supervises.
+bool detach_from_server() {
+  pid_t child = fork();
+  if (child < 0) throw Error(errno, "fork the container supervisor");
+  if (child > 0) return false;
+  check(setsid(), "setsid");
+  return true;
+}
+
+// Docker's multiplexed frame: stream (1 stdout, 2 stderr), three zero bytes, big-endian length.
+void append_frame(int fd, runtime::Stream stream, std::span<const char> data) {
+  while (!data.empty()) {
+    uint32_t size = static_cast<uint32_t>(std::min<size_t>(data.size(), 1u << 20));
+    unsigned char header[8] = {static_cast<unsigned char>(stream == runtime::Stream::Stdout ? 1 : 2), 0, 0, 0,
+                               static_cast<unsigned char>(size >> 24), static_cast<unsigned char>(size >> 16),
+                               static_cast<unsigned char>(size >> 8), static_cast<unsigned char>(size)};
+    iovec parts[2] = {{header, sizeof header}, {const_cast<char*>(data.data()), size}};
+    if (writev(fd, parts, 2) < 0 && errno != EINTR) return;  // a full disk loses output, not the run
+    data = data.subspan(size);
+  }
+}
+
+// The stdin FIFO opened without waiting for a writer: an attached client already holds the
+// write end (attach comes before start); without one the program reads end of file.
+UniqueFd open_stdin(const ContainerDir& container) {
+  if (!std::filesystem::exists(container.file("stdin"))) return UniqueFd();
+  UniqueFd fd(open(container.file("stdin").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) throw Error(errno, "open " + container.file("stdin"));
+  check(fcntl(fd.get(), F_SETFL, 0), "clear O_NONBLOCK on stdin");
+  return fd;
+}
+
+runtime::RunOptions run_options(int log_fd, int stdin_fd) {
+  runtime::RunOptions options;
+  options.output = [log_fd](runtime::Stream stream, std::span<const char> data) { append_frame(log_fd, stream, data); };
+  options.stdin_fd = stdin_fd >= 0 ? stdin_fd : -1;
+  options.compile_seccomp = [] {
+    std::optional<runtime::SeccompProgram> program =
+        seccomp::compile_profile_arg("default", {}, {.report_denials = true}, seccomp::default_cache_dir());
+    if (program) program->name = "default";
+    return program;
+  };
+  return options;
+}
+
+void record_end(const ContainerDir& container, ContainerState state, const runtime::Result& result) {
+  state.status = "exited";
+  state.finished_at = now_rfc3339();
+  state.exit_code = runtime::exit_code_for(result);
+  state.oom_killed = result.status == runtime::Status::Oom;
+  state.error = result.status == runtime::Status::RuntimeError ? result.error : "";
+  {
+    std::ofstream out(container.file("record.json") + ".tmp");
+    out << runtime::to_json(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+  rename((container.file("record.json") + ".tmp").c_str(), container.file("record.json").c_str());
+  container.save_state(state);
+  container.write_exit(state.exit_code);
+}
+
+void record_failure(const ContainerDir& container, ContainerState state, const std::string& error) {
+  state.status = "exited";
+  state.finished_at = now_rfc3339();
+  state.exit_code = 125;
+  state.error = error;
+  container.save_state(state);
+  container.write_exit(state.exit_code);
+}
+
+int supervise(const ContainerDir& container, const std::string& store_root) {
+  nlohmann::json request = container.create_request();
+  ContainerState state;
+  state.status = "running";
+  state.pid = getpid();
+  state.pid_start = start_time_of(getpid());
+  state.started_at = now_rfc3339();
+  try {
+    rootfs_builder::ImageStore images(store_root);
+    rootfs_builder::ImageStore::Lease lease = images.lease();  // no prune under a running container
+    runtime::Spec spec = spec_for_container(request, images, container.path());
+    std::filesystem::create_directories(spec.rootfs_upper_dir);
+    std::filesystem::remove_all(spec.rootfs_work_dir);  // overlay wants it empty
+    std::filesystem::create_directories(spec.rootfs_work_dir);
+    UniqueFd log(open(container.file("log").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+    if (!log) throw Error(errno, "open " + container.file("log"));
+    UniqueFd input = open_stdin(container);
+    container.save_state(state);
+    runtime::Result result = runtime::run_sandbox(spec, run_options(log.get(), input ? input.get() : -1));
+    record_end(container, state, result);
+  } catch (const std::exception& e) {
+    record_failure(container, state, e.what());
+  }
+  if (request["HostConfig"].value("AutoRemove", false)) std::filesystem::remove_all(container.path());
+  return 0;
+}
+
+}  // namespace
+
+int supervise_container(const std::string& container_dir, const std::string& store_root) {
+  if (!detach_from_server()) return 0;
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    for (int fd : {0, 1, 2}) dup2(null, fd);
+    close(null);
+  }
+  return supervise(ContainerDir(container_dir), store_root);
+}
+
+}  // namespace sandcell::dockerapi
