@@ -14,8 +14,8 @@
 #include "request_ceiling_flags.hpp"
 #include "sandcell/agent/code_runner.hpp"
 #include "sandcell/agent/sessions.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::cli {
 namespace {

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"

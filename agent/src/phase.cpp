@@ -1,8 +1,8 @@
 #include "phase.hpp"
 
 #include "sandcell/rootfs_builder/image_spec.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/rootless.hpp"
 
 namespace sandcell::agent {
 namespace {

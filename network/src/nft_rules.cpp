@@ -13,7 +13,7 @@
 #include "host_lock.hpp"
 #include "netns_thread.hpp"
 #include "nft_context.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 namespace {

@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "sandcell/rootfs_builder/image_user.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 

@@ -14,8 +14,8 @@
 
 #include "sandcell/apparmor/lsm_probe.hpp"
 #include "sandcell/apparmor/profile.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/rootless.hpp"
 #include "spec_checks.hpp"
 
 namespace sandcell::runtime {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "proc_handle.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 namespace {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "sandcell/seccomp/program.hpp"
+
 namespace sandcell::runtime {
 
 // Resource limits as requested. An unset limit is not applied.
@@ -50,28 +52,10 @@ struct Rlimit {
   uint64_t hard;
 };
 
-// How the supervisor answers a filter's SECCOMP_RET_USER_NOTIF: each denied call is counted by
-// name in the result record (events.denied_syscalls) and answered with an errno, so the program
-// sees the same failure a plain SECCOMP_RET_ERRNO would give. If the supervisor is gone, the
-// kernel fails the call with ENOSYS: the sandbox never gains the syscall.
-struct SeccompNotifyPlan {
-  int default_errno = EPERM;             // for calls the filter's default action denied
-  std::map<uint64_t, int> errno_for;     // key (arch << 32 | nr) → errno of the rule that denies it
-  // A call through another ABI (i386 via int $0x80, x32 numbers) is recorded, then the whole
-  // sandbox is killed when this is set (answered with default_errno otherwise).
-  bool kill_on_foreign_abi = false;
-  uint32_t native_arch = 0;              // AUDIT_ARCH_* of the filter's native architecture
-  std::function<std::string(uint32_t arch, uint64_t nr)> name_of;  // "keyctl", "i386:getpid"
-};
-
-// A seccomp BPF program, compiled in the parent (the seccomp/ library does that with
-// libseccomp) so the child only has to install it.
-struct SeccompProgram {
-  std::string name;  // reported in the result record, e.g. "builtin"
-  std::vector<sock_filter> instructions;
-  unsigned int flags = 0;  // SECCOMP_FILTER_FLAG_*; NEW_LISTENER when `notify` is set
-  std::optional<SeccompNotifyPlan> notify;
-};
+// The compiled seccomp program the child installs, and how the supervisor answers its
+// notifications: the seccomp/ library's types (it compiles them), named here as the Spec uses them.
+using SeccompNotifyPlan = seccomp::NotifyPlan;
+using SeccompProgram = seccomp::Program;
 
 // None: an own network namespace with only `lo`. Host: the host's network namespace (image
 // builds, as `docker build --network host`); never for untrusted code. Allow: a veth whose only
