@@ -1,5 +1,5 @@
 #pragma once
-// The allowlist proxy of `--net allow:...` (DESIGN.md, "Network policy"). It runs in the
+// The allowlist proxy of `--net allow:...` (docs/architecture.md, "Network policy"). It runs in the
 // supervisor, listening on the host end of the sandbox's veth, and is the only thing the sandbox
 // can reach. Per connection it serves exactly one request:
 //   CONNECT host:port            → checks, connects, "200 Connection established", then a tunnel

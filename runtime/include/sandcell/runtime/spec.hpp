@@ -60,10 +60,11 @@ using SeccompProgram = seccomp::Program;
 // None: an own network namespace with only `lo`. Host: the host's network namespace (image
 // builds, as `docker build --network host`); never for untrusted code. Allow: a veth whose only
 // reachable address is sandcell's allowlist proxy. Full: NAT, minus private and metadata ranges.
-// (DESIGN.md, "Network policy".)
+// (docs/architecture.md, "Network policy".)
 enum class NetworkMode { None, Host, Allow, Full };
 
-// How an allow or full sandbox is connected (`--net-transport`, DESIGN.md "Network policy"):
+// How an allow or full sandbox is connected (`--net-transport`; docs/architecture.md, "Network
+// policy"):
 //   Socket: allow mode without any link: the proxy's listening socket is made inside the
 //           sandbox's netns (127.0.0.1:3128) and served by the supervisor; nothing routable
 //           exists inside. Works rootless.
