@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "child_steps.hpp"
+#include "fd_passing.hpp"
 #include "proc_handle.hpp"
 #include "sandcell/apparmor/profile.hpp"
 
@@ -387,18 +388,7 @@ void install_seccomp(const ChildPlan& plan, const GoMessage& go) {
 void send_fd_to_parent(const ChildPlan& plan, ChildMessage::Kind kind, int fd, const char* what) {
   ChildMessage message{.kind = kind};
   iovec data{.iov_base = &message, .iov_len = sizeof message};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr header{};
-  header.msg_iov = &data;
-  header.msg_iovlen = 1;
-  header.msg_control = control;
-  header.msg_controllen = sizeof control;
-  cmsghdr* fd_message = CMSG_FIRSTHDR(&header);
-  fd_message->cmsg_level = SOL_SOCKET;
-  fd_message->cmsg_type = SCM_RIGHTS;
-  fd_message->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(fd_message), &fd, sizeof fd);
-  if (sendmsg(plan.sync_fd, &header, MSG_NOSIGNAL) < 0) child_fail(plan, "send %s", what);
+  if (send_with_fds(plan.sync_fd, {&data, 1}, {&fd, 1}) < 0) child_fail(plan, "send %s", what);
 }
 
 void set_not_dumpable(const ChildPlan& plan) {
