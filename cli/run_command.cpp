@@ -90,10 +90,8 @@ void apply_process(const RunFlags& f, Spec& spec) {
   for (const std::string& kv : f.env) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw Error::invalid("--env expects K=V, got '" + kv + "'");
-    std::string key = kv.substr(0, eq + 1);
-    std::erase_if(spec.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
-    spec.env.push_back(kv);
   }
+  if (!f.rootfs.empty()) runtime::merge_env(spec.env, f.env);  // an image run: after apply_image
   if (f.workdir) spec.cwd = *f.workdir;
   if (f.user && !f.rootfs.empty()) {  // an image run resolves --user from the image instead
     auto parts = split(*f.user, ':');
@@ -147,11 +145,7 @@ std::shared_ptr<void> apply_image(const RunFlags& f, const GlobalOptions& g, Spe
 // --env given on the command line wins over the image's Env.
 void apply_process_after_image(const RunFlags& f, Spec& spec) {
   if (!f.rootfs.empty()) return;
-  for (const std::string& kv : f.env) {
-    std::string key = kv.substr(0, kv.find('=') + 1);
-    std::erase_if(spec.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
-    spec.env.push_back(kv);
-  }
+  runtime::merge_env(spec.env, f.env);
 }
 
 Spec spec_from_flags(const RunFlags& f) {

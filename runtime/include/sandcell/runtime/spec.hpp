@@ -202,6 +202,13 @@ struct Spec {
 // nofile 1024, memlock 0, default limits, loopback-only network, no capabilities.
 Spec default_spec();
 
+// "K=V overrides" for an environment (image Env over the defaults, --env over the image's): each
+// entry of `overrides` replaces the entries of `env` of the same name, a later one an earlier one,
+// and the result lists them last in the order of their last occurrence. The name is what precedes
+// the first '=' (an entry without '=' is all name and replaces only itself). Linear: an image may
+// list 100k entries.
+void merge_env(std::vector<std::string>& env, const std::vector<std::string>& overrides);
+
 // "512m" → 536870912. Accepts a plain number of bytes and k/m/g/t suffixes (binary, either
 // case, optional trailing "b"). Throws Error::invalid naming `what` on anything else.
 uint64_t parse_size(const std::string& text, const std::string& what);
