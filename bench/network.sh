@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (not a test) of the network policy (DESIGN.md, "Network policy"):
+# Benchmark (not a test) of the network policy (docs/architecture.md, "Network policy"):
 #   1. start-to-exit time of /bin/true with --net none, --net allow:bench.test over both transports
 #      (socket: the default, no link; veth) and --net full over veth (only when IPv4 forwarding is
 #      already on: sandcell never turns it on) and slirp4netns (when installed; /bin/true sends

@@ -13,9 +13,9 @@
 #include "sandcell/rootfs_builder/image.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/runtime/owned_temp_dir.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/rootless.hpp"
 
 namespace sandcell::cli {
 namespace {

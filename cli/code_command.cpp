@@ -11,11 +11,12 @@
 
 #include "code_output.hpp"
 #include "commands.hpp"
+#include "limit_flags.hpp"
 #include "request_ceiling_flags.hpp"
 #include "sandcell/agent/code_runner.hpp"
 #include "sandcell/agent/sessions.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::cli {
 namespace {
@@ -140,23 +141,17 @@ int code_or_error(const CodeFlags& f, const GlobalOptions& g) {
   }
 }
 
-void add_limit_flags(CLI::App* cmd, CodeFlags& f) {
-  cmd->add_option("--memory", f.limits.memory, "Memory limit (k/m/g) [the skill's]");
-  cmd->add_option("--pids", f.limits.pids, "Processes + threads [the skill's]");
-  cmd->add_option("--cpus", f.limits.cpus, "CPU bandwidth in cores [1]");
-  cmd->add_option("--timeout", f.limits.timeout, "Wall-clock limit in seconds, per phase [the skill's]");
-  cmd->add_option("--cpu-time", f.limits.cpu_time, "CPU-time limit in seconds [none]");
-  cmd->add_option("--output-limit", f.limits.output_limit, "Bytes kept per output stream [1m]");
-  cmd->add_option("--net", f.net, "Network policy of install and run: none, allow:HOST[,HOST...], full [the skill's: none]");
-  cmd->add_option("--net-allow-file", f.network.allow_file, "More allow: hosts, one per line");
-  cmd->add_option("--net-hosts", f.network.hosts_file, "Hosts file the proxy resolves names from instead of DNS");
-  cmd->add_option("--net-allow-cidr", f.network.allow_cidrs, "Open a blocked range to allow:/full (repeatable)")
-      ->allow_extra_args(false);
-  cmd->add_option("--seccomp", f.seccomp, "seccomp profile, as in run [code]");
-  cmd->add_option("--userns", f.userns,
-                  "host, or auto: each phase in a user namespace whose root is an unprivileged "
-                  "host id, /workspace idmapped [auto as root, host rootless]")
-      ->check(CLI::IsMember({"host", "auto"}));
+// The limits and the network apply to the install and the run phase alike, the timeout to each.
+void add_code_limit_flags(CLI::App* cmd, CodeFlags& f) {
+  using Optional = std::optional<std::string>;
+  add_limit_flags(cmd,
+                  LimitFlagTargets<Optional, Optional>{
+                      f.limits.memory, f.limits.pids, f.limits.cpus, f.limits.timeout, f.limits.cpu_time,
+                      f.limits.output_limit, f.net, f.network.allow_file, f.network.hosts_file,
+                      f.network.allow_cidrs, f.seccomp, f.userns},
+                  {.memory = "the skill's", .pids = "the skill's", .cpus = "1", .timeout = "the skill's, per phase",
+                   .cpu_time = "none", .output_limit = "1m", .net = "the skill's: none", .seccomp = "code",
+                   .userns = "auto as root, host rootless"});
 }
 
 }  // namespace
@@ -175,7 +170,7 @@ void add_code_command(CLI::App& app, Action& action, const Globals& globals) {
                                              "under the run's network policy");
   cmd->add_option("--env", f->env, "Environment K=V for install and run (repeatable)")->allow_extra_args(false);
   cmd->add_option("--stdin", f->stdin_file, "File given to the program as stdin [none]");
-  add_limit_flags(cmd, *f);
+  add_code_limit_flags(cmd, *f);
   add_ceiling_flags(cmd, f->ceilings, false);
   cmd->add_flag("--json", f->json, "Print the result as one JSON document");
   cmd->add_option("--report", f->report, "Write the result JSON to FILE");

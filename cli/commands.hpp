@@ -17,7 +17,7 @@ using Action = std::function<int()>;
 
 // Options every verb sees (given before the verb: `sandcell --root DIR images`).
 struct GlobalOptions {
-  std::string root;  // image store; empty: $SANDCELL_ROOT or the default (DESIGN.md)
+  std::string root;  // image store; empty: $SANDCELL_ROOT or the default (docs/architecture.md)
   std::string store_root() const;
   // `run IMAGE`: fills the Spec from the image; returns what must live as long as the run (the
   // store lease). Set only in sandcell-images, the executable that links the image store.

@@ -7,7 +7,7 @@
 #include "sandcell/rootfs_builder/archive_io.hpp"
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::cli {
 namespace {

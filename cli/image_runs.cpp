@@ -1,6 +1,6 @@
 // sandcell-images: `run IMAGE` through the image store.
 #include "commands.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/rootfs_builder/image_spec.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 

@@ -6,9 +6,9 @@
 
 #include "sandcell/oci/config.hpp"
 #include "sandcell/oci/lifecycle.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/runtime/spec.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::cli::oci {
 namespace {

@@ -12,7 +12,7 @@
 #include "oci_commands.hpp"
 #include "sandcell/oci/sealed_exe.hpp"
 #include "sandcell/oci/state.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "unknown_command.hpp"
 
 namespace {

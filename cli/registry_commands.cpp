@@ -7,7 +7,7 @@
 #include "commands.hpp"
 #include "sandcell/rootfs_builder/registry.hpp"
 #include "sandcell/rootfs_builder/registry_reference.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::cli {
 namespace {

@@ -8,8 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "limit_flags.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
@@ -90,10 +91,8 @@ void apply_process(const RunFlags& f, Spec& spec) {
   for (const std::string& kv : f.env) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw Error::invalid("--env expects K=V, got '" + kv + "'");
-    std::string key = kv.substr(0, eq + 1);
-    std::erase_if(spec.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
-    spec.env.push_back(kv);
   }
+  if (!f.rootfs.empty()) runtime::merge_env(spec.env, f.env);  // an image run: after apply_image
   if (f.workdir) spec.cwd = *f.workdir;
   if (f.user && !f.rootfs.empty()) {  // an image run resolves --user from the image instead
     auto parts = split(*f.user, ':');
@@ -147,11 +146,7 @@ std::shared_ptr<void> apply_image(const RunFlags& f, const GlobalOptions& g, Spe
 // --env given on the command line wins over the image's Env.
 void apply_process_after_image(const RunFlags& f, Spec& spec) {
   if (!f.rootfs.empty()) return;
-  for (const std::string& kv : f.env) {
-    std::string key = kv.substr(0, kv.find('=') + 1);
-    std::erase_if(spec.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
-    spec.env.push_back(kv);
-  }
+  runtime::merge_env(spec.env, f.env);
 }
 
 Spec spec_from_flags(const RunFlags& f) {
@@ -255,12 +250,12 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
              "  sandcell run [OPTIONS] IMAGE [CMD [ARG...]]   (an image in the store)");
   run_cmd->add_option("--rootfs", f->rootfs, "Root filesystem directory (never modified: the run "
                       "sees it through an overlay whose writes are thrown away)");
-  run_cmd->add_option("--memory", f->memory, "Memory limit, swap off (k/m/g suffixes) [512m]");
-  run_cmd->add_option("--pids", f->pids, "Maximum number of processes and threads [128]");
-  run_cmd->add_option("--cpus", f->cpus, "CPU bandwidth in cores, e.g. 0.5 [1]");
-  run_cmd->add_option("--timeout", f->timeout, "Wall-clock limit in seconds [30]");
-  run_cmd->add_option("--cpu-time", f->cpu_time, "CPU-time limit in seconds, whole process tree [none]");
-  run_cmd->add_option("--output-limit", f->output_limit, "Bytes kept per output stream; more stops the run [1m]");
+  add_limit_flags(run_cmd,
+                  LimitFlagTargets<std::string, std::string>{
+                      f->memory, f->pids, f->cpus, f->timeout, f->cpu_time, f->output_limit, f->net,
+                      f->net_allow_file, f->net_hosts, f->net_allow_cidrs, f->seccomp, f->userns},
+                  {.memory = "512m", .pids = "128", .cpus = "1", .timeout = "30", .cpu_time = "none",
+                   .output_limit = "1m", .net = "none", .seccomp = "default", .userns = "host"});
   run_cmd->add_option("--env", f->env, "Environment variable K=V (repeatable)")->allow_extra_args(false);
   run_cmd->add_option("--workdir", f->workdir, "Working directory inside the sandbox [/]");
   run_cmd->add_option("--user", f->user, "UID[:GID] to run as (names too, with an image) [0:0, or the image's USER; never capabilities]");
@@ -271,30 +266,12 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
                    "sandbox's ids are the host's on it)")
       ->allow_extra_args(false);
   run_cmd->add_option("--tmpfs", f->tmpfs, "tmpfs at DST[:SIZE] (repeatable; size default 64m)")->allow_extra_args(false);
-  run_cmd->add_option("--net", f->net, "Network policy: none (loopback only), allow:ENTRY[,ENTRY...] "
-                      "(only these hosts, through sandcell's proxy), or full (NAT, without private "
-                      "and metadata ranges) [none]. An entry is HOST (CONNECT to 443 and plain HTTP "
-                      "to 80 only), HOST:PORT, HOST:LOW-HIGH, *.DOMAIN[:PORT] for subdomains, or "
-                      "[IPv6]:PORT; e.g. allow:pypi.org,*.pythonhosted.org,git.example.com:22");
-  run_cmd->add_option("--net-allow-file", f->net_allow_file, "More allow: entries, one per line ('#' comments)");
-  run_cmd->add_option("--net-hosts", f->net_hosts, "Hosts file (ADDRESS NAME...) the proxy resolves "
-                      "names from instead of DNS");
-  run_cmd->add_option("--net-allow-cidr", f->net_allow_cidrs, "Open a blocked range (private, CGNAT, "
-                      "link-local...) to allow: and full, e.g. 10.1.2.0/24 (repeatable; never the host's own "
-                      "addresses or 198.18.0.0/15)")->allow_extra_args(false);
   run_cmd->add_option("--net-transport", f->net_transport, "How allow:/full reach the outside: socket "
                       "(allow: the proxy's socket only, no link), veth (veth + nftables, root), slirp "
                       "(full: slirp4netns), auto (allow: socket; full: veth as root, slirp rootless) [auto]");
   run_cmd->add_option("--net-resolv-conf", f->net_resolv_conf, "full: the resolv.conf whose resolvers the "
                       "sandbox gets and may reach on port 53 [/etc/resolv.conf]");
-  run_cmd->add_option("--userns", f->userns, "host, or auto: a user namespace of its own whose ids "
-                      "0-65535 are a range of unprivileged host ids no other sandbox holds [host]")
-      ->check(CLI::IsMember({"host", "auto"}));
   run_cmd->add_option("--cap-add", f->cap_add, "Keep this capability, e.g. NET_BIND_SERVICE (all are dropped by default)")->allow_extra_args(false);
-  run_cmd->add_option("--seccomp", f->seccomp,
-                      "seccomp profile: default (Docker's allowlist, stricter), code (for generated "
-                      "code: also no ptrace, raw sockets; other ABIs kill), builtin (deny list), "
-                      "unconfined, or a Docker/OCI JSON FILE [default]");
   run_cmd->add_flag("--no-denial-report", f->no_denial_report,
                     "Let the kernel answer denied syscalls without counting them in the record");
   run_cmd->add_option("--report", f->report, "Write the result record (JSON) to FILE");

@@ -11,8 +11,8 @@
 #include <string_view>
 
 #include "commands.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/rootless.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "unknown_command.hpp"
 

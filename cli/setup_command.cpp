@@ -12,8 +12,8 @@
 
 #include "commands.hpp"
 #include "sandcell/apparmor/profile.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/rootless.hpp"
 
 namespace sandcell::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include "commands.hpp"
 #include "sandcell/agent/skill.hpp"
 #include "sandcell/rootfs_builder/build.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::cli {
 namespace {

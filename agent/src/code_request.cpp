@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandcell/agent/code_result.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::agent {
 namespace {

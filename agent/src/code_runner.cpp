@@ -11,7 +11,7 @@
 #include "phase.hpp"
 #include "sandcell/agent/error_classifier.hpp"
 #include "sandcell/agent/sessions.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 
 namespace sandcell::agent {

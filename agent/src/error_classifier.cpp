@@ -2,7 +2,7 @@
 // stderr (python tracebacks, node's error header, bash's "line N:", gcc's file:line:col), then
 // what is left: a signal or a nonzero exit with the last line of stderr.
 #include "sandcell/agent/error_classifier.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/number.hpp"
 
 #include <csignal>
 #include <cstring>

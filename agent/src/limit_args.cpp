@@ -1,6 +1,6 @@
 #include "sandcell/agent/limit_args.hpp"
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::agent {
 

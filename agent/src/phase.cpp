@@ -1,8 +1,8 @@
 #include "phase.hpp"
 
 #include "sandcell/rootfs_builder/image_spec.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/rootless.hpp"
 
 namespace sandcell::agent {
 namespace {
@@ -30,10 +30,8 @@ void set_env(runtime::Spec& spec, const std::vector<std::string>& env) {
   for (const std::string& kv : env) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw Error::invalid("env expects K=V, got '" + kv + "'");
-    std::string key = kv.substr(0, eq + 1);
-    std::erase_if(spec.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
-    spec.env.push_back(kv);
   }
+  runtime::merge_env(spec.env, env);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 #include <set>
 #include <sstream>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::agent {
 namespace {

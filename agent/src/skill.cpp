@@ -8,9 +8,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/shipped_data.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/shipped_data.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::agent {
 namespace {

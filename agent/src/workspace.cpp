@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "host_privilege_strip.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::agent {
 namespace {

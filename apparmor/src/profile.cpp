@@ -19,8 +19,8 @@
 #include <set>
 #include <sstream>
 
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/shipped_data.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/shipped_data.hpp"
 
 extern char** environ;
 
@@ -174,7 +174,7 @@ std::string load_profile_template(const std::string& name) {
   // A name, not a path: the caller may pass user input, and profiles/ is the only place to read.
   if (name.empty() || name.find('/') != std::string::npos || name.starts_with('.'))
     throw Error::invalid("AppArmor profile template name \"" + name + "\" is not a plain name");
-  // An installed tree's copy, else the source tree's (runtime/shipped_data.hpp).
+  // An installed tree's copy, else the source tree's (base/shipped_data.hpp).
   const std::vector<std::string> dirs =
       runtime::shipped_data_candidates("apparmor", SANDCELL_APPARMOR_PROFILE_DIR);
   std::string tried;

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::dockerapi {
 namespace {

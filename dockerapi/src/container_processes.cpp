@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "api_error.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 extern char** environ;
 

@@ -13,8 +13,8 @@
 
 #include "api_error.hpp"
 #include "sandcell/oci/state.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::dockerapi {
 namespace fs = std::filesystem;

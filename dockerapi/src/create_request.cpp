@@ -7,8 +7,8 @@
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/rootfs_builder/image_spec.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::dockerapi {
 namespace {

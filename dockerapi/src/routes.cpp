@@ -5,7 +5,7 @@
 #include <regex>
 
 #include "api_error.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::dockerapi {
 namespace {

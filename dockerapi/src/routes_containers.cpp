@@ -13,8 +13,8 @@
 #include "routes.hpp"
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 
 namespace sandcell::dockerapi {
 namespace {

@@ -5,7 +5,7 @@
 #include "api_error.hpp"
 #include "routes.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::dockerapi {
 namespace {

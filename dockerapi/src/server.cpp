@@ -14,8 +14,8 @@
 #include "http_server.hpp"
 #include "routes.hpp"
 #include "sandcell/dockerapi/server.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::dockerapi {
 namespace {

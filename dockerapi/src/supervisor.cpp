@@ -13,10 +13,10 @@
 #include "create_request.hpp"
 #include "sandcell/dockerapi/server.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/runtime/result.hpp"
 #include "sandcell/runtime/sandbox.hpp"
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 

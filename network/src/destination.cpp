@@ -5,7 +5,7 @@
 // rather than filtered: the connect then goes to exactly one of the checked addresses.
 #include "destination.hpp"
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 namespace {

@@ -1,7 +1,7 @@
 // Loading the network's C libraries on first use (see dynamic_libs.hpp).
 #include "dynamic_libs.hpp"
 
-#include "sandcell/runtime/loaded_library.hpp"
+#include "sandcell/base/loaded_library.hpp"
 
 // The soname below is the one this header's version builds; another major/minor is another ABI.
 static_assert(HTTP_PARSER_VERSION_MAJOR == 2 && HTTP_PARSER_VERSION_MINOR == 9,

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "sandcell/network/address_policy.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <cerrno>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 

@@ -12,7 +12,7 @@
 #include "dynamic_libs.hpp"
 #include "sandcell/network/address_policy.hpp"
 #include "sandcell/network/host_policy.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "sandcell/network/address_policy.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 

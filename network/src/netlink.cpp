@@ -5,7 +5,7 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/route.h>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network::netlink {
 namespace {

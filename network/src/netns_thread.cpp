@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "owned_fd.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 

@@ -3,7 +3,7 @@
 #include <cerrno>
 
 #include "dynamic_libs.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 

@@ -13,8 +13,8 @@
 #include "host_lock.hpp"
 #include "netns_thread.hpp"
 #include "nft_context.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 namespace {

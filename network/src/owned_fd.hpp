@@ -1,6 +1,6 @@
 #pragma once
 // The runtime's owned file descriptor (public since it is shared by every library).
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::network {
 using OwnedFd = runtime::UniqueFd;

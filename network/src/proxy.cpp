@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 
 #include "proxy_state.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 namespace {
@@ -148,8 +148,8 @@ std::vector<ProxyDecision> Proxy::decisions() const {
   return state_->decisions();
 }
 
-std::vector<runtime::BlockedConnection> Proxy::blocked() const {
-  std::vector<runtime::BlockedConnection> out;
+std::vector<BlockedConnection> Proxy::blocked() const {
+  std::vector<BlockedConnection> out;
   for (const auto& d : state_->decisions()) {
     if (!d.allowed) out.push_back({.host = d.host, .port = d.port, .reason = d.reason});
   }

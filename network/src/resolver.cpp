@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "sandcell/network/host_policy.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 namespace {

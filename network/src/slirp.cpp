@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "sandcell/network/nft_rules.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 namespace {

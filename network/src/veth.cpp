@@ -14,8 +14,8 @@
 #include "host_lock.hpp"
 #include "netlink.hpp"
 #include "netns_thread.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 
 namespace sandcell::network {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "config_parts.hpp"
 #include "json_fields.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::oci {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "config_parts.hpp"
 #include "json_fields.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 
 namespace sandcell::oci {

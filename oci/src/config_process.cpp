@@ -6,7 +6,7 @@
 #include "config_parts.hpp"
 #include "json_fields.hpp"
 #include "sandcell/oci/config.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::oci {
 namespace {

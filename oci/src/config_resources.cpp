@@ -1,7 +1,7 @@
 // config.json "linux.resources" → runtime::Limits (cgroup memory, pids, cpu bandwidth).
 #include "config_parts.hpp"
 #include "json_fields.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::oci {
 namespace {

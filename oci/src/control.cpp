@@ -6,8 +6,8 @@
 
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/runtime/container.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 
 namespace sandcell::oci {
 namespace {

@@ -7,10 +7,10 @@
 #include "sandcell/oci/config.hpp"
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/runtime/container.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 #include "unix_socket.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::oci {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <chrono>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::oci {
 namespace {

@@ -1,6 +1,6 @@
 #include "json_fields.hpp"
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::oci::fields {
 namespace {

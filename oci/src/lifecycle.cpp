@@ -19,8 +19,8 @@
 #include "hooks.hpp"
 #include "sandcell/oci/config.hpp"
 #include "sandcell/runtime/container.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/unique_fd.hpp"
 #include "unix_socket.hpp"
 
 namespace sandcell::oci {

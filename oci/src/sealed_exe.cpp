@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::oci {
 

@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "sandcell/runtime/container.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::oci {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::oci {
 namespace {

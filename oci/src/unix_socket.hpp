@@ -3,7 +3,7 @@
 // /proc/self/fd/<dirfd>, so only the last component has to fit.
 #include <string>
 
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::oci {
 

@@ -11,8 +11,8 @@
 
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "fs_tree.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/bounded_json.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {

@@ -2,8 +2,8 @@
 #include <filesystem>
 
 #include "build_steps.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

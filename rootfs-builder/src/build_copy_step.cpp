@@ -22,8 +22,8 @@
 #include "sandcell/rootfs_builder/image_user.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/rootfs_builder/loaded_libs.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 #include "unique_fd.hpp"
 #include "url_fetch.hpp"
 

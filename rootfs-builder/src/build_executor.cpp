@@ -15,7 +15,7 @@
 #include "fs_tree.hpp"
 #include "sandcell/rootfs_builder/build.hpp"
 #include "sandcell/rootfs_builder/dockerignore.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {

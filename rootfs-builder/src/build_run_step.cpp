@@ -12,7 +12,7 @@
 #include "build_steps.hpp"
 #include "sandcell/rootfs_builder/image_user.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"

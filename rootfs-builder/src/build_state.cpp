@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "build_steps.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 

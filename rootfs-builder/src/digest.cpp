@@ -24,7 +24,7 @@
 #include <array>
 
 #include "file_chunks.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {

@@ -5,8 +5,8 @@
 #include <cctype>
 #include <optional>
 
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

@@ -6,7 +6,7 @@
 #include <regex>
 #include <set>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <string>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 

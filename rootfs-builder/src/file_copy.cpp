@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fs_tree.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {

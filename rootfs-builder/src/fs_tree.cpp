@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gzip_sink.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sandcell/rootfs_builder/image.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

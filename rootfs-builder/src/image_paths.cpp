@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {

@@ -4,7 +4,7 @@
 
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/rootfs_builder/image.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

@@ -5,26 +5,10 @@
 #include <unordered_map>
 
 #include "sandcell/rootfs_builder/image_user.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
-
-// The image's entries replace the spec's of the same name, a later one an earlier one, and end
-// up last in the order of their last occurrence. Linear: an image may list 100k entries (this
-// was quadratic: seconds of CPU before the sandbox started), and an entry without '=' replaces
-// only itself (its "" prefix once matched, and erased, every entry).
-void merge_env(std::vector<std::string>& env, const std::vector<std::string>& image_env) {
-  auto name_of = [](const std::string& entry) { return std::string_view(entry).substr(0, entry.find('=')); };
-  std::unordered_map<std::string_view, std::size_t> last;  // name -> index of its last image entry
-  for (std::size_t i = 0; i < image_env.size(); ++i) last[name_of(image_env[i])] = i;
-  std::vector<std::string> merged;
-  for (std::string& entry : env)
-    if (!last.contains(name_of(entry))) merged.push_back(std::move(entry));
-  for (std::size_t i = 0; i < image_env.size(); ++i)
-    if (last[name_of(image_env[i])] == i) merged.push_back(image_env[i]);
-  env = std::move(merged);
-}
 
 std::vector<std::string> command_of(const ContainerConfig& config, const std::vector<std::string>& override_cmd) {
   std::vector<std::string> args = config.entrypoint.value_or(std::vector<std::string>{});
@@ -57,7 +41,9 @@ void apply_resolved_image(ImageStore& store, const std::string& image, const Ima
   const ContainerConfig& config = record.config.config;
   spec.args = command_of(config, request.command);
   if (spec.args.empty()) throw Error::invalid("image " + image + " has no Entrypoint or Cmd: give a command");
-  merge_env(spec.env, config.env);
+  // The image's entries replace the spec's (runtime::merge_env: linear, as an image may list 100k
+  // entries; this was once quadratic, and an entry without '=' once erased every entry).
+  runtime::merge_env(spec.env, config.env);
   spec.cwd = request.workdir.value_or(config.working_dir.empty() ? "/" : config.working_dir);
   std::string user = request.user.value_or(config.user);
   if (!user.empty()) {

@@ -11,7 +11,7 @@
 #include <optional>
 #include <sstream>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

@@ -19,7 +19,7 @@
 #include "gzip_sink.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/rootfs_builder/loaded_libs.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/rootless.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {

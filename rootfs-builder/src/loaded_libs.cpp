@@ -1,7 +1,7 @@
 // Loading libcurl and libarchive on first use (see loaded_libs.hpp).
 #include "sandcell/rootfs_builder/loaded_libs.hpp"
 
-#include "sandcell/runtime/loaded_library.hpp"
+#include "sandcell/base/loaded_library.hpp"
 
 // The sonames below are the ABI these headers describe.
 static_assert(LIBCURL_VERSION_MAJOR == 7 || LIBCURL_VERSION_MAJOR == 8,

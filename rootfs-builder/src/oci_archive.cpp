@@ -6,7 +6,7 @@
 #include "archive_bundle.hpp"
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "fs_tree.hpp"
 #include "sandcell/rootfs_builder/digest.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 

@@ -9,7 +9,7 @@
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "store_index.hpp"
 
 namespace sandcell::rootfs_builder {

@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/rootless.hpp"
 
 namespace sandcell::rootfs_builder {
 

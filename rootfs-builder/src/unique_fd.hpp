@@ -1,5 +1,5 @@
 #pragma once
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {
 using runtime::UniqueFd;

@@ -7,7 +7,7 @@
 
 #include "sandcell/rootfs_builder/digest.hpp"
 #include "sandcell/rootfs_builder/loaded_libs.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "sandcell/rootfs_builder/dockerfile.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

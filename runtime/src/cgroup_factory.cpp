@@ -2,7 +2,7 @@
 
 #include "cgroup_files.hpp"
 #include "cgroup_versions.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 

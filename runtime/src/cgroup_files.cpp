@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "sandcell/runtime/cgroup.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::runtime::cgroupfs {

@@ -2,7 +2,8 @@
 
 namespace sandcell::runtime {
 
-// Nothing is enforced here; the caller reports each limit as rlimit or none (DESIGN.md, Cgroups).
+// Nothing is enforced here; the caller reports each limit as rlimit or none
+// (docs/architecture.md, "Cgroups").
 std::map<std::string, Enforcement> CgroupNone::apply(const Limits&) {
   return {};
 }

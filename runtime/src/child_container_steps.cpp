@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "child_steps.hpp"
+#include "fd_passing.hpp"
 
 namespace sandcell::runtime {
 namespace {
@@ -25,18 +26,7 @@ void send_console(const ChildPlan& plan, int master) {
   ioctl(master, TIOCGPTN, &number);
   int length = snprintf(name, sizeof name, "/dev/pts/%u", number);
   iovec data{.iov_base = name, .iov_len = static_cast<size_t>(length)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr header{};
-  header.msg_iov = &data;
-  header.msg_iovlen = 1;
-  header.msg_control = control;
-  header.msg_controllen = sizeof control;
-  cmsghdr* fd_message = CMSG_FIRSTHDR(&header);
-  fd_message->cmsg_level = SOL_SOCKET;
-  fd_message->cmsg_type = SCM_RIGHTS;
-  fd_message->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(fd_message), &master, sizeof master);
-  if (sendmsg(plan.container->console_fd, &header, MSG_NOSIGNAL) < 0)
+  if (send_with_fds(plan.container->console_fd, {&data, 1}, {&master, 1}) < 0)
     child_fail(plan, "send the pty master to --console-socket");
 }
 

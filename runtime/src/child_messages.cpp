@@ -8,7 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "sandcell/runtime/error.hpp"
+#include "fd_passing.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 
@@ -70,9 +71,7 @@ void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
   char go = parent_tasks.empty() ? kGoTag : limit ? kGoLeaveAndLimitTag : kGoAndLeaveTag;
   LateSeccompHeader late;
   iovec data[3] = {{.iov_base = &go, .iov_len = 1}};
-  msghdr header{};
-  header.msg_iov = data;
-  header.msg_iovlen = 1;
+  size_t data_count = 1;
   if (late_seccomp != nullptr) {
     if (late_seccomp->instructions.size() > BPF_MAXINSNS)
       throw Error(E2BIG, "the seccomp program " + late_seccomp->name + " has " +
@@ -85,34 +84,18 @@ void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
     data[1] = {.iov_base = &late, .iov_len = sizeof late};
     data[2] = {.iov_base = const_cast<sock_filter*>(late_seccomp->instructions.data()),
                .iov_len = late.count * sizeof(sock_filter)};
-    header.msg_iovlen = 3;
+    data_count = 3;
   }
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * (kMaxCgroupTasksFds * 2 + 1))] = {};
   if (cgroup_tasks.size() > kMaxCgroupTasksFds)
     throw Error(E2BIG, "more cgroup hierarchies than the child takes");
-  const size_t count = cgroup_tasks.size() + parent_tasks.size() + (limit ? 1 : 0);
-  if (count > 0) {
-    header.msg_control = control;
-    header.msg_controllen = CMSG_SPACE(sizeof(int) * count);
-    cmsghdr* fds = CMSG_FIRSTHDR(&header);
-    fds->cmsg_level = SOL_SOCKET;
-    fds->cmsg_type = SCM_RIGHTS;
-    fds->cmsg_len = CMSG_LEN(sizeof(int) * count);
-    size_t i = 0;
-    for (const auto* list : {&cgroup_tasks, &parent_tasks}) {
-      for (const UniqueFd& tasks : *list) {
-        const int fd = tasks.get();
-        memcpy(CMSG_DATA(fds) + i++ * sizeof(int), &fd, sizeof fd);
-      }
-    }
-    if (limit) {
-      const int fd = pids_max.get();
-      memcpy(CMSG_DATA(fds) + i * sizeof(int), &fd, sizeof fd);
-    }
-  }
+  int fds[kMaxCgroupTasksFds * 2 + 1];
+  size_t count = 0;
+  for (const auto* list : {&cgroup_tasks, &parent_tasks})
+    for (const UniqueFd& tasks : *list) fds[count++] = tasks.get();
+  if (limit) fds[count++] = pids_max.get();
   // A child that failed a setup step has said why on the socket and exited: nobody is left to
   // tell, and supervise() reads its message and status.
-  if (sendmsg(sync_fd, &header, MSG_NOSIGNAL) < 0 && errno != EPIPE)
+  if (send_with_fds(sync_fd, {data, data_count}, {fds, count}) < 0 && errno != EPIPE)
     throw Error(errno, "tell the child to go");
 }
 

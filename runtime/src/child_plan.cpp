@@ -14,8 +14,8 @@
 
 #include "sandcell/apparmor/lsm_probe.hpp"
 #include "sandcell/apparmor/profile.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/rootless.hpp"
 #include "spec_checks.hpp"
 
 namespace sandcell::runtime {
@@ -116,7 +116,7 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
 }
 
 // The host's AppArmor gets sandcell-default, loaded once per process; Landlock is the layer
-// where AppArmor is absent (one LSM layer, as DESIGN.md says, not both).
+// where AppArmor is absent (one LSM layer, docs/architecture.md "The sandbox", not both).
 std::string plan_apparmor(const Spec& spec) {
   if (!spec.lsm || !lsm_host().apparmor) return "";
   static std::once_flag loaded;

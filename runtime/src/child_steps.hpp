@@ -59,7 +59,10 @@ void make_device_nodes(const ChildPlan& plan, int devfd);  // null zero full ran
 // mknodat with the umask at 0 for the call, so no chmod by name is needed after it.
 int mknod_exact(int dirfd, const char* name, mode_t mode, dev_t dev);
 
-// child_process.cpp
+// One file per concern: child_process.cpp (signals, parent death, dumpable),
+// child_supervisor_channel.cpp ("go", fds to and from the supervisor), child_network.cpp,
+// child_resources.cpp (CPU mask, cgroup, rlimits), child_fds.cpp, child_credentials.cpp,
+// child_confinement.cpp (LSM, seccomp), child_init.cpp (the init and exec).
 void reset_signals();
 void restore_cpu_mask(const ChildPlan& plan);  // ChildPlan::cpus, when the supervisor pinned
 void install_stdio(const ChildPlan& plan);

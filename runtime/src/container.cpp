@@ -19,7 +19,7 @@
 #include "child_plan.hpp"
 #include "proc_handle.hpp"
 #include "sandcell/runtime/cgroup.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "spec_checks.hpp"
 #include "unique_fd.hpp"
 

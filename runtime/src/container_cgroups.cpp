@@ -6,7 +6,7 @@
 #include "cgroup_files.hpp"
 #include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/runtime/container.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 namespace {

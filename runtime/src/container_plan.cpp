@@ -11,7 +11,7 @@
 
 #include "child_plan.hpp"
 #include "sandcell/runtime/cgroup.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "spec_checks.hpp"
 
 namespace sandcell::runtime {

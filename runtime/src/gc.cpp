@@ -17,10 +17,10 @@
 #include "run_state.hpp"
 #include "sandcell/network/veth.hpp"
 #include "sandcell/runtime/cgroup.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/rootless.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "userns_pool.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::runtime {
 namespace {

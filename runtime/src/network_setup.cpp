@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "sandcell/network/host_policy.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/rootless.hpp"
 
 namespace sandcell::runtime {
 namespace {
@@ -320,8 +320,10 @@ void SandboxNetwork::record_drops(network::SandboxFilter& filter, Events& events
 void SandboxNetwork::record(Events& events) {
   if (proxy_) {  // first: its refusals are what a program asked for, the drops what it tried
     proxy_->stop();
-    for (auto& blocked : proxy_->blocked())
-      events.blocked_connections.push_back(std::move(blocked));
+    for (network::BlockedConnection& blocked : proxy_->blocked())
+      events.blocked_connections.push_back({.host = std::move(blocked.host),
+                                            .port = blocked.port,
+                                            .reason = std::move(blocked.reason)});
     events.allowed_connections = proxy_->allowed_count();
   }
   if (filter_) record_drops(*filter_, events);

@@ -1,6 +1,6 @@
 #pragma once
-// The supervisor's side of `--net allow:` and `--net full` (DESIGN.md, "Network policy"), by
-// transport (spec.hpp, NetworkTransport):
+// The supervisor's side of `--net allow:` and `--net full` (docs/architecture.md, "Network
+// policy"), by transport (spec.hpp, NetworkTransport):
 //   socket (allow): the allowlist proxy, on threads of this process, serving the listener the
 //                   child made in its own netns; nothing else.
 //   veth (allow, full): a veth into the sandbox's netns, the run's elements in the nftables table

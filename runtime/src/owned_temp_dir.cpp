@@ -8,7 +8,7 @@
 #include <ctime>
 #include <filesystem>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 namespace {

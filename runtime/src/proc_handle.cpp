@@ -12,7 +12,7 @@
 
 #include <cerrno>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 namespace {

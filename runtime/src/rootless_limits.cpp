@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "cgroup_files.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 namespace {

@@ -1,6 +1,7 @@
 #pragma once
-// Limits without a cgroup of sandcell's own (rootless, DESIGN.md "Cgroups"): a delegated cgroup v2
-// subtree when the user owns one, otherwise rlimits, each reported in the result's `enforced`.
+// Limits without a cgroup of sandcell's own (rootless; docs/architecture.md, "Cgroups"): a
+// delegated cgroup v2 subtree when the user owns one, otherwise rlimits, each reported in the
+// result's `enforced`.
 #include <map>
 #include <optional>
 #include <string>

@@ -5,8 +5,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
+#include <unordered_map>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 
@@ -101,6 +103,18 @@ NetworkTransport parse_network_transport(const std::string& text) {
   if (text == "veth") return NetworkTransport::Veth;
   if (text == "slirp") return NetworkTransport::Slirp;
   throw Error::invalid("--net-transport expects auto, socket, veth or slirp, got '" + text + "'");
+}
+
+void merge_env(std::vector<std::string>& env, const std::vector<std::string>& overrides) {
+  auto name_of = [](const std::string& entry) { return std::string_view(entry).substr(0, entry.find('=')); };
+  std::unordered_map<std::string_view, std::size_t> last;  // name -> index of its last override
+  for (std::size_t i = 0; i < overrides.size(); ++i) last[name_of(overrides[i])] = i;
+  std::vector<std::string> merged;
+  for (std::string& entry : env)
+    if (!last.contains(name_of(entry))) merged.push_back(std::move(entry));
+  for (std::size_t i = 0; i < overrides.size(); ++i)
+    if (last[name_of(overrides[i])] == i) merged.push_back(overrides[i]);
+  env = std::move(merged);
 }
 
 }  // namespace sandcell::runtime

@@ -1,5 +1,5 @@
 #include "spec_checks.hpp"
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/rootless.hpp"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 #include <cctype>
 #include <sstream>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 

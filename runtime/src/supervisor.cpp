@@ -13,7 +13,7 @@
 
 #include "child_messages.hpp"
 #include "denied_syscall_log.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 namespace {

@@ -1,2 +1,2 @@
 #pragma once
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"

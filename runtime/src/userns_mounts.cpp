@@ -11,8 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "fd_passing.hpp"
 #include "proc_handle.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 namespace {
@@ -56,20 +57,8 @@ void send_layers(int sync_fd, const std::vector<UniqueFd>& layers) {
   for (const UniqueFd& layer : layers) fds.push_back(layer.get());
   char tag = 'u';
   iovec data{.iov_base = &tag, .iov_len = 1};
-  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
-  msghdr header{};
-  header.msg_iov = &data;
-  header.msg_iovlen = 1;
-  if (!fds.empty()) {
-    header.msg_control = control.data();
-    header.msg_controllen = control.size();
-    cmsghdr* message = CMSG_FIRSTHDR(&header);
-    message->cmsg_level = SOL_SOCKET;
-    message->cmsg_type = SCM_RIGHTS;
-    message->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    memcpy(CMSG_DATA(message), fds.data(), sizeof(int) * fds.size());
-  }
-  check(sendmsg(sync_fd, &header, MSG_NOSIGNAL), "send the idmapped image layers to the child");
+  static_assert(kMaxIdmappedLayers <= kMaxPassedFds);
+  check(send_with_fds(sync_fd, {&data, 1}, fds), "send the idmapped image layers to the child");
 }
 
 }  // namespace

@@ -13,8 +13,8 @@
 #include <fstream>
 #include <optional>
 
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::runtime {

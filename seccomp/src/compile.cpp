@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "reported_profile.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/seccomp/profile.hpp"
 #include "syscall_table.hpp"
 
@@ -187,7 +187,7 @@ uint32_t unreported_foreign_abi_action(const Profile& profile) {
       static_cast<uint32_t>(fallback.kind == ActionKind::Errno ? fallback.errno_ret : EPERM));
 }
 
-runtime::SeccompProgram compile_filter(const Profile& profile, uint32_t foreign_abi_action,
+Program compile_filter(const Profile& profile, uint32_t foreign_abi_action,
                                        unsigned flags) {
   FilterContext ctx = new_context(profile, foreign_abi_action);
   for (const Rule& rule : profile.rules) {
@@ -206,7 +206,7 @@ runtime::SeccompProgram compile_filter(const Profile& profile, uint32_t foreign_
 
 }  // namespace
 
-runtime::SeccompProgram compile(const Profile& profile, const CompileOptions& options) {
+Program compile(const Profile& profile, const CompileOptions& options) {
   if (!options.report_denials) {
     return compile_filter(profile, unreported_foreign_abi_action(profile), 0);
   }
@@ -214,13 +214,13 @@ runtime::SeccompProgram compile(const Profile& profile, const CompileOptions& op
   // Foreign-ABI calls go to the supervisor too: it records them, then kills the sandbox or
   // answers with the default errno as plan.kill_on_foreign_abi says. libseccomp 2.5.4 accepts
   // SCMP_ACT_NOTIFY as the bad-arch action.
-  runtime::SeccompProgram program =
+  Program program =
       compile_filter(reported.profile, SCMP_ACT_NOTIFY, SECCOMP_FILTER_FLAG_NEW_LISTENER);
   program.notify = std::move(reported.plan);
   return program;
 }
 
-runtime::SeccompProgram compile(const Profile& profile) {
+Program compile(const Profile& profile) {
   return compile(profile, CompileOptions{.report_denials = false});
 }
 

@@ -1,4 +1,4 @@
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/rootless.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <sstream>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "syscall_table.hpp"
 
 namespace sandcell::seccomp {
@@ -118,7 +118,7 @@ class Reader {
   size_t pos_ = 0;
 };
 
-std::string encode(const std::string& key, const runtime::SeccompProgram& program) {
+std::string encode(const std::string& key, const Program& program) {
   Writer w;
   w.put_string(key);
   w.put_string(program.name);
@@ -138,14 +138,14 @@ std::string encode(const std::string& key, const runtime::SeccompProgram& progra
   return w.bytes;
 }
 
-runtime::SeccompProgram decode(Reader& r) {
-  runtime::SeccompProgram program;
+Program decode(Reader& r) {
+  Program program;
   program.name = r.get_string();
   program.flags = r.get<uint32_t>();
   program.instructions.resize(r.get<uint32_t>());
   for (sock_filter& f : program.instructions) f = r.get<sock_filter>();
   if (r.get<uint8_t>() == 0) return program;
-  runtime::SeccompNotifyPlan plan;
+  NotifyPlan plan;
   plan.default_errno = r.get<int32_t>();
   plan.kill_on_foreign_abi = r.get<uint8_t>() != 0;
   plan.native_arch = r.get<uint32_t>();
@@ -164,7 +164,7 @@ std::string cache_path(const std::string& cache_dir, const std::string& key) {
   return cache_dir + "/" + name;
 }
 
-std::optional<runtime::SeccompProgram> cached(const std::string& path, const std::string& key) {
+std::optional<Program> cached(const std::string& path, const std::string& key) {
   std::optional<std::string> bytes = read_trusted_file(path);
   if (!bytes) return std::nullopt;
   try {
@@ -177,7 +177,7 @@ std::optional<runtime::SeccompProgram> cached(const std::string& path, const std
 }
 
 // Written to a new file of our own (O_EXCL: never through a name someone placed) and renamed.
-void store(const std::string& path, const std::string& key, const runtime::SeccompProgram& program) {
+void store(const std::string& path, const std::string& key, const Program& program) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return;
@@ -206,7 +206,7 @@ std::string profile_file(const std::string& arg) {
 
 }  // namespace
 
-std::optional<runtime::SeccompProgram> compile_profile_arg(const std::string& arg, const ProfileContext& context,
+std::optional<Program> compile_profile_arg(const std::string& arg, const ProfileContext& context,
                                                           const CompileOptions& options,
                                                           const std::string& cache_dir) {
   if (arg == "unconfined") return std::nullopt;
@@ -219,7 +219,7 @@ std::optional<runtime::SeccompProgram> compile_profile_arg(const std::string& ar
     if (auto hit = cached(path, key)) return hit;
   std::optional<Profile> profile = load_profile_arg(arg, context);
   if (!profile) return std::nullopt;
-  runtime::SeccompProgram program = compile(*profile, options);
+  Program program = compile(*profile, options);
   if (bytes) store(path, key, program);
   return program;
 }

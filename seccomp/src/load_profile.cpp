@@ -6,17 +6,17 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/shipped_data.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/shipped_data.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::seccomp {
 namespace {
 
 }  // namespace
 
-// An installed tree's profiles, else the source tree's (runtime/shipped_data.hpp).
+// An installed tree's profiles, else the source tree's (base/shipped_data.hpp).
 std::string shipped_profile_path(const std::string& file) {
   return runtime::shipped_data_dir("seccomp", SANDCELL_SECCOMP_PROFILE_DIR) + "/" + file;
 }

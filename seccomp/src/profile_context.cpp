@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <map>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 
 namespace sandcell::seccomp {

@@ -1,7 +1,7 @@
 // Typed access to a JSON profile's fields, failing with the field's path.
 #include "profile_json.hpp"
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::seccomp {
 

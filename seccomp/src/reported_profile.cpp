@@ -85,7 +85,7 @@ void add_reported_rule(const Rule& rule, const std::map<int, std::optional<int>>
   if (!keep.names.empty()) out.push_back(std::move(keep));
 }
 
-runtime::SeccompNotifyPlan empty_plan(const Profile& profile) {
+NotifyPlan empty_plan(const Profile& profile) {
   return {.default_errno = default_errno_of(profile),
           .errno_for = {},
           .kill_on_foreign_abi = profile.kill_foreign_abi,

@@ -14,7 +14,7 @@
 #include "sandcell/agent/code_request.hpp"
 #include "sandcell/agent/code_result.hpp"
 #include "sandcell/agent_service/mcp_server.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "targets.hpp"
 
 namespace sandcell::fuzz {

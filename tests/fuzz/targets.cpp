@@ -13,8 +13,8 @@
 #include "sandcell/rootfs_builder/dockerignore.hpp"
 #include "sandcell/rootfs_builder/image.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
 

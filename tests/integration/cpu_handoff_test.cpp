@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"

@@ -1,6 +1,6 @@
 // `cmake --install` gives a tree that runs on its own: its executables read the skills, the
 // seccomp profiles and the AppArmor templates installed beside them
-// (runtime/include/sandcell/runtime/shipped_data.hpp), before the source tree they were built
+// (base/include/sandcell/base/shipped_data.hpp), before the source tree they were built
 // from, which still exists here. Each installed file is changed, and the change must show.
 #include <gtest/gtest.h>
 #include <stdlib.h>

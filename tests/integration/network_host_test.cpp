@@ -27,7 +27,7 @@
 #include "sandcell/network/gc.hpp"
 #include "sandcell/network/nft_rules.hpp"
 #include "sandcell/network/veth.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 namespace {

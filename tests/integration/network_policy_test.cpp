@@ -1,5 +1,5 @@
-// `sandcell run --net allow:... / --net full` end to end (DESIGN.md, "Network policy"), as root on
-// the real kernel. The test builds its own "internet": a network namespace joined to the host by
+// `sandcell run --net allow:... / --net full` end to end (docs/architecture.md, "Network
+// policy"), as root on the real kernel. The test builds its own "internet": a network namespace joined to the host by
 // a veth in 198.51.100.0/24 (TEST-NET-2), with busybox httpd servers standing for allowed.test,
 // denied.test, a metadata service (169.254.169.254) and an internal host (10.0.0.1). Only those
 // two /32s get host routes, towards the test namespace, and only for the test's lifetime, so the

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/number.hpp"
 
 namespace sandcell::test {
 namespace fs = std::filesystem;

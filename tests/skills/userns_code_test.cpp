@@ -7,7 +7,7 @@
 #include <string>
 
 #include "sandcell/agent/code_result.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/number.hpp"
 #include "skills_support.hpp"
 
 namespace sandcell::test {

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "sandcell/apparmor/profile.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::apparmor {
 namespace {

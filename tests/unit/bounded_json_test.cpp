@@ -1,5 +1,5 @@
 // parse_bounded_json: the one parser every JSON input of sandcell goes through.
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 namespace {

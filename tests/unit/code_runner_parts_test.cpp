@@ -14,7 +14,7 @@
 #include "sandcell/agent/error_classifier.hpp"
 #include "sandcell/agent/sessions.hpp"
 #include "sandcell/agent/workspace.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::agent {
 namespace {

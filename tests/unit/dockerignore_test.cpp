@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "image_paths.hpp"
 #include "sandcell/rootfs_builder/image_user.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

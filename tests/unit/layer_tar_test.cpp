@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "sandcell/rootfs_builder/digest.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

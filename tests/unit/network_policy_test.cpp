@@ -26,7 +26,7 @@
 #include "sandcell/network/resolv.hpp"
 #include "sandcell/network/resolver.hpp"
 #include "sandcell/network/veth.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::network {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "sandcell/oci/config.hpp"
 #include "sandcell/oci/lifecycle.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::oci {
 namespace {

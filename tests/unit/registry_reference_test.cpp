@@ -4,7 +4,7 @@
 #include "registry/auth_challenge.hpp"
 #include "registry/manifest_fetch.hpp"
 #include "sandcell/rootfs_builder/registry_reference.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

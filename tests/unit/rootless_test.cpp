@@ -1,7 +1,7 @@
 // Rootless mode without privileges: /etc/subuid parsing, id maps, the message for a refused user
 // namespace (against a fake /proc/sys), delegated cgroup v2 detection (against a fake cgroupfs)
 // and the rlimit fallbacks.
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/rootless.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

@@ -13,7 +13,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool same(const runtime::SeccompProgram& a, const runtime::SeccompProgram& b) {
+bool same(const Program& a, const Program& b) {
   if (a.instructions.size() != b.instructions.size() || a.flags != b.flags || a.name != b.name) return false;
   for (size_t i = 0; i < a.instructions.size(); ++i)
     if (memcmp(&a.instructions[i], &b.instructions[i], sizeof(sock_filter)) != 0) return false;

@@ -28,7 +28,7 @@
 #include <optional>
 #include <thread>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
 #include "host_abi.hpp"
@@ -105,7 +105,7 @@ TEST(DockerProfile, DockersOwnDefaultJson_LoadsAndCompilesBothWays) {
   EXPECT_TRUE(allows(profile, "read"));
   EXPECT_TRUE(has_rule(profile, "clone3", ActionKind::Errno));
   for (const bool report : {false, true}) {
-    const runtime::SeccompProgram program = compile(profile, {.report_denials = report});
+    const Program program = compile(profile, {.report_denials = report});
     EXPECT_LE(program.instructions.size(), static_cast<size_t>(BPF_MAXINSNS));
   }
 }
@@ -116,7 +116,7 @@ TEST(DockerProfile, ContainersCommonJsonWithErrnoNames_LoadsAndCompiles) {
   const Profile profile = *load_profile_arg(kContainersCommon, kNoCaps);
   EXPECT_EQ(profile.default_action, (Action{ActionKind::Errno, ENOSYS}));
   EXPECT_TRUE(has_rule(profile, "socket", ActionKind::Errno));  // EINVAL for audit netlink
-  const runtime::SeccompProgram program = compile(profile, {.report_denials = true});
+  const Program program = compile(profile, {.report_denials = true});
   EXPECT_FALSE(program.instructions.empty());
 }
 
@@ -304,10 +304,10 @@ TEST(ShippedProfiles, CodeDropsDebuggingAndKernelSurfaceAndKillsForeignAbis) {
 // ---- compile with the denial report ------------------------------------------------------
 
 TEST(SeccompReport, BuiltinWithReport_HasListenerFlagAndErrnoMap) {
-  const runtime::SeccompProgram program = compile(builtin_profile(), {.report_denials = true});
+  const Program program = compile(builtin_profile(), {.report_denials = true});
   EXPECT_NE(program.flags & SECCOMP_FILTER_FLAG_NEW_LISTENER, 0u);
   ASSERT_TRUE(program.notify.has_value());
-  const runtime::SeccompNotifyPlan& plan = *program.notify;
+  const NotifyPlan& plan = *program.notify;
   EXPECT_EQ(plan.native_arch, uint32_t{AUDIT_ARCH_X86_64});
   EXPECT_EQ(plan.default_errno, EPERM);
   EXPECT_TRUE(plan.kill_on_foreign_abi);  // the built-in profile kills foreign ABIs
@@ -339,7 +339,7 @@ TEST(SeccompReport, SyscallDeniedWithTwoErrnos_StaysUnreportedSoTheAnswerStaysEx
   const Profile profile{.name = "mixed",
                         .default_action = {ActionKind::Errno, EPERM},
                         .rules = {eacces, allow_keyctl}};
-  const runtime::SeccompNotifyPlan plan = *compile(profile, {.report_denials = true}).notify;
+  const NotifyPlan plan = *compile(profile, {.report_denials = true}).notify;
   // getpriority: EACCES by the rule, EPERM by the default → not in the map, rule stays ERRNO.
   EXPECT_FALSE(plan.errno_for.contains(native_key(SYS_getpriority)));
   // keyctl: the unconditional allow shuts out the default, so EACCES is its only answer.
@@ -351,7 +351,7 @@ TEST(SeccompReport, SyscallDeniedWithTwoErrnos_StaysUnreportedSoTheAnswerStaysEx
 // The errno `call` fails with in a child under `program` (nullptr: unfiltered); 0 on success.
 // `setup` runs before the filter is installed.
 int errno_under(
-    const runtime::SeccompProgram* program, const std::function<long()>& call,
+    const Program* program, const std::function<long()>& call,
     const std::function<bool()>& setup = [] { return true; }) {
   const pid_t pid = fork();
   if (pid == 0) {
@@ -369,14 +369,14 @@ int errno_under(
   return WEXITSTATUS(status);
 }
 
-const runtime::SeccompProgram& default_program() {
-  static const runtime::SeccompProgram program =
+const Program& default_program() {
+  static const Program program =
       compile(shipped("default"), {.report_denials = false});
   return program;
 }
 
-const runtime::SeccompProgram& code_program() {
-  static const runtime::SeccompProgram program =
+const Program& code_program() {
+  static const Program program =
       compile(shipped("code"), {.report_denials = false});
   return program;
 }
@@ -419,7 +419,7 @@ TEST(DefaultJson, ForeignAbiWithoutSupervisor_FailsWithEperm) {
 
 // AF_PACKET and raw sockets need CAP_NET_RAW, which a test run as a user lacks; a user
 // namespace with its own network namespace grants it, so the filter is what says no.
-int errno_in_own_netns(const runtime::SeccompProgram* program, const std::function<long()>& call) {
+int errno_in_own_netns(const Program* program, const std::function<long()>& call) {
   return errno_under(program, call, [] {
     return unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0 || unshare(CLONE_NEWNET) == 0;
   });
@@ -445,7 +445,7 @@ TEST(SeccompCompile, TwoConditionsOnOneArgument_AreOredAsRuncDoes) {
                   .action = {ActionKind::Errno, EACCES},
                   .args = {{.index = 0, .op = ArgCondition::Op::Equal, .value = 5},
                            {.index = 0, .op = ArgCondition::Op::Equal, .value = 6}}};
-  const runtime::SeccompProgram program =
+  const Program program =
       compile({.name = "or", .default_action = {}, .rules = {rule}}, {.report_denials = false});
   EXPECT_EQ(errno_under(&program, [] { return syscall(SYS_getpriority, 5, 0); }), EACCES);
   EXPECT_EQ(errno_under(&program, [] { return syscall(SYS_getpriority, 6, 0); }), EACCES);
@@ -504,7 +504,7 @@ void answer(int listener, const seccomp_notif& notif, int err) {
 }
 
 // A child under `program` hands its listener fd over `sock`, then makes the calls of `body`.
-pid_t filtered_child(const runtime::SeccompProgram& program, int sock,
+pid_t filtered_child(const Program& program, int sock,
                      const std::function<int()>& body) {
   const pid_t pid = fork();
   if (pid == 0) {
@@ -526,8 +526,8 @@ int exit_code(pid_t pid) {
 }
 
 TEST(SeccompNotify, DenialReachesSupervisor_AndWithoutItTheCallFailsWithEnosys) {
-  const runtime::SeccompProgram program = compile(builtin_profile(), {.report_denials = true});
-  const runtime::SeccompNotifyPlan& plan = *program.notify;
+  const Program program = compile(builtin_profile(), {.report_denials = true});
+  const NotifyPlan& plan = *program.notify;
   int socks[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, socks), 0);
   const pid_t pid = filtered_child(program, socks[1], [&] {
@@ -554,7 +554,7 @@ TEST(SeccompNotify, DenialReachesSupervisor_AndWithoutItTheCallFailsWithEnosys) 
 // A foreign-ABI call under default.json reaches the supervisor by name; answered with the
 // default errno ("sandcellForeignAbi": "errno").
 void expect_foreign_call_reported(const std::function<long()>& call, const std::string& name) {
-  const runtime::SeccompProgram program = compile(shipped("default"), {.report_denials = true});
+  const Program program = compile(shipped("default"), {.report_denials = true});
   int socks[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, socks), 0);
   const pid_t pid = filtered_child(program, socks[1], [&] { return call() == -EPERM ? 0 : 1; });

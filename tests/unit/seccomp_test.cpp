@@ -19,7 +19,7 @@
 #include <functional>
 #include <thread>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/seccomp/profile.hpp"
 #include "host_abi.hpp"
 #include "seccomp_install.hpp"

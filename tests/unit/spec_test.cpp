@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/runtime/result.hpp"
 #include "sandcell/runtime/spec.hpp"
 #include "spec_checks.hpp"

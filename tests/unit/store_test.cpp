@@ -18,7 +18,7 @@
 #include "sandcell/rootfs_builder/image.hpp"
 #include "sandcell/rootfs_builder/image_spec.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 #include "temp_tree.hpp"
 
 namespace sandcell::rootfs_builder {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <set>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 namespace {

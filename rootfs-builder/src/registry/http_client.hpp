@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 

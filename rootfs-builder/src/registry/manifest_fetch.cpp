@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandcell/rootfs_builder/digest.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

@@ -13,9 +13,9 @@
 #include "../gzip_sink.hpp"
 #include "base64.hpp"
 #include "sandcell/rootfs_builder/registry_reference.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/rootless.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/rootless.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

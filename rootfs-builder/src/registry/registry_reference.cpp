@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "sandcell/rootfs_builder/image.hpp"
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

@@ -12,7 +12,7 @@
 #include "base64.hpp"
 #include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "sandcell/rootfs_builder/registry_reference.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

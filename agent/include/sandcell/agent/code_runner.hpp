@@ -1,7 +1,8 @@
 #pragma once
 // run_code(): writes the code into /workspace, installs packages, compiles and runs it, each in
 // its own sandbox of the skill's image with the workspace bind-mounted, then collects output,
-// artifacts and the error class. DESIGN.md data flow: skill.json + request → runtime::Spec.
+// artifacts and the error class. docs/architecture.md, "Data flow": skill.json + request →
+// runtime::Spec.
 #include <chrono>
 #include <functional>
 #include <optional>

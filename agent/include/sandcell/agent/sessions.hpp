@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::agent {
 

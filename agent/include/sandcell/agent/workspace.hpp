@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::agent {
 

@@ -2,7 +2,7 @@
 
 #include "agent/compact_result.hpp"
 #include "executor/workspace_files.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {

@@ -15,8 +15,8 @@
 #include <optional>
 #include <thread>
 
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 extern char** environ;
 

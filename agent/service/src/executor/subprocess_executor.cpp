@@ -6,8 +6,8 @@
 
 #include "executor/child_process.hpp"
 #include "sandcell/agent_service/executor.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <array>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::agent_service {
 namespace {

@@ -14,8 +14,8 @@
 #include "http/admission_gate.hpp"
 #include "http/guarded_server.hpp"
 #include "http/routes.hpp"
-#include "sandcell/runtime/error.hpp"
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 
 namespace sandcell::agent_service {
 

@@ -6,7 +6,7 @@
 
 #include "executor/workspace_files.hpp"
 #include "http/guarded_server.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {

@@ -1,7 +1,7 @@
 // Anthropic Messages API: content blocks, `tool_use` from the model and `tool_result` back.
 #include "llm/json_post.hpp"
 #include "llm/models.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {

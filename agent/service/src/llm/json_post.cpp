@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "sandcell/rootfs_builder/loaded_libs.hpp"
-#include "sandcell/runtime/number.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/number.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "mcp/mcp_protocol.hpp"
 #include "mcp/mcp_tools.hpp"
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::agent_service {
 namespace {

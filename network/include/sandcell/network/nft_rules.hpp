@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "sandcell/network/address_policy.hpp"
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::network {
 

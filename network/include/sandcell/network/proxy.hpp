@@ -1,5 +1,5 @@
 #pragma once
-// The allowlist proxy of `--net allow:...` (DESIGN.md, "Network policy"). It runs in the
+// The allowlist proxy of `--net allow:...` (docs/architecture.md, "Network policy"). It runs in the
 // supervisor, listening on the host end of the sandbox's veth, and is the only thing the sandbox
 // can reach. Per connection it serves exactly one request:
 //   CONNECT host:port            → checks, connects, "200 Connection established", then a tunnel
@@ -28,8 +28,7 @@
 #include "sandcell/network/address_policy.hpp"
 #include "sandcell/network/host_policy.hpp"
 #include "sandcell/network/resolver.hpp"
-#include "sandcell/runtime/result.hpp"
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::network {
 
@@ -56,6 +55,14 @@ struct ProxyDecision {
   bool allowed = false;
 };
 
+// A refused request, as the result record lists it (the runtime copies these into
+// events.blocked_connections).
+struct BlockedConnection {
+  std::string host;
+  uint16_t port = 0;
+  std::string reason;
+};
+
 class Proxy {
  public:
   // Binds, listens and starts serving before it returns. Throws Error.
@@ -73,7 +80,7 @@ class Proxy {
 
   // The log keeps the first 4096 decisions; the counters count all of them.
   std::vector<ProxyDecision> decisions() const;
-  std::vector<runtime::BlockedConnection> blocked() const;
+  std::vector<BlockedConnection> blocked() const;
   uint64_t allowed_count() const;
   uint64_t blocked_count() const;
 

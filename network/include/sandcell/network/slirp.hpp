@@ -24,7 +24,7 @@
 
 #include "sandcell/network/address_policy.hpp"
 #include "sandcell/network/nft_rules.hpp"
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::network {
 

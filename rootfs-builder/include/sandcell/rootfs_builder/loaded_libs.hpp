@@ -1,6 +1,6 @@
 #pragma once
 // libcurl and libarchive, loaded with dlopen on first use instead of linked
-// (sandcell/runtime/loaded_library.hpp). Every command of sandcell-images mapped them and the
+// (sandcell/base/loaded_library.hpp). Every command of sandcell-images mapped them and the
 // ~35 libraries they link at each start (+4-5 ms on our CI VM, bench/README.md "Session 13"),
 // while most calls (`sandcell code` on an image the store has, `run IMAGE`, `images`) use
 // neither: only pulls, pushes, builds, loads, saves and the LLM client do.

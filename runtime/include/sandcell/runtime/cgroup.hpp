@@ -12,7 +12,7 @@
 
 #include "sandcell/runtime/result.hpp"
 #include "sandcell/runtime/spec.hpp"
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::runtime {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sandcell/runtime/unique_fd.hpp"
+#include "sandcell/base/unique_fd.hpp"
 
 namespace sandcell::runtime {
 

@@ -1,5 +1,5 @@
 #pragma once
-// The result record: what happened in one sandbox run (DESIGN.md, "Result record").
+// The result record: what happened in one sandbox run (docs/architecture.md, "Result record").
 #include <cstdint>
 #include <map>
 #include <nlohmann/json_fwd.hpp>

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "sandcell/seccomp/program.hpp"
+
 namespace sandcell::runtime {
 
 // Resource limits as requested. An unset limit is not applied.
@@ -50,36 +52,19 @@ struct Rlimit {
   uint64_t hard;
 };
 
-// How the supervisor answers a filter's SECCOMP_RET_USER_NOTIF: each denied call is counted by
-// name in the result record (events.denied_syscalls) and answered with an errno, so the program
-// sees the same failure a plain SECCOMP_RET_ERRNO would give. If the supervisor is gone, the
-// kernel fails the call with ENOSYS: the sandbox never gains the syscall.
-struct SeccompNotifyPlan {
-  int default_errno = EPERM;             // for calls the filter's default action denied
-  std::map<uint64_t, int> errno_for;     // key (arch << 32 | nr) → errno of the rule that denies it
-  // A call through another ABI (i386 via int $0x80, x32 numbers) is recorded, then the whole
-  // sandbox is killed when this is set (answered with default_errno otherwise).
-  bool kill_on_foreign_abi = false;
-  uint32_t native_arch = 0;              // AUDIT_ARCH_* of the filter's native architecture
-  std::function<std::string(uint32_t arch, uint64_t nr)> name_of;  // "keyctl", "i386:getpid"
-};
-
-// A seccomp BPF program, compiled in the parent (the seccomp/ library does that with
-// libseccomp) so the child only has to install it.
-struct SeccompProgram {
-  std::string name;  // reported in the result record, e.g. "builtin"
-  std::vector<sock_filter> instructions;
-  unsigned int flags = 0;  // SECCOMP_FILTER_FLAG_*; NEW_LISTENER when `notify` is set
-  std::optional<SeccompNotifyPlan> notify;
-};
+// The compiled seccomp program the child installs, and how the supervisor answers its
+// notifications: the seccomp/ library's types (it compiles them), named here as the Spec uses them.
+using SeccompNotifyPlan = seccomp::NotifyPlan;
+using SeccompProgram = seccomp::Program;
 
 // None: an own network namespace with only `lo`. Host: the host's network namespace (image
 // builds, as `docker build --network host`); never for untrusted code. Allow: a veth whose only
 // reachable address is sandcell's allowlist proxy. Full: NAT, minus private and metadata ranges.
-// (DESIGN.md, "Network policy".)
+// (docs/architecture.md, "Network policy".)
 enum class NetworkMode { None, Host, Allow, Full };
 
-// How an allow or full sandbox is connected (`--net-transport`, DESIGN.md "Network policy"):
+// How an allow or full sandbox is connected (`--net-transport`; docs/architecture.md, "Network
+// policy"):
 //   Socket: allow mode without any link: the proxy's listening socket is made inside the
 //           sandbox's netns (127.0.0.1:3128) and served by the supervisor; nothing routable
 //           exists inside. Works rootless.
@@ -216,6 +201,13 @@ struct Spec {
 // A Spec with sandcell's strict defaults: Docker's masked and read-only paths, core 0,
 // nofile 1024, memlock 0, default limits, loopback-only network, no capabilities.
 Spec default_spec();
+
+// "K=V overrides" for an environment (image Env over the defaults, --env over the image's): each
+// entry of `overrides` replaces the entries of `env` of the same name, a later one an earlier one,
+// and the result lists them last in the order of their last occurrence. The name is what precedes
+// the first '=' (an entry without '=' is all name and replaces only itself). Linear: an image may
+// list 100k entries.
+void merge_env(std::vector<std::string>& env, const std::vector<std::string>& overrides);
 
 // "512m" → 536870912. Accepts a plain number of bytes and k/m/g/t suffixes (binary, either
 // case, optional trailing "b"). Throws Error::invalid naming `what` on anything else.

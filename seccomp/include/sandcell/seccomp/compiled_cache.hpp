@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "sandcell/runtime/spec.hpp"
+#include "sandcell/seccomp/program.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
 
@@ -18,7 +18,7 @@ namespace sandcell::seccomp {
 // load_profile_arg + compile, through the cache for JSON profiles (`builtin` is compiled each
 // time: it is code, not a file). nullopt for `unconfined`. An unusable cache directory only
 // costs the speed-up, never the run.
-std::optional<runtime::SeccompProgram> compile_profile_arg(const std::string& arg, const ProfileContext& context,
+std::optional<Program> compile_profile_arg(const std::string& arg, const ProfileContext& context,
                                                           const CompileOptions& options,
                                                           const std::string& cache_dir);
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sandcell/runtime/spec.hpp"
+#include "sandcell/seccomp/program.hpp"
 
 namespace sandcell::seccomp {
 
@@ -65,9 +65,9 @@ struct CompileOptions {
 // Compiles for the native architecture only; a syscall made through any other ABI (i386 via
 // int $0x80, x32) is killed or denied as profile.kill_foreign_abi says, and reported with
 // report_denials. Throws sandcell::Error naming the rule that failed.
-runtime::SeccompProgram compile(const Profile& profile, const CompileOptions& options);
+Program compile(const Profile& profile, const CompileOptions& options);
 
 // Without a supervisor: denials are plain SECCOMP_RET_ERRNO, nothing is reported.
-runtime::SeccompProgram compile(const Profile& profile);
+Program compile(const Profile& profile);
 
 }  // namespace sandcell::seccomp

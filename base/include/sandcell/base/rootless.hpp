@@ -2,7 +2,7 @@
 // Rootless mode: an unprivileged user runs sandcell inside a user namespace (plus a mount
 // namespace) that sandcell enters first thing in main(). Inside, the user is uid 0 and the
 // ordinary code paths (store, layer extraction with chown, overlay mounts) run unchanged; what
-// differs asks rootless() (DESIGN.md, "Rootless").
+// differs asks rootless() (docs/architecture.md, "Rootless").
 #include <sys/types.h>
 
 #include <optional>

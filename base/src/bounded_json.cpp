@@ -1,4 +1,4 @@
-#include "sandcell/runtime/bounded_json.hpp"
+#include "sandcell/base/bounded_json.hpp"
 
 #include <string>
 

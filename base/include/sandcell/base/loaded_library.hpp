@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <string>
 
-#include "sandcell/runtime/error.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::runtime {
 

@@ -1,6 +1,6 @@
 // Rootless mode: entering the user namespace an unprivileged sandcell works in, and the small
 // facts the rest of the runtime asks about it.
-#include "sandcell/runtime/rootless.hpp"
+#include "sandcell/base/rootless.hpp"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -14,7 +14,7 @@
 #include <sstream>
 #include <vector>
 
-#include "sandcell/runtime/number.hpp"
+#include "sandcell/base/number.hpp"
 
 extern char** environ;
 
