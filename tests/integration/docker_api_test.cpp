@@ -42,7 +42,12 @@ class DockerApi : public ::testing::Test {
     for (const std::string& id : lines(docker({"ps", "-aq"}).out)) docker({"rm", "-f", id});
     stop_server();
     unsetenv("DOCKER_HOST");
-    EXPECT_TRUE(processes_matching(serve_binary() + " --root " + store()).empty()) << "a supervisor was left";
+    // A `run --rm` returns once the container is removed; its supervisor exits just after, so
+    // it gets a moment (sanitizer builds are slow), but must not stay.
+    const std::string supervisors = serve_binary() + " --root " + store();
+    for (int i = 0; i < 500 && !processes_matching(supervisors).empty(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(processes_matching(supervisors).empty()) << "a supervisor was left";
     fs::remove_all(dir_);
   }
 
