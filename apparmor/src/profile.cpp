@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/shipped_data.hpp"
@@ -25,6 +26,9 @@
 extern char** environ;
 
 namespace sandcell::apparmor {
+
+// Generated from apparmor/profiles/ (apparmor/CMakeLists.txt).
+std::optional<std::string_view> embedded_template(std::string_view file_name);
 
 namespace {
 
@@ -182,7 +186,9 @@ std::string load_profile_template(const std::string& name) {
     if (auto text = read_file(dir + "/" + name)) return *text;
     tried += (tried.empty() ? "" : ", ") + dir;
   }
-  throw Error(ENOENT, "AppArmor profile template " + name + " in none of " + tried);
+  // No file: the copy compiled in (cmake/embed-files.cmake), so a binary copied alone runs.
+  if (auto text = embedded_template(name)) return std::string(*text);
+  throw Error(ENOENT, "AppArmor profile template " + name + " in none of " + tried + " and not compiled in");
 }
 
 std::string binary_profile(const std::string& bin_dir) {

@@ -199,9 +199,11 @@ bool usable_cache_directory(const std::string& cache_dir) {
   return trusted_directory(cache_dir);
 }
 
-std::string profile_file(const std::string& arg) {
-  if (arg == "default" || arg == "code") return shipped_profile_file(arg);
-  return arg;
+// The profile's bytes, which the cache key hashes: a shipped profile's from wherever
+// load_profile_arg takes it (a file, else the compiled-in copy).
+std::optional<std::string> profile_bytes(const std::string& arg) {
+  if (arg == "default" || arg == "code") return shipped_profile(arg).text;
+  return read_file(arg);
 }
 
 }  // namespace
@@ -211,7 +213,7 @@ std::optional<Program> compile_profile_arg(const std::string& arg, const Profile
                                                           const std::string& cache_dir) {
   if (arg == "unconfined") return std::nullopt;
   std::optional<std::string> bytes;
-  if (arg != "builtin" && !arg.empty() && !cache_dir.empty()) bytes = read_file(profile_file(arg));
+  if (arg != "builtin" && !arg.empty() && !cache_dir.empty()) bytes = profile_bytes(arg);
   if (bytes && !usable_cache_directory(cache_dir)) bytes.reset();
   std::string key = bytes ? cache_key(*bytes, context, options) : "";
   std::string path = bytes ? cache_path(cache_dir, key) : "";

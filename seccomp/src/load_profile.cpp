@@ -4,56 +4,67 @@
 #include <cerrno>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
+#include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/shipped_data.hpp"
 #include "sandcell/seccomp/docker_profile.hpp"
-#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::seccomp {
-namespace {
 
-}  // namespace
-
-// An installed tree's profiles, else the source tree's (base/shipped_data.hpp).
-std::string shipped_profile_path(const std::string& file) {
-  return runtime::shipped_data_dir("seccomp", SANDCELL_SECCOMP_PROFILE_DIR) + "/" + file;
-}
-
-std::string shipped_profile_file(const std::string& name) { return shipped_profile_path(name + ".json"); }
+// Generated from seccomp/profiles/*.json (seccomp/CMakeLists.txt).
+std::optional<std::string_view> embedded_profile(std::string_view file_name);
 
 namespace {
 
-nlohmann::json read_json(const std::string& path, const std::string& name) {
+std::string read_text(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error(errno, "read seccomp profile " + path);
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw Error(EIO, "read seccomp profile " + path);
-  try {
-    return parse_bounded_json(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    // A shipped profile is named by the word the user gave: say which file that was.
-    const std::string which = name == path ? name : name + " (" + path + ")";
-    throw Error::invalid("seccomp profile " + which + ": not valid JSON: " + e.what());
-  }
+  return std::move(text).str();
 }
 
-Profile load_file(const std::string& path, const std::string& name, const ProfileContext& ctx) {
-  return parse_docker_profile(read_json(path, name), name, ctx);
+// `origin` is where the text came from; a shipped profile is named by the word the user gave,
+// so the error says which file (or copy) that was.
+Profile parse_text(const std::string& text, const std::string& name, const std::string& origin,
+                   const ProfileContext& ctx) {
+  nlohmann::json json;
+  try {
+    json = parse_bounded_json(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    const std::string which = name == origin ? name : name + " (" + origin + ")";
+    throw Error::invalid("seccomp profile " + which + ": not valid JSON: " + e.what());
+  }
+  return parse_docker_profile(json, name, ctx);
 }
 
 }  // namespace
+
+ShippedProfile shipped_profile(const std::string& name) {
+  const std::string file = name + ".json";
+  const std::string path =
+      runtime::shipped_data_dir("seccomp", SANDCELL_SECCOMP_PROFILE_DIR) + "/" + file;
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) return {read_text(path), path};
+  if (auto text = embedded_profile(file)) return {std::string(*text), "compiled in"};
+  throw Error(ENOENT,
+              "seccomp profile " + name + ": neither " + path + " nor a compiled-in copy exists");
+}
 
 std::optional<Profile> load_profile_arg(const std::string& arg, const ProfileContext& ctx) {
   if (arg == "unconfined") return std::nullopt;
   if (arg == "builtin") return builtin_profile();
   if (arg == "default" || arg == "code") {
-    return load_file(shipped_profile_path(arg + ".json"), arg, ctx);
+    ShippedProfile shipped = shipped_profile(arg);
+    return parse_text(shipped.text, arg, shipped.origin, ctx);
   }
   if (arg.empty()) throw Error::invalid("--seccomp: empty profile name");
-  return load_file(arg, arg, ctx);
+  return parse_text(read_text(arg), arg, arg, ctx);
 }
 
 }  // namespace sandcell::seccomp

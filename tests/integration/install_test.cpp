@@ -66,5 +66,49 @@ TEST(Install, AnInstalledTreeReadsItsOwnSkillsAndProfiles) {
   fs::remove_all(prefix);
 }
 
+// A `sandcell` copied alone to a machine without its share/ (and without the source tree it was
+// built from) still runs with its default seccomp profiles and renders its AppArmor profile: both
+// are compiled in. (`setup` is one of the commands sandcell hands to sandcell-images, so that one
+// is copied beside it, as an install keeps them.) "Another machine" is a private mount namespace
+// where empty tmpfs mounts hide the source tree's seccomp/profiles and apparmor/profiles; they
+// vanish with the namespace.
+TEST(Install, ACopiedBinaryRunsWithItsCompiledInProfiles) {
+  char tmpl[] = "/tmp/sandcell-copied-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const fs::path dir = tmpl;
+  const fs::path copy = dir / "sandcell";
+  fs::copy_file(sandcell_binary(), copy);
+  fs::copy_file(fs::path(sandcell_binary()).parent_path() / "sandcell-images",
+                dir / "sandcell-images");
+  ASSERT_FALSE(fs::exists("/usr/share/sandcell")) << "a packaged copy would be found first";
+  // tests/fixtures → the source tree.
+  const fs::path source = fs::path(SANDCELL_TEST_FIXTURES_DIR).parent_path().parent_path();
+  const std::string hide = "mount -t tmpfs none " + (source / "seccomp" / "profiles").string() +
+                           " && mount -t tmpfs none " +
+                           (source / "apparmor" / "profiles").string() + " && exec ";
+  auto elsewhere = [&](const std::string& args) {
+    return run_program({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                        hide + copy.string() + " " + args});
+  };
+
+  for (const char* profile : {"default", "code"}) {
+    const CliRun run = elsewhere("run --rootfs " + test_rootfs() + " --seccomp " + profile +
+                                 " -- /bin/sh -c 'grep ^Seccomp: /proc/self/status'");
+    EXPECT_EQ(run.exit_code, 0) << profile << ": " << run.err;
+    EXPECT_EQ(run.out, "Seccomp:\t2\n") << profile;
+  }
+  // The hiding works: a profile that only exists as a file is gone.
+  const CliRun hidden =
+      elsewhere("run --rootfs " + test_rootfs() + " --seccomp " +
+                (source / "seccomp" / "profiles" / "default.json").string() + " -- /bin/true");
+  EXPECT_EQ(hidden.exit_code, 125) << hidden.err;
+
+  const CliRun profile = elsewhere("setup apparmor --print");
+  EXPECT_EQ(profile.exit_code, 0) << profile.err;
+  EXPECT_NE(profile.out.find("profile sandcell " + dir.string() + "/sandcell{"), std::string::npos)
+      << profile.out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace sandcell::test

@@ -6,6 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandcell/seccomp/profile.hpp"
@@ -40,7 +41,14 @@ Profile parse_docker_profile(const nlohmann::json& json, const std::string& name
 // path of a JSON profile.
 std::optional<Profile> load_profile_arg(const std::string& arg, const ProfileContext& ctx);
 
-// The path of a shipped profile ("default", "code") as load_profile_arg reads it.
-std::string shipped_profile_file(const std::string& name);
+// A shipped profile ("default", "code") as load_profile_arg reads it: the file in an installed
+// tree or the source tree (base/shipped_data.hpp) when there is one, so an edited copy there
+// overrides; else the copy compiled into this program (cmake/embed-files.cmake), so a binary
+// copied alone to another machine keeps its defaults. `origin` names which, for errors.
+struct ShippedProfile {
+  std::string text;
+  std::string origin;  // the file's path, or "compiled in"
+};
+ShippedProfile shipped_profile(const std::string& name);
 
 }  // namespace sandcell::seccomp
