@@ -125,6 +125,7 @@ int code(const CodeFlags& f, const GlobalOptions& g) {
   CodeOutput out(contract ? (f.stream ? CodeOutput::Mode::Stream : CodeOutput::Mode::Contract)
                           : (f.json ? CodeOutput::Mode::Json : CodeOutput::Mode::Plain));
   ctx.on_output = out.sink();
+  ctx.on_warning = [](const std::string& warning) { std::cerr << "sandcell: warning: " << warning << "\n"; };
   agent::CodeResult result = agent::run_code(catalog, request, ctx);
   if (!f.report.empty()) write_report(f.report, agent::to_json(result));
   return out.finish(result, f.gets, {f.artifacts_dir, catalog.find(request.skill).artifacts, f.artifacts_dotfiles});

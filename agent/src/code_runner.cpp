@@ -179,14 +179,17 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
                                               context.seccomp_cache_dir.empty() ? seccomp::default_cache_dir()
                                                                                 : context.seccomp_cache_dir);
   if (seccomp) seccomp->name = context.seccomp;
+  UsernsChoice userns = choose_user_namespace(context);
+  if (userns.warning && context.on_warning) context.on_warning(*userns.warning);
   if (request.session) {
     SessionStore sessions(context.sessions_dir, context.session_ttl);
     sessions.expire();
     SessionLease lease = sessions.open(*request.session, skill.name);
-    return run_in_workspace({skill, request, context, store, image, lease.workspace(), seccomp});
+    return run_in_workspace(
+        {skill, request, context, store, image, lease.workspace(), seccomp, userns.mode, userns.warning});
   }
   ScratchWorkspace scratch(context.store_root + "/code-runs");
-  return run_in_workspace({skill, request, context, store, image, scratch.dir(), seccomp});
+  return run_in_workspace({skill, request, context, store, image, scratch.dir(), seccomp, userns.mode, userns.warning});
 }
 
 }  // namespace sandcell::agent

@@ -15,8 +15,7 @@ runtime::Spec phase_spec(const PhaseContext& ctx) {
   net.net = clamp_net(ctx.runner.ceilings, ctx.request.net.value_or(ctx.skill.network));
   apply_network_args(net, spec);
   spec.seccomp = ctx.seccomp;
-  spec.user_namespace = ctx.runner.user_namespace.value_or(
-      runtime::rootless() ? runtime::UserNamespace::Host : runtime::UserNamespace::Auto);
+  spec.user_namespace = ctx.user_namespace;
   // Idmapped: what the sandbox's root writes is host uid 0's, as without a user namespace, so
   // sandcell reads it back and the next phase or call (another id range) finds it its own.
   spec.bind_mounts.push_back({.source = ctx.workspace_dir,
@@ -52,7 +51,20 @@ PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const st
     if (stream && ctx.runner.on_output) ctx.runner.on_output(s, data);
   };
   phase.result = runtime::run_sandbox(spec, options);
+  if (ctx.warning) phase.result.warnings.push_back(*ctx.warning);
   return phase;
+}
+
+UsernsChoice choose_user_namespace(const RunnerContext& runner) {
+  using runtime::UserNamespace;
+  if (runner.user_namespace) return {*runner.user_namespace, std::nullopt};
+  if (runtime::rootless()) return {UserNamespace::Host, std::nullopt};
+  std::optional<runtime::UsernsRefusal> refusal = runtime::user_namespace_refusal();
+  if (!refusal) return {UserNamespace::Auto, std::nullopt};
+  return {UserNamespace::Host,
+          "userns: host, not auto: " + refusal->message() +
+              ". Without a user namespace of its own the sandbox's root is the host's root, confined by the "
+              "dropped capabilities, seccomp and the LSM"};
 }
 
 std::vector<std::string> install_command(const Skill& skill, const std::vector<std::string>& packages) {

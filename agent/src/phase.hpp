@@ -22,7 +22,17 @@ struct PhaseContext {
   const rootfs_builder::ImageRecord& image;  // the skill's, resolved once (code_runner.cpp)
   std::string workspace_dir;  // host path
   std::optional<runtime::SeccompProgram> seccomp;
+  runtime::UserNamespace user_namespace = runtime::UserNamespace::Host;  // see choose_user_namespace
+  std::optional<std::string> warning;  // added to each phase's record
 };
+
+struct UsernsChoice {
+  runtime::UserNamespace mode;
+  std::optional<std::string> warning;
+};
+// The phases' user namespace: the runner's if set; else Host rootless, Auto as root unless the
+// kernel refuses this process a user namespace (then Host, and why, as a warning).
+UsernsChoice choose_user_namespace(const RunnerContext& runner);
 
 // stdin_fd: -1 for /dev/null. `stream`: pass output to runner.on_output as it arrives.
 PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const std::vector<std::string>& argv,

@@ -94,6 +94,19 @@ Pipe make_output_pipe(const char* name) {
   return pipe;
 }
 
+// A user namespace the kernel refuses this process (a chroot, an outer container's seccomp
+// filter, a sysctl) is named as such, with its cause and fix, not as a failed clone3.
+void throw_if_user_namespace_refused(int err) {
+  std::optional<UsernsRefusal> refusal = user_namespace_refusal();
+  if (!refusal) {
+    errno = err;
+    return;
+  }
+  std::string message = refusal->message();
+  if (!rootless()) message += "; or run without a user namespace of the sandbox's own (userns host)";
+  throw Error::invalid(message);
+}
+
 pid_t clone_child(const ChildPlan& plan, const Cgroup* cgroup, UniqueFd& pidfd) {
   int pidfd_raw = -1;
   clone_args args{};
@@ -110,6 +123,8 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup* cgroup, UniqueFd& pidfd) 
   }
   long pid = syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) run_child(plan);
+  if (pid < 0 && (args.flags & CLONE_NEWUSER) && (errno == EPERM || errno == ENOSPC || errno == EUSERS))
+    throw_if_user_namespace_refused(errno);
   check(pid, "clone3 into new pid, mount, uts, ipc and network namespaces");
   pidfd.reset(pidfd_raw);
   return static_cast<pid_t>(pid);
@@ -117,9 +132,9 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup* cgroup, UniqueFd& pidfd) 
 
 std::string lsm_name(const Spec& spec) {
   if (!spec.lsm) return "none";
-  if (lsm_host().apparmor) return "apparmor:sandcell-default";
-  if (lsm_host().landlock_abi > 0) return "landlock:abi" + std::to_string(lsm_host().landlock_abi);
-  return "none";
+  std::string landlock = lsm_host().landlock_abi > 0 ? "landlock:abi" + std::to_string(lsm_host().landlock_abi) : "";
+  if (lsm_host().apparmor) return landlock.empty() ? "apparmor:sandcell-default" : "apparmor:sandcell-default+" + landlock;
+  return landlock.empty() ? "none" : landlock;
 }
 
 std::vector<std::string> namespaces_of(const Spec& spec) {

@@ -2,7 +2,9 @@
 // unprivileged host id, and /workspace is bound idmapped, so what it writes there is root's on
 // the host, as before, and the next call of a session (another id range) finds it its own.
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -60,6 +62,82 @@ TEST_F(UsernsCode, UsernsHostOptsOut) {
   EXPECT_EQ(r.record["stdout"], "0 0 4294967295\n0\n");
   EXPECT_TRUE(r.record["report"]["isolation"]["userns"].is_null());
   EXPECT_EQ(r.record["artifacts"].size(), 1u) << r.out;
+}
+
+// The kernel gives no user namespace to a chrooted process (issue 31). sandcell runs here as
+// root in a chroot: a private mount namespace, / bound recursively under a directory, chroot.
+// The directory is removed with rmdir, never recursively: the bind of / lives only in the private
+// mount namespace, and if it ever showed here, a recursive removal would walk the host's tree.
+struct ChrootDir {
+  std::string path;
+  ChrootDir() {
+    char name[] = "/tmp/sc-chroot.XXXXXX";
+    if (mkdtemp(name) != nullptr) path = name;
+  }
+  ~ChrootDir() { rmdir(path.c_str()); }
+};
+
+class UsernsChroot : public Skills {
+ protected:
+  ChrootDir chroot_dir_;
+  CliRun code_in_chroot(std::vector<std::string> flags) {
+    std::vector<std::string> argv = {"/usr/bin/unshare",
+                                     "--mount",
+                                     "--propagation",
+                                     "private",
+                                     "/bin/sh",
+                                     "-c",
+                                     "mount --rbind / \"$0\" && exec chroot \"$0\" \"$@\"",
+                                     chroot_dir_.path,
+                                     sandcell_binary(),
+                                     "--root",
+                                     test_store(),
+                                     "code",
+                                     "--json",
+                                     "--sessions-dir",
+                                     sessions(),
+                                     "--skill",
+                                     "bash"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("-");
+    return run_program(argv, "read -r inside base count < /proc/self/uid_map; echo \"$base\"\n");
+  }
+};
+
+TEST_F(UsernsChroot, TheDefaultFallsBackToHostWithOneWarningLineAndARecordedWarning) {
+  auto r = code_in_chroot({});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.out << r.err;
+  EXPECT_EQ(r.record["status"], "ok") << r.out;
+  EXPECT_EQ(r.record["stdout"], "0\n");  // no user namespace: the host's identity map
+  EXPECT_TRUE(r.record["report"]["isolation"]["userns"].is_null());
+  // One line on stderr, naming the fallback, the user namespace and the cause.
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.err.starts_with("sandcell: warning: userns: host, not auto: ")) << r.err;
+  EXPECT_NE(r.err.find("user namespace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("chrooted"), std::string::npos) << r.err;
+  const auto& warnings = r.record["report"]["warnings"];
+  ASSERT_TRUE(warnings.is_array()) << r.record["report"].dump();
+  ASSERT_EQ(warnings.size(), 1u) << warnings.dump();
+  EXPECT_NE(warnings[0].get<std::string>().find("chrooted"), std::string::npos) << warnings.dump();
+}
+
+TEST_F(UsernsChroot, AnExplicitUsernsAutoFailsNamingTheUserNamespaceTheCauseAndTheFix) {
+  auto r = code_in_chroot({"--userns", "auto"});
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
+  EXPECT_NE(r.err.find("refuses this process a user namespace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("chrooted"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Fix: run sandcell outside the chroot"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("userns host"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("clone3 into new pid"), std::string::npos) << r.err;
+}
+
+TEST_F(UsernsChroot, OutsideAChrootTheDefaultStaysAutoWithoutWarnings) {
+  auto r = code("bash", "echo ok\n");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(r.record["report"]["isolation"]["userns"].is_object()) << r.record["report"].dump();
+  EXPECT_TRUE(r.record["report"]["warnings"].is_null()) << r.record["report"].dump();
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -76,6 +76,36 @@ TEST(UsernsDenied, OtherSwitchesGetTheirOwnFix) {
   EXPECT_EQ(m.find("AppArmor"), std::string::npos) << m;
 }
 
+TEST(UsernsRefusal, MaxUserNamespacesZeroIsNamedWithItsFix) {
+  TempTree sys("sc-procsys");
+  put(sys.path / "user/max_user_namespaces", "0\n");
+  UsernsRefusal r = explain_userns_refusal(ENOSPC, sys.path.string());
+  EXPECT_EQ(r.cause, "user.max_user_namespaces is 0");
+  std::string m = r.message();
+  EXPECT_TRUE(m.starts_with(
+      "the kernel refuses this process a user namespace (clone(CLONE_NEWUSER): No space left "
+      "on device): user.max_user_namespaces is 0. Fix: `sudo sysctl -w "
+      "user.max_user_namespaces=15000`"))
+      << m;
+}
+
+// Root is not subject to Debian's switch: the refusal must have another cause.
+TEST(UsernsRefusal, TheUnprivilegedSwitchIsNotBlamedForRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root";
+  TempTree sys("sc-procsys");
+  put(sys.path / "kernel/unprivileged_userns_clone", "0\n");
+  put(sys.path / "user/max_user_namespaces", "15000\n");
+  UsernsRefusal r = explain_userns_refusal(EPERM, sys.path.string());
+  EXPECT_EQ(r.cause.find("unprivileged_userns_clone"), std::string::npos) << r.cause;
+  EXPECT_FALSE(r.fix.empty());
+}
+
+// Here the kernel gives this root process user namespaces: nothing to refuse.
+TEST(UsernsRefusal, TheProbeFindsNoRefusalOnThisHost) {
+  std::optional<UsernsRefusal> refusal = user_namespace_refusal();
+  EXPECT_FALSE(refusal.has_value()) << refusal->message();
+}
+
 // A systemd user service with Delegate=yes: the caller's cgroup, writable, offering the controllers.
 TEST(DelegatedCgroup, FoundWhenTheOwnCgroupIsWritableAndOffersTheControllers) {
   TempTree root("sc-cgroupfs");

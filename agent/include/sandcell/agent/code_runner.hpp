@@ -28,7 +28,11 @@ struct RunnerContext {
   // Each phase's user namespace; unset: Auto as root (the sandbox's root is an unprivileged host
   // id; /workspace is bound idmapped, so its files keep their ids across phases, calls and the
   // ranges they get), Host rootless (sandcell's own user namespace is the confinement there).
+  // Where the kernel refuses root a user namespace (a chroot, an outer container's seccomp
+  // filter), unset means Host, with a warning through on_warning and in each phase's record.
   std::optional<runtime::UserNamespace> user_namespace;
+  // A run weaker than the defaults promise, said once per call (the CLI prints it on stderr).
+  std::function<void(const std::string&)> on_warning;
   // Output of the compile and run phases as it arrives (`--stream`); optional.
   runtime::OutputSink on_output;
   // Progress lines ("installing 2 packages"); optional.

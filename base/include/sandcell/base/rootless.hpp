@@ -51,4 +51,26 @@ std::string identity_map_of(std::string_view map_text);
 // apparmor_restrict_unprivileged_userns is 1, and user.max_user_namespaces when it is 0.
 std::string userns_denied_message(int err, const std::string& step, const std::string& proc_sys = "/proc/sys");
 
+// Why the kernel refuses this process a user namespace, and what would let it have one.
+struct UsernsRefusal {
+  int error = 0;      // clone(CLONE_NEWUSER)'s errno
+  std::string cause;  // what was found: "this process is chrooted (...)"
+  std::string fix;
+  // "the kernel refuses this process a user namespace (clone(CLONE_NEWUSER): Operation not
+  // permitted): CAUSE. Fix: FIX"
+  std::string message() const;
+};
+
+// Empty when this process may make a user namespace. Found out once per process and remembered
+// (what refuses it does not change under a running sandcell): where a refusal is possible (a
+// seccomp filter on this process, user.max_user_namespaces = 0, a mount namespace or root other
+// than PID 1's: a container, a chroot), by a child cloned into a new user namespace that exits at
+// once; an ordinary host is judged by those signs alone.
+std::optional<UsernsRefusal> user_namespace_refusal();
+
+// The cause and the fix for a refusal with errno err: the sysctls under proc_sys, whether this
+// process is chrooted (the kernel refuses user namespaces to a process whose root is not its mount
+// namespace's) and whether a seccomp filter confines it.
+UsernsRefusal explain_userns_refusal(int err, const std::string& proc_sys = "/proc/sys");
+
 }  // namespace sandcell::runtime
