@@ -32,6 +32,9 @@ packages=(
   libcap2-bin time strace
   # image interop: real tools read and write what sandcell stores
   skopeo umoci podman buildah debootstrap uidmap fuse-overlayfs
+  # tests/vm: the pure cgroup v2 + AppArmor guest (qemu under software emulation, its busybox
+  # initramfs packed with cpio; debootstrap and busybox-static are listed above)
+  qemu-system-x86 cpio
   # registries: Debian's docker-registry (distribution) and htpasswd -B for its Basic auth
   docker-registry apache2-utils
   # sandcell-oci is driven by containerd (ctr + its runc shim) in the OCI runtime tests

@@ -130,7 +130,9 @@ std::string plan_apparmor(const Spec& spec) {
 
 apparmor::LandlockPlan plan_landlock(const Spec& spec) {
   apparmor::LandlockPlan landlock;
-  landlock.abi = spec.lsm && !lsm_host().apparmor ? lsm_host().landlock_abi : 0;
+  // Layered under AppArmor where the host has both (the LSMs stack): the profile confines what
+  // the program may do by path and capability, Landlock where it may write, whichever is stricter.
+  landlock.abi = spec.lsm ? lsm_host().landlock_abi : 0;
   landlock.writable = spec.writable_paths;
   if (spec.cwd != "/") landlock.writable.push_back(spec.cwd);
   for (const BindMount& bind : spec.bind_mounts)

@@ -139,13 +139,23 @@ std::vector<pid_t> processes_matching(const std::string& prefix) {
 std::vector<std::string> sandcell_cgroups() {
   std::vector<std::string> dirs;
   std::error_code ec;
-  for (const auto& hierarchy : fs::directory_iterator("/sys/fs/cgroup", ec)) {
-    fs::path parent = hierarchy.path() / "sandcell";
+  // A v1 hierarchy or the hybrid unified mount (/sys/fs/cgroup/<name>/sandcell), or the root of a
+  // pure v2 host (/sys/fs/cgroup/sandcell).
+  std::vector<fs::path> parents = {"/sys/fs/cgroup/sandcell"};
+  for (const auto& hierarchy : fs::directory_iterator("/sys/fs/cgroup", ec))
+    parents.push_back(hierarchy.path() / "sandcell");
+  for (const fs::path& parent : parents) {
     if (!fs::is_directory(parent)) continue;
     for (const auto& child : fs::directory_iterator(parent, ec))
       if (child.is_directory()) dirs.push_back(child.path());
   }
   return dirs;
+}
+
+bool pure_cgroup_v2_host() {
+  // On a pure v2 host /sys/fs/cgroup is the unified hierarchy itself; on a hybrid one it is a
+  // tmpfs of v1 mounts, and the unified tree (if any) is /sys/fs/cgroup/unified.
+  return fs::exists("/sys/fs/cgroup/cgroup.controllers");
 }
 
 }  // namespace sandcell::test

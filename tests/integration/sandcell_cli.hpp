@@ -41,4 +41,8 @@ std::vector<pid_t> processes_matching(const std::string& prefix);
 // Directories under every sandcell cgroup parent on the host.
 std::vector<std::string> sandcell_cgroups();
 
+// True on a host whose only cgroup hierarchy is v2 (tests/vm's guest); false on a hybrid or v1
+// host like the development machine.
+bool pure_cgroup_v2_host();
+
 }  // namespace sandcell::test

@@ -13,7 +13,8 @@
 # Usage: sudo tests/vm/run.sh [--user root|tester] [--timeout SECONDS] [--build DIR] -- CMD [ARG...]
 #   CMD runs in the source tree's root inside the guest.
 #   --build   the build tree (default build/default, relative to the source tree)
-# Environment: SANDCELL_VM_CACHE (see build-guest.sh), SANDCELL_VM_MEMORY (MiB, default 3072)
+# Environment: SANDCELL_VM_CACHE (see build-guest.sh), SANDCELL_VM_MEMORY (MiB, default 3072),
+#   SANDCELL_VM_CPUS (emulated CPUs, default: the host's)
 set -euo pipefail
 
 die() {
@@ -67,6 +68,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT  # scripts/test.sh ends the VM stage's process group: clean up all the same
 
 # ---- payload ----------------------------------------------------------------------------------------
 stage=$work/stage
@@ -103,7 +105,7 @@ append+=" cgroup_no_v1=all lsm=landlock,lockdown,yama,apparmor,bpf apparmor=1"
 append+=" sandcell.payload=$src sandcell.user=$user"
 : >"$work/console.log"
 timeout --kill-after=10 "$timeout" qemu-system-x86_64 \
-  -accel tcg -cpu max -smp "$(nproc)" -m "${SANDCELL_VM_MEMORY:-3072}" \
+  -accel tcg -cpu max -smp "${SANDCELL_VM_CPUS:-$(nproc)}" -m "${SANDCELL_VM_MEMORY:-3072}" \
   -nodefaults -display none -no-reboot -monitor none -serial stdio \
   -kernel "$cache/vmlinuz" -initrd "$cache/initrd" -append "$append" \
   -drive "file=$cache/root.img,if=virtio,format=raw,snapshot=on" \
