@@ -27,7 +27,6 @@ const apparmor::LsmHost& lsm_host() {
 
 namespace {
 
-constexpr const char* kAppArmorProfile = "sandcell-default";
 
 // The lower directories, top first, each once.
 std::vector<std::string> stacked_layers(const Spec& spec) {
@@ -115,18 +114,6 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
   return mounts;
 }
 
-// The host's AppArmor gets sandcell-default, loaded once per process; Landlock is the layer
-// where AppArmor is absent (one LSM layer, docs/architecture.md "The sandbox", not both).
-std::string plan_apparmor(const Spec& spec) {
-  if (!spec.lsm || !lsm_host().apparmor) return "";
-  static std::once_flag loaded;
-  std::call_once(loaded, [] {
-    apparmor::load_profile(
-        apparmor::render_profile(apparmor::load_profile_template(kAppArmorProfile),
-                                 {{"name", kAppArmorProfile}, {"sandcell_binary", "sandcell"}}));
-  });
-  return kAppArmorProfile;
-}
 
 apparmor::LandlockPlan plan_landlock(const Spec& spec) {
   apparmor::LandlockPlan landlock;
@@ -163,6 +150,21 @@ void plan_proxy_env(ChildPlan& plan) {
 }
 
 }  // namespace
+
+// The host's AppArmor gets sandcell-default, loaded once per process by root; Landlock is layered
+// under it (docs/architecture.md "The sandbox"). Loading a profile needs root in the host's user
+// namespace, so rootless sandcell enters sandcell-default only when root has loaded it (`sudo
+// sandcell setup apparmor`), and has Landlock alone otherwise; the record says which.
+std::string plan_apparmor(const Spec& spec) {
+  if (!spec.lsm || !lsm_host().apparmor) return "";
+  if (rootless()) {
+    static const bool loaded = apparmor::profile_loaded(apparmor::kDefaultProfile);
+    return loaded ? apparmor::kDefaultProfile : "";
+  }
+  static std::once_flag loaded;
+  std::call_once(loaded, [] { apparmor::load_profile(apparmor::default_profile()); });
+  return apparmor::kDefaultProfile;
+}
 
 ProxyEnvPage::ProxyEnvPage() {
   void* page =

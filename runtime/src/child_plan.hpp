@@ -246,4 +246,7 @@ void plan_resolv_conf(ChildPlan& plan, const std::string& source);
 // An exec'd process of a running container (child_exec.cpp): joins, confinement, exec.
 [[noreturn]] void run_exec_child(const ChildPlan& plan);
 
+// The AppArmor profile the sandbox enters ("" for none), loading it first where sandcell may.
+std::string plan_apparmor(const Spec& spec);
+
 }  // namespace sandcell::runtime

@@ -133,7 +133,8 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup* cgroup, UniqueFd& pidfd) 
 std::string lsm_name(const Spec& spec) {
   if (!spec.lsm) return "none";
   std::string landlock = lsm_host().landlock_abi > 0 ? "landlock:abi" + std::to_string(lsm_host().landlock_abi) : "";
-  if (lsm_host().apparmor) return landlock.empty() ? "apparmor:sandcell-default" : "apparmor:sandcell-default+" + landlock;
+  std::string apparmor = plan_apparmor(spec);
+  if (!apparmor.empty()) return landlock.empty() ? "apparmor:" + apparmor : "apparmor:" + apparmor + "+" + landlock;
   return landlock.empty() ? "none" : landlock;
 }
 
