@@ -125,11 +125,13 @@ TEST_F(UsernsChroot, TheDefaultFallsBackToHostWithOneWarningLineAndARecordedWarn
 TEST_F(UsernsChroot, AnExplicitUsernsAutoFailsNamingTheUserNamespaceTheCauseAndTheFix) {
   auto r = code_in_chroot({"--userns", "auto"});
   EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
-  EXPECT_NE(r.err.find("refuses this process a user namespace"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("chrooted"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("Fix: run sandcell outside the chroot"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("userns host"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("clone3 into new pid"), std::string::npos) << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.out << r.err;  // --json: the failure is in the record
+  EXPECT_EQ(r.record["status"], "runtime_error") << r.out;
+  const std::string message = r.record["error"]["message"].get<std::string>();
+  EXPECT_TRUE(message.starts_with("the kernel refuses this process a user namespace")) << message;
+  EXPECT_NE(message.find("chrooted"), std::string::npos) << message;
+  EXPECT_NE(message.find("Fix: run sandcell outside the chroot"), std::string::npos) << message;
+  EXPECT_NE(message.find("userns host"), std::string::npos) << message;
 }
 
 TEST_F(UsernsChroot, OutsideAChrootTheDefaultStaysAutoWithoutWarnings) {
