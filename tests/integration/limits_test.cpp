@@ -134,7 +134,8 @@ TEST(Supervisor, WhatTheInitCannotKillIsEndedByItsExit) {
   auto r = run_in_sandbox({"--seccomp", profile.string()},
                           {"/bin/sh", "-c", "/bin/sc-probe sleep 3003 & exit 0"});
   EXPECT_EQ(run_status(r), "ok");
-  EXPECT_LT(r.record["wall_ms"].get<int>(), 3000);
+  // Not the 3003 s of the sleep: a plain run takes ms here, seconds under emulation (tests/vm).
+  EXPECT_LT(r.record["wall_ms"].get<int>(), 60000);
   EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3003").empty());
   // The init's kill, denied: the way this test knows it went the fallback's way.
   ASSERT_EQ(r.record["events"]["denied_syscalls"].size(), 1u) << r.record["events"].dump();
@@ -150,7 +151,7 @@ TEST(Supervisor, WhatAnotherUserLeftRunningIsEndedToo) {
                            "/bin/start-stop-daemon -S -b -c nobody -x /bin/sc-probe -- sleep 3006; "
                            "/bin/sc-probe sleep 3005 & sleep 0.2; exit 0"});
   EXPECT_EQ(run_status(r), "ok");
-  EXPECT_LT(r.record["wall_ms"].get<int>(), 3000);
+  EXPECT_LT(r.record["wall_ms"].get<int>(), 15000);  // before the 20 s wall timeout
   EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3005").empty());
   EXPECT_TRUE(processes_matching("/bin/sc-probe sleep 3006").empty());
 }
