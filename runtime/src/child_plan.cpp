@@ -65,7 +65,7 @@ std::string overlay_options(const std::vector<std::string>& lowers, const std::s
 void plan_userns_rootfs(const Spec& spec, ChildPlan& plan) {
   if (spec.user_namespace != UserNamespace::Auto) return;
   if (spec.rootfs_layers.size() > kMaxIdmappedLayers)
-    throw Error::invalid("--userns=auto takes at most " + std::to_string(kMaxIdmappedLayers) +
+    throw Error::invalid("UserNamespace::Auto takes at most " + std::to_string(kMaxIdmappedLayers) +
                          " image layers");
   plan.user_namespace = true;
   plan.lower_layers = stacked_layers(spec);
@@ -92,8 +92,8 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
   for (const BindMount& bind : spec.bind_mounts) {
     struct stat st {};
     if (stat(bind.source.c_str(), &st) < 0)
-      throw Error::invalid("--mount source " + bind.source + " does not exist");
-    check_sandbox_path(bind.destination, "--mount destination");
+      throw Error::invalid("Spec::bind_mounts source " + bind.source + " does not exist");
+    check_sandbox_path(bind.destination, "Spec::bind_mounts destination");
     mounts.push_back({.kind = PlannedMount::Kind::Bind,
                       .source = std::filesystem::absolute(bind.source).string(),
                       .destination = bind.destination,
@@ -104,7 +104,7 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
                       .idmap = bind.idmap});
   }
   for (const TmpfsMount& tmpfs : spec.tmpfs_mounts) {
-    check_sandbox_path(tmpfs.destination, "--tmpfs destination");
+    check_sandbox_path(tmpfs.destination, "Spec::tmpfs_mounts destination");
     mounts.push_back({.kind = PlannedMount::Kind::Tmpfs,
                       .source = "tmpfs",
                       .destination = tmpfs.destination,
