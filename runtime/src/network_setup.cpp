@@ -206,22 +206,17 @@ NetworkPlan plan_network(const Spec& spec) {
   return plan;
 }
 
-void plan_sandbox_dns(const NetworkPlan& network, const std::string& run_dir, ChildPlan& plan) {
-  if (network.mode != NetworkMode::Full) return;
+std::string write_sandbox_resolv_conf(const NetworkPlan& network, const std::string& run_dir) {
   const std::string path = run_dir + "/resolv.conf";
-  {
-    std::ofstream out(path);
-    out << network.dns.resolv_conf;
-    if (!out.flush()) throw Error(EIO, "write " + path);
-  }
-  plan_resolv_conf(plan, path);
+  std::ofstream out(path);
+  out << network.dns.resolv_conf;
+  if (!out.flush()) throw Error(EIO, "write " + path);
+  return path;
 }
 
-void plan_proxy_listener(const NetworkPlan& network, ChildPlan& plan) {
-  if (network.transport != NetworkTransport::Socket) return;
-  if (!plan.proxy_env) throw Error(EINVAL, "allow mode without a proxy environment page");
-  plan.proxy_listener_port = kSocketProxyPort;
-  plan.proxy_env->fill("http://127.0.0.1:" + std::to_string(kSocketProxyPort));
+std::optional<uint16_t> proxy_listener_port(const NetworkPlan& network) {
+  if (network.transport != NetworkTransport::Socket) return std::nullopt;
+  return kSocketProxyPort;
 }
 
 SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox)
