@@ -15,8 +15,9 @@
 #include "request_ceiling_flags.hpp"
 #include "sandcell/agent/code_runner.hpp"
 #include "sandcell/agent/sessions.hpp"
-#include "sandcell/base/error.hpp"
 #include "sandcell/base/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "spec_terms.hpp"
 
 namespace sandcell::cli {
 namespace {
@@ -136,8 +137,10 @@ int code_or_error(const CodeFlags& f, const GlobalOptions& g) {
   try {
     return code(f, g);
   } catch (const std::exception& e) {  // the contract: a bad request is JSON on stdout too
-    std::cout << agent::error_json(e.what()).dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
-    std::cerr << "sandcell: " << e.what() << "\n";
+    const std::string message = in_flag_terms(e.what());
+    std::cout << agent::error_json(message).dump(-1, ' ', false, json::error_handler_t::replace)
+              << std::endl;
+    std::cerr << "sandcell: " << message << "\n";
     return 125;
   }
 }

@@ -14,6 +14,7 @@
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/rootless.hpp"
 #include "sandcell/runtime/sandbox.hpp"
+#include "spec_terms.hpp"
 #include "unknown_command.hpp"
 
 namespace {
@@ -180,7 +181,7 @@ int main(int argc, char** argv) {
   try {
     code = action();
   } catch (const sandcell::Error& e) {
-    std::cerr << "sandcell: " << e.what() << "\n";
+    std::cerr << "sandcell: " << sandcell::cli::in_flag_terms(e.what()) << "\n";
   } catch (const std::exception& e) {
     // A library's own error (std::filesystem, nlohmann::json) is reported, never an abort.
     std::cerr << "sandcell: " << e.what() << "\n";

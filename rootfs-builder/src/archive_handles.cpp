@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
+#include "sandcell/base/loaded_libs.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/base/loaded_libs.hpp"
 
 namespace sandcell::rootfs_builder {
 

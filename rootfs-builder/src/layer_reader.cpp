@@ -17,9 +17,9 @@
 #include "archive_handles.hpp"
 #include "fs_tree.hpp"
 #include "gzip_sink.hpp"
-#include "sandcell/rootfs_builder/layer_tar.hpp"
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
+#include "sandcell/base/loaded_libs.hpp"
 #include "sandcell/base/rootless.hpp"
+#include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {

@@ -16,8 +16,8 @@
 #include "file_chunks.hpp"
 #include "fs_tree.hpp"
 #include "gzip_sink.hpp"
+#include "sandcell/base/loaded_libs.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::rootfs_builder {

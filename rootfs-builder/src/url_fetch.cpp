@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <memory>
 
-#include "sandcell/rootfs_builder/digest.hpp"
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/base/loaded_libs.hpp"
+#include "sandcell/rootfs_builder/digest.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

@@ -32,7 +32,7 @@ void switch_user(const ChildPlan& plan) {
   // KEEPCAPS: a requested capability must survive the switch away from uid 0.
   if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_KEEPCAPS)");
   // Single-id rootless: setgroups is denied for good (user_namespaces(7)); there are no groups
-  // to set (make_child_plan refused any), and the inherited ones cannot be dropped.
+  // to set (ChildPlanBuilder::for_sandbox refused any), and the inherited ones cannot be dropped.
   if (!plan.setgroups_denied && child_setgroups(plan.groups.size(), plan.groups.data()) < 0)
     child_fail(plan, "setgroups");
   if (child_setresgid(plan.gid) < 0) child_fail(plan, "setresgid %u", plan.gid);

@@ -1,5 +1,6 @@
-// Turns a Spec into the ChildPlan the child runs from, checking the Spec on the way: every
-// mistake in the input is found here, in the parent, with a message naming it.
+// ChildPlanBuilder::for_sandbox: turns a Spec into the ChildPlan the child runs from, checking
+// the Spec on the way: every mistake in the input is found here, in the parent, with a message
+// naming it.
 #include "child_plan.hpp"
 
 #include <sys/mman.h>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <set>
 
+#include "child_plan_builder.hpp"
 #include "sandcell/apparmor/lsm_probe.hpp"
 #include "sandcell/apparmor/profile.hpp"
 #include "sandcell/base/error.hpp"
@@ -64,7 +66,7 @@ std::string overlay_options(const std::vector<std::string>& lowers, const std::s
 void plan_userns_rootfs(const Spec& spec, ChildPlan& plan) {
   if (spec.user_namespace != UserNamespace::Auto) return;
   if (spec.rootfs_layers.size() > kMaxIdmappedLayers)
-    throw Error::invalid("--userns=auto takes at most " + std::to_string(kMaxIdmappedLayers) +
+    throw Error::invalid("UserNamespace::Auto takes at most " + std::to_string(kMaxIdmappedLayers) +
                          " image layers");
   plan.user_namespace = true;
   plan.lower_layers = stacked_layers(spec);
@@ -81,18 +83,13 @@ void plan_userns_rootfs(const Spec& spec, ChildPlan& plan) {
 constexpr const char* kProxyVariables[ProxyEnvPage::kSlots] = {"HTTP_PROXY", "HTTPS_PROXY",
                                                                "http_proxy", "https_proxy"};
 
-bool mounted_before(const PlannedMount& a, const PlannedMount& b) {
-  return std::count(a.destination.begin(), a.destination.end(), '/') <
-         std::count(b.destination.begin(), b.destination.end(), '/');
-}
-
 std::vector<PlannedMount> plan_mounts(const Spec& spec) {
   std::vector<PlannedMount> mounts;
   for (const BindMount& bind : spec.bind_mounts) {
     struct stat st {};
     if (stat(bind.source.c_str(), &st) < 0)
-      throw Error::invalid("--mount source " + bind.source + " does not exist");
-    check_sandbox_path(bind.destination, "--mount destination");
+      throw Error::invalid("Spec::bind_mounts source " + bind.source + " does not exist");
+    check_sandbox_path(bind.destination, "Spec::bind_mounts destination");
     mounts.push_back({.kind = PlannedMount::Kind::Bind,
                       .source = std::filesystem::absolute(bind.source).string(),
                       .destination = bind.destination,
@@ -103,7 +100,7 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
                       .idmap = bind.idmap});
   }
   for (const TmpfsMount& tmpfs : spec.tmpfs_mounts) {
-    check_sandbox_path(tmpfs.destination, "--tmpfs destination");
+    check_sandbox_path(tmpfs.destination, "Spec::tmpfs_mounts destination");
     mounts.push_back({.kind = PlannedMount::Kind::Tmpfs,
                       .source = "tmpfs",
                       .destination = tmpfs.destination,
@@ -186,6 +183,11 @@ void ProxyEnvPage::fill(const std::string& proxy_url) const {
   }
 }
 
+bool mounted_before(const PlannedMount& a, const PlannedMount& b) {
+  return std::count(a.destination.begin(), a.destination.end(), '/') <
+         std::count(b.destination.begin(), b.destination.end(), '/');
+}
+
 void fill_exec_arrays(ChildPlan& plan) {
   for (std::string& arg : plan.args) plan.argv.push_back(arg.data());
   plan.argv.push_back(nullptr);
@@ -200,21 +202,7 @@ void fill_exec_arrays(ChildPlan& plan) {
     plan.path_env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 }
 
-void plan_resolv_conf(ChildPlan& plan, const std::string& source) {
-  plan.mounts.push_back({.kind = PlannedMount::Kind::Bind,
-                         .source = source,
-                         .destination = "/etc/resolv.conf",
-                         .data = {},
-                         .read_only = true,
-                         .source_is_dir = false});
-  std::stable_sort(plan.mounts.begin(), plan.mounts.end(), mounted_before);
-  if (plan.own_user_ns && !plan.persistent_upper) {
-    plan.upper_entries.push_back({.path = plan.upper_dir + "/etc", .directory = true});
-    plan.upper_entries.push_back({.path = plan.upper_dir + "/etc/resolv.conf", .directory = false});
-  }
-}
-
-ChildPlan make_child_plan(const Spec& spec, const std::string& scratch) {
+ChildPlanBuilder ChildPlanBuilder::for_sandbox(const Spec& spec, const std::string& scratch) {
   check_spec(spec);
   ChildPlan plan;
   const std::string scratch_dir = std::filesystem::absolute(scratch).string();
@@ -257,8 +245,7 @@ ChildPlan make_child_plan(const Spec& spec, const std::string& scratch) {
   plan.args = spec.args;
   plan.env = spec.env;
   if (spec.network == NetworkMode::Allow) plan_proxy_env(plan);
-  fill_exec_arrays(plan);
-  return plan;
+  return ChildPlanBuilder(std::move(plan));
 }
 
 }  // namespace sandcell::runtime

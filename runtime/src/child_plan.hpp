@@ -1,7 +1,8 @@
 #pragma once
 // Everything the child needs between clone and execve, prepared by the parent. The child may
 // run in a copy of a multi-threaded process (servers), so it must not allocate or take locks:
-// it only reads this plan and makes syscalls.
+// it only reads this plan and makes syscalls. Made only by ChildPlanBuilder
+// (child_plan_builder.hpp), and frozen before clone.
 #include <sched.h>
 #include <sys/capability.h>
 #include <sys/resource.h>
@@ -25,7 +26,7 @@ struct PlannedMount {
   std::string data;         // mount(2) data (tmpfs options)
   bool read_only = false;
   bool source_is_dir = true;
-  int tree_fd = -1;    // --userns=auto: a detached clone of the source (open_bind_trees)
+  int tree_fd = -1;    // --userns=auto: a detached clone of the source (detach_bind_sources)
   bool idmap = false;  // --userns=auto: the supervisor idmaps tree_fd (BindMount::idmap)
 };
 
@@ -148,7 +149,6 @@ struct ChildPlan {
   // (relative to the scratch dir, as upper_dir, work_dir and root_dir are then).
   bool user_namespace = false;
   std::vector<std::string> lower_layers, lower_mount_points;
-  std::vector<UniqueFd> bind_trees;  // owns the tree_fd of each bind mount
   std::vector<PlannedMount> mounts;
   std::vector<std::string> masked_paths, readonly_paths;
   std::string hostname;
@@ -234,9 +234,6 @@ struct ChildMessage {
   rusage children_usage{};  // ProgramExited with tree_ended
   char step[480] = {};  // the failed step, or the program that could not be executed
 };
-
-// Full mode: bind-mounts `source` (a resolv.conf the parent wrote) read-only at /etc/resolv.conf.
-void plan_resolv_conf(ChildPlan& plan, const std::string& source);
 
 // Runs the checklist in child_setup.cpp and execs the program; never returns.
 [[noreturn]] void run_child(const ChildPlan& plan);

@@ -17,9 +17,10 @@
 
 #include "child_messages.hpp"
 #include "child_plan.hpp"
+#include "child_plan_builder.hpp"
 #include "proc_handle.hpp"
-#include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/runtime/cgroup.hpp"
 #include "spec_checks.hpp"
 #include "unique_fd.hpp"
 
@@ -156,18 +157,16 @@ void kill_and_reap(pid_t pid) {
 CreatedContainer create_container(const Spec& spec, int start_listener, const ContainerIo& io) {
   if (!spec.container) throw Error::invalid("create_container needs Spec::container");
   const Container& c = *spec.container;
-  ChildPlan plan = make_container_plan(spec, io.preserve_fds);
-  ContainerPlan& cp = *plan.container;
-  uint64_t flags = clone_flags(cp, c);
+  ChildPlanBuilder builder = ChildPlanBuilder::for_container(spec, io.preserve_fds);
   SyncPair sync = make_sync_pair(io.preserve_fds);
   UniqueFd start_fd(dup_high(start_listener, io.preserve_fds));
   UniqueFd console(dup_high(io.console_socket, io.preserve_fds));
-  plan.stdin_fd = io.stdin_fd;
-  plan.stdout_fd = io.stdout_fd;
-  plan.stderr_fd = io.stderr_fd;
-  plan.sync_fd = sync.child.get();
-  cp.start_fd = start_fd.get();
-  cp.console_fd = console.get();
+  builder.stdio(io.stdin_fd, io.stdout_fd, io.stderr_fd);
+  builder.sync_socket(sync.child.get());
+  builder.container_channels(start_fd.get(), console.get());
+  const ChildPlan& plan = builder.freeze();
+  const ContainerPlan& cp = *plan.container;
+  uint64_t flags = clone_flags(cp, c);
 
   std::unique_ptr<Cgroup> cgroup = create_cgroup(probe_cgroups(), "oci-" + c.id);
   cgroup->apply(spec.limits);
@@ -199,8 +198,7 @@ void start_container(int start_connection) {
 }
 
 pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const ContainerIo& io) {
-  ChildPlan plan = make_process_plan(spec);
-  ContainerPlan& cp = *plan.container;
+  ChildPlanBuilder builder = ChildPlanBuilder::for_exec(spec);
   static const std::pair<const char*, int> kJoin[] = {{"user", CLONE_NEWUSER}, {"ipc", CLONE_NEWIPC},
       {"uts", CLONE_NEWUTS}, {"net", CLONE_NEWNET}, {"cgroup", CLONE_NEWCGROUP}, {"mnt", CLONE_NEWNS}};
   std::string ns_dir = "/proc/" + std::to_string(target.init_pid) + "/ns/";
@@ -215,16 +213,15 @@ pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const Contai
       continue;
     UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) throw Error(errno, "open " + path + " (is the container running?)");
-    cp.joins.push_back({flag, dup_high(fd.get(), io.preserve_fds)});
-    keep.emplace_back(cp.joins.back().fd);
+    keep.emplace_back(dup_high(fd.get(), io.preserve_fds));
+    builder.join_namespace(flag, keep.back().get());
   }
   SyncPair sync = make_sync_pair(io.preserve_fds);
   UniqueFd console(dup_high(io.console_socket, io.preserve_fds));
-  plan.stdin_fd = io.stdin_fd;
-  plan.stdout_fd = io.stdout_fd;
-  plan.stderr_fd = io.stderr_fd;
-  plan.sync_fd = sync.child.get();
-  cp.console_fd = console.get();
+  builder.stdio(io.stdin_fd, io.stdout_fd, io.stderr_fd);
+  builder.sync_socket(sync.child.get());
+  builder.container_channels(-1, console.get());
+  const ChildPlan& plan = builder.freeze();
   Container pid_ns;
   pid_ns.namespaces.push_back({"pid", ns_dir + "pid"});
   UniqueFd own_pid_ns = join_pid_namespace_for_children(pid_ns);

@@ -10,8 +10,9 @@
 #include <algorithm>
 
 #include "child_plan.hpp"
-#include "sandcell/runtime/cgroup.hpp"
+#include "child_plan_builder.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/runtime/cgroup.hpp"
 #include "spec_checks.hpp"
 
 namespace sandcell::runtime {
@@ -131,9 +132,9 @@ void plan_start_hooks(const Container& c, ContainerPlan& plan) {
   }
 }
 
-}  // namespace
-
-ChildPlan make_process_plan(const Spec& spec) {
+// The parts of a ChildPlan a container's init and an exec'd process share: process, user,
+// capabilities, rlimits (named), seccomp, AppArmor. `container` must be set.
+ChildPlan process_plan(const Spec& spec) {
   if (spec.args.empty() || spec.args[0].empty()) throw Error::invalid("process.args: no program given");
   check_sandbox_path(spec.cwd, "process.cwd");
   const Container& c = *spec.container;
@@ -156,16 +157,23 @@ ChildPlan make_process_plan(const Spec& spec) {
   plan.container->columns = c.console_columns;
   plan.container->umask = c.umask ? static_cast<int>(*c.umask) : -1;
   plan.container->personality = c.personality ? static_cast<long>(*c.personality) : -1;
-  fill_exec_arrays(plan);
   return plan;
 }
 
-ChildPlan make_container_plan(const Spec& spec, int preserve_fds) {
+}  // namespace
+
+ChildPlanBuilder ChildPlanBuilder::for_exec(const Spec& spec) {
+  return ChildPlanBuilder(process_plan(spec));
+}
+
+// The whole plan of a container's init (namespaces, rootfs, mounts, devices, sysctl, ...).
+// Opens the namespace files to join; fds are moved above 3 + preserve_fds.
+ChildPlanBuilder ChildPlanBuilder::for_container(const Spec& spec, int preserve_fds) {
   const Container& c = *spec.container;
   struct stat st {};
   if (c.rootfs.empty() || c.rootfs[0] != '/' || stat(c.rootfs.c_str(), &st) < 0 || !S_ISDIR(st.st_mode))
     throw Error::invalid("root.path: " + c.rootfs + " is not a directory");
-  ChildPlan plan = make_process_plan(spec);
+  ChildPlan plan = process_plan(spec);
   ContainerPlan& cp = *plan.container;
   plan.root_dir = c.rootfs;
   plan.masked_paths = spec.masked_paths;
@@ -184,7 +192,7 @@ ChildPlan make_container_plan(const Spec& spec, int preserve_fds) {
   cp.domainname = c.domainname;
   cp.preserve_fds = preserve_fds;
   plan_start_hooks(c, cp);
-  return plan;
+  return ChildPlanBuilder(std::move(plan));
 }
 
 }  // namespace sandcell::runtime

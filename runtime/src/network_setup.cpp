@@ -1,4 +1,5 @@
-// `--net allow:` and `--net full` in the supervisor (see network_setup.hpp).
+// NetworkMode::Allow and NetworkMode::Full in the supervisor (see network_setup.hpp). Errors name
+// the Spec's fields and values; the CLI says them in its flags (cli/spec_terms.cpp).
 #include "network_setup.hpp"
 
 #include <sys/stat.h>
@@ -27,7 +28,7 @@ std::vector<network::Cidr> parse_cidrs(const std::vector<std::string>& texts) {
       cidrs.push_back(network::Cidr::parse(text));
       network::check_openable(cidrs.back());
     } catch (const Error& e) {
-      throw Error::invalid("--net-allow-cidr " + text + ": " + e.what());
+      throw Error::invalid("Spec::network_policy.allow_cidrs " + text + ": " + e.what());
     }
   }
   return cidrs;
@@ -39,13 +40,15 @@ network::Allowlist parse_allowlist(const NetworkPolicy& policy) {
     try {
       allowlist.add(entry);
     } catch (const Error& e) {
-      throw Error::invalid(std::string("--net allow: ") + e.what());  // e names the entry
+      // e names the entry
+      throw Error::invalid("Spec::network_policy.allow " + std::string(e.what()));
     }
   }
   if (!policy.allow_file.empty()) allowlist.merge(network::Allowlist::from_file(policy.allow_file));
   if (allowlist.empty())
     throw Error::invalid(
-        "--net allow: needs at least one host (allow:HOST[,HOST...] or --net-allow-file)");
+        "Spec::network_policy.allow needs at least one host (allow:HOST[,HOST...] or "
+        "Spec::network_policy.allow_file)");
   return allowlist;
 }
 
@@ -56,10 +59,10 @@ void require_ip_forwarding() {
   in >> value;
   if (value != "1")
     throw Error::invalid(
-        "--net full needs IPv4 forwarding, which is off on this host (" + std::string(kIpForward) +
-        " is " + (value.empty() ? "unreadable" : value) +
+        "NetworkMode::Full needs IPv4 forwarding, which is off on this host (" +
+        std::string(kIpForward) + " is " + (value.empty() ? "unreadable" : value) +
         "); sandcell does not change host network settings: an administrator can enable it with "
-        "`sysctl -w net.ipv4.ip_forward=1`, or use --net allow:HOSTS");
+        "`sysctl -w net.ipv4.ip_forward=1`, or use NetworkMode::Allow");
 }
 
 void check_flags_fit_mode(const Spec& spec) {
@@ -67,15 +70,20 @@ void check_flags_fit_mode(const Spec& spec) {
   bool allow = spec.network == NetworkMode::Allow;
   bool full = spec.network == NetworkMode::Full;
   if (!allow && (!p.allow.empty() || !p.allow_file.empty()))
-    throw Error::invalid("--net-allow-file and allow: hosts need --net allow:HOSTS");
+    throw Error::invalid(
+        "Spec::network_policy.allow_file and allow: hosts need NetworkMode::Allow");
   if (!allow && !p.hosts_file.empty())
-    throw Error::invalid("--net-hosts needs --net allow:HOSTS (it is the proxy's resolver)");
+    throw Error::invalid(
+        "Spec::network_policy.hosts_file needs NetworkMode::Allow (it is the proxy's resolver)");
   if (!allow && !full && !p.allow_cidrs.empty())
-    throw Error::invalid("--net-allow-cidr needs --net allow:HOSTS or --net full");
+    throw Error::invalid(
+        "Spec::network_policy.allow_cidrs needs NetworkMode::Allow or NetworkMode::Full");
   if (!full && !p.resolv_conf.empty())
-    throw Error::invalid("--net-resolv-conf needs --net full (allow mode has no DNS inside)");
+    throw Error::invalid(
+        "Spec::network_policy.resolv_conf needs NetworkMode::Full (allow mode has no DNS inside)");
   if (!allow && !full && p.transport != NetworkTransport::Auto)
-    throw Error::invalid("--net-transport needs --net allow:HOSTS or --net full");
+    throw Error::invalid(
+        "Spec::network_policy.transport needs NetworkMode::Allow or NetworkMode::Full");
 }
 
 // Rootless, slirp4netns opens the tap as the user, in a user namespace that maps no host id but
@@ -93,9 +101,9 @@ void check_tun_device() {
   else
     snprintf(state, sizeof state, "; an administrator can load the tun module (`modprobe tun`)");
   throw Error::invalid(
-      std::string("--net full without root needs ") + kTunDevice +
+      std::string("NetworkMode::Full without root needs ") + kTunDevice +
       " readable and writable by every user, for slirp4netns's tap: " + strerror(err) + state +
-      ", or use --net allow:HOSTS (the proxy) or run as root");
+      ", or use NetworkMode::Allow (the proxy) or run as root");
 }
 
 // A program with CAP_NET_ADMIN could drop the slirp filter, one with CAP_NET_RAW could write
@@ -105,13 +113,14 @@ void check_slirp_capabilities(const Spec& spec) {
     for (char& c : cap) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
     if (cap.starts_with("CAP_")) cap.erase(0, 4);
     if (cap == "NET_ADMIN" || cap == "NET_RAW")
-      throw Error::invalid("--cap-add " + cap +
+      throw Error::invalid("Spec::capabilities " + cap +
                            " is refused with the slirp transport: it would let the program past "
                            "the filter that keeps it off private and metadata addresses");
   }
   if (!network::slirp4netns_installed())
-    throw Error::invalid("--net full over slirp (the transport without root) needs slirp4netns in PATH "
-                         "(apt-get install slirp4netns)");
+    throw Error::invalid(
+        "NetworkMode::Full over slirp (the transport without root) needs slirp4netns in PATH "
+        "(apt-get install slirp4netns)");
   if (rootless()) check_tun_device();
 }
 
@@ -123,12 +132,16 @@ NetworkTransport resolve_transport(const Spec& spec) {
     t = allow ? NetworkTransport::Socket
               : (rootless() ? NetworkTransport::Slirp : NetworkTransport::Veth);
   if (allow && t == NetworkTransport::Slirp)
-    throw Error::invalid("--net-transport slirp is for --net full; allow: uses socket or veth");
+    throw Error::invalid(
+        "Spec::network_policy.transport slirp is for NetworkMode::Full; allow: uses socket or "
+        "veth");
   if (!allow && t == NetworkTransport::Socket)
     throw Error::invalid(
-        "--net-transport socket carries only the allow: proxy; --net full uses veth or slirp");
+        "Spec::network_policy.transport socket carries only the allow: proxy; NetworkMode::Full "
+        "uses veth or slirp");
   if (t == NetworkTransport::Veth && rootless())
-    throw Error::invalid("--net-transport veth needs root in the host's network namespace");
+    throw Error::invalid(
+        "Spec::network_policy.transport veth needs root in the host's network namespace");
   if (t == NetworkTransport::Slirp) check_slirp_capabilities(spec);
   return t;
 }
@@ -182,7 +195,7 @@ NetworkPlan plan_network(const Spec& spec) {
     if (plan.transport == NetworkTransport::Veth) require_ip_forwarding();
     const std::string& resolv = spec.network_policy.resolv_conf;
     if (!resolv.empty() && access(resolv.c_str(), R_OK) != 0)
-      throw Error::invalid("--net-resolv-conf " + resolv + ": " + strerror(errno));
+      throw Error::invalid("Spec::network_policy.resolv_conf " + resolv + ": " + strerror(errno));
     plan.dns = resolv.empty() ? network::sandbox_dns() : network::sandbox_dns(resolv);
     return plan;
   }
@@ -193,22 +206,17 @@ NetworkPlan plan_network(const Spec& spec) {
   return plan;
 }
 
-void plan_sandbox_dns(const NetworkPlan& network, const std::string& run_dir, ChildPlan& plan) {
-  if (network.mode != NetworkMode::Full) return;
+std::string write_sandbox_resolv_conf(const NetworkPlan& network, const std::string& run_dir) {
   const std::string path = run_dir + "/resolv.conf";
-  {
-    std::ofstream out(path);
-    out << network.dns.resolv_conf;
-    if (!out.flush()) throw Error(EIO, "write " + path);
-  }
-  plan_resolv_conf(plan, path);
+  std::ofstream out(path);
+  out << network.dns.resolv_conf;
+  if (!out.flush()) throw Error(EIO, "write " + path);
+  return path;
 }
 
-void plan_proxy_listener(const NetworkPlan& network, ChildPlan& plan) {
-  if (network.transport != NetworkTransport::Socket) return;
-  if (!plan.proxy_env) throw Error(EINVAL, "allow mode without a proxy environment page");
-  plan.proxy_listener_port = kSocketProxyPort;
-  plan.proxy_env->fill("http://127.0.0.1:" + std::to_string(kSocketProxyPort));
+std::optional<uint16_t> proxy_listener_port(const NetworkPlan& network) {
+  if (network.transport != NetworkTransport::Socket) return std::nullopt;
+  return kSocketProxyPort;
 }
 
 SandboxNetwork::SandboxNetwork(const NetworkPlan& plan, Sandbox sandbox)

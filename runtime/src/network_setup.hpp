@@ -41,13 +41,13 @@ std::string network_name(NetworkMode mode);
 // "socket" | "veth" | "slirp4netns", or "" (none, host), for isolation.network_transport.
 std::string transport_name(NetworkTransport transport);
 
-// Socket transport, before clone: the child's listener port and the proxy variables (the
-// address is known in advance: 127.0.0.1 of the sandbox's own netns).
-void plan_proxy_listener(const NetworkPlan& network, ChildPlan& plan);
+// Socket transport: the port the child listens on for the proxy, in its own netns (so the
+// proxy variables are known before clone: 127.0.0.1:PORT); nullopt for the other transports.
+std::optional<uint16_t> proxy_listener_port(const NetworkPlan& network);
 
 // Full mode, before clone: writes the sandbox's resolv.conf into the run's state directory and
-// plans its bind mount at /etc/resolv.conf.
-void plan_sandbox_dns(const NetworkPlan& network, const std::string& run_dir, ChildPlan& plan);
+// returns its path, for the child to bind at /etc/resolv.conf (ChildPlanBuilder::resolv_conf).
+std::string write_sandbox_resolv_conf(const NetworkPlan& network, const std::string& run_dir);
 
 // One run's network, made between clone and "go" (the child waits, so nothing it runs sees a
 // half-made network); the destructor removes it all, also on error paths.

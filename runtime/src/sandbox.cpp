@@ -20,15 +20,16 @@
 
 #include "child_messages.hpp"
 #include "child_plan.hpp"
-#include "proc_handle.hpp"
+#include "child_plan_builder.hpp"
 #include "cpu_handoff.hpp"
 #include "netns_pool.hpp"
 #include "network_setup.hpp"
+#include "proc_handle.hpp"
 #include "rootless_limits.hpp"
 #include "run_state.hpp"
-#include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/rootless.hpp"
+#include "sandcell/runtime/cgroup.hpp"
 #include "spec_checks.hpp"
 #include "supervisor.hpp"
 #include "userns_mounts.hpp"
@@ -271,7 +272,8 @@ class ExitingInit {
 struct Launch {
   const Spec& spec;
   const RunOptions& options;
-  ChildPlan& plan;
+  ChildPlanBuilder& plan;             // frozen at the clone
+  std::vector<UniqueFd>& bind_trees;  // --userns=auto: the parent's copies, until the id maps
   RunState& state;
   // Made before the clone (v2: CLONE_INTO_CGROUP; none), or by make_cgroup() while the child
   // sets up its mounts (v1, which the child joins by itself after "go").
@@ -381,13 +383,8 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   int sync_fds[2];
   check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_fds), "socketpair");
   UniqueFd sync_parent(sync_fds[0]), sync_child(sync_fds[1]);
-  ChildPlan& plan = l.plan;
-  plan.stdin_fd = l.options.stdin_fd;
-  plan.stdout_fd = out.write_end.get();
-  plan.stderr_fd = err.write_end.get();
-  plan.sync_fd = sync_child.get();
-  plan.supervisor_sync_fd = sync_parent.get();
-  plan.unshare_network = l.network.mode == NetworkMode::None;
+  l.plan.stdio(l.options.stdin_fd, out.write_end.get(), err.write_end.get());
+  l.plan.sync_socket(sync_child.get(), sync_parent.get());
 
   InterruptSignals interrupts;
   UniqueFd pidfd;
@@ -395,10 +392,8 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   // Kept for the whole run (cpu_handoff.hpp), until supervise_child() returns.
   std::optional<CpuHandOff> handoff;
   if (!has_network_to_make(l.network)) handoff.emplace();
-  if (handoff && handoff->original()) {
-    plan.restore_cpus = true;
-    plan.cpus = *handoff->original();
-  }
+  if (handoff && handoff->original()) l.plan.restore_cpus(*handoff->original());
+  const ChildPlan& plan = l.plan.freeze();
   pid_t pid = clone_child(plan, l.cgroup.get(), pidfd);
   if (handoff) handoff->leave();
   sync_child.reset();
@@ -424,7 +419,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
     // the cgroup. (After the cgroup, the child of a `sandcell code` sat idle ~0.2 ms here.)
     if (l.userns)
       map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
-    plan.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
+    l.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
     if (plan.own_user_ns) map_sandbox_ids(pid, sync_parent.get());
     if (!l.cgroup) l.make_cgroup();  // v1: while the child mounts; it joins after "go"
     if (seccomp_comes_late(l)) notify = compile_late_seccomp(l, result);
@@ -498,8 +493,10 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::string state_root = options.state_root.empty() ? default_state_root() : options.state_root;
   std::string run_id = new_run_id();
-  ChildPlan plan = make_child_plan(spec, scratch_mount_point(state_root));  // input errors here
-  NetworkPlan network_plan = plan_network(spec);                            // and here
+  // Input errors here and in plan_network().
+  ChildPlanBuilder builder = ChildPlanBuilder::for_sandbox(spec, scratch_mount_point(state_root));
+  const ChildPlan& plan = builder.plan();
+  NetworkPlan network_plan = plan_network(spec);
 
   Result result;
   result.limits = spec.limits;
@@ -514,19 +511,23 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     // be deleted, the grace period that closing its nft socket waits for ran meanwhile.
     std::optional<SandboxNetwork> network;
     RunState state(state_root, run_id);
-    if (network_plan.mode == NetworkMode::Full) plan_sandbox_dns(network_plan, state.dir(), plan);
-    plan_proxy_listener(network_plan, plan);
+    if (network_plan.mode == NetworkMode::Full)
+      builder.resolv_conf(write_sandbox_resolv_conf(network_plan, state.dir()));
+    if (std::optional<uint16_t> port = proxy_listener_port(network_plan))
+      builder.proxy_listener(*port);
     std::optional<UsernsClaim> userns;
+    std::vector<UniqueFd> bind_trees;
     if (plan.user_namespace) {
       userns.emplace(userns_pool(), state_root, run_id);
       result.isolation.userns = userns->mapping();
-      open_bind_trees(plan);
+      bind_trees = builder.detach_bind_sources();
     }
+    // --net none: the child makes its network namespace, or enters one made ahead.
     std::optional<NetnsClaim> netns;
-    if (network_plan.mode == NetworkMode::None && !plan.user_namespace && !plan.own_user_ns &&
-        netns_pool_enabled()) {
-      netns.emplace(state_root, run_id);
-      plan.pooled_netns_fd = netns->fd();
+    if (network_plan.mode == NetworkMode::None) {
+      if (!plan.user_namespace && !plan.own_user_ns && netns_pool_enabled())
+        netns.emplace(state_root, run_id);
+      builder.unshare_network(netns ? netns->fd() : -1);
     }
     std::unique_ptr<Cgroup> cgroup;
     const std::function<void()> make_cgroup = [&] {
@@ -537,12 +538,16 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     // tree, see CgroupNeeds) are made while the child sets up its mounts; v2 must exist for
     // clone3 (CLONE_INTO_CGROUP) and "none" decides the rlimits.
     if (host.mode != CgroupHost::Mode::V1) make_cgroup();
-    if (host.mode == CgroupHost::Mode::None)
-      add_rlimit_fallbacks(spec.limits, plan.own_user_ns, plan.rlimits, result.enforced,
+    if (host.mode == CgroupHost::Mode::None) {
+      std::vector<Rlimit> fallbacks;
+      add_rlimit_fallbacks(spec.limits, plan.own_user_ns, fallbacks, result.enforced,
                            result.warnings);
+      builder.add_rlimits(fallbacks);
+    }
     Launch launch{spec,
                   options,
-                  plan,
+                  builder,
+                  bind_trees,
                   state,
                   cgroup,
                   make_cgroup,

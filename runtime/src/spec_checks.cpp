@@ -23,23 +23,29 @@ void check_sandbox_path(const std::string& path, const std::string& what) {
 // Every id the sandbox uses must be one its user namespace maps (0..65535).
 static void check_userns_spec(const Spec& spec) {
   if (spec.user_namespace != UserNamespace::Auto) return;
-  if (spec.container) throw Error::invalid("--userns=auto is not for OCI containers (config.json has linux.uidMappings)");
+  if (spec.container)
+    throw Error::invalid(
+        "UserNamespace::Auto is not for OCI containers (config.json has linux.uidMappings)");
   if (rootless())
-    throw Error::invalid("--userns=auto needs root (it maps host id ranges and idmaps the image layers); rootless "
-                         "sandcell already gives every sandbox a user namespace of its own");
-  if (spec.network == NetworkMode::Host) throw Error::invalid("--userns=auto cannot share the host's network namespace");
-  if (!spec.rootfs_upper_dir.empty()) throw Error::invalid("--userns=auto does not keep a rootfs upper directory");
+    throw Error::invalid(
+        "UserNamespace::Auto needs root (it maps host id ranges and idmaps the image layers); "
+        "rootless sandcell already gives every sandbox a user namespace of its own");
+  if (spec.network == NetworkMode::Host)
+    throw Error::invalid("UserNamespace::Auto cannot share the host's network namespace");
+  if (!spec.rootfs_upper_dir.empty())
+    throw Error::invalid("UserNamespace::Auto does not keep a rootfs upper directory");
   std::vector<uint32_t> ids{spec.uid, spec.gid};
   ids.insert(ids.end(), spec.additional_gids.begin(), spec.additional_gids.end());
   for (uint32_t id : ids)
     if (id >= 65536)
-      throw Error::invalid("--userns=auto maps ids 0-65535 only; the run asks for id " + std::to_string(id));
+      throw Error::invalid("UserNamespace::Auto maps ids 0-65535 only; the run asks for id " +
+                           std::to_string(id));
 }
 
 void check_spec(const Spec& spec) {
   check_userns_spec(spec);
   if (spec.args.empty() || spec.args[0].empty()) throw Error::invalid("no command given to run");
-  if (spec.rootfs_layers.empty()) throw Error::invalid("no rootfs given (--rootfs DIR)");
+  if (spec.rootfs_layers.empty()) throw Error::invalid("no rootfs given (Spec::rootfs_layers)");
   for (const std::string& layer : spec.rootfs_layers) {
     struct stat st {};
     if (stat(layer.c_str(), &st) < 0) throw Error::invalid("rootfs " + layer + " does not exist");

@@ -25,8 +25,6 @@ CapabilityPlan plan_capabilities(const std::vector<std::string>& keep, bool rais
 // The host's LSMs, probed once per process.
 const apparmor::LsmHost& lsm_host();
 
-ChildPlan make_child_plan(const Spec& spec, const std::string& scratch_dir);
-
 // argv/envp pointing into plan.args/env, and the PATH the program is searched in.
 void fill_exec_arrays(ChildPlan& plan);
 
@@ -34,12 +32,7 @@ void fill_exec_arrays(ChildPlan& plan);
 // and the ambient set.
 CapabilityPlan plan_capability_sets(const CapabilitySets& sets);
 
-// The parts of a ChildPlan a container's init and an exec'd process share: process, user,
-// capabilities, rlimits (named), seccomp, AppArmor, exec arrays. `container` must be set.
-ChildPlan make_process_plan(const Spec& spec);
-
-// The whole plan of a container's init (namespaces, rootfs, mounts, devices, sysctl, ...).
-// Opens the namespace files to join; fds are moved above 3 + preserve_fds.
-ChildPlan make_container_plan(const Spec& spec, int preserve_fds);
+// Mounts are made parents first: fewer '/' in the destination first.
+bool mounted_before(const PlannedMount& a, const PlannedMount& b);
 
 }  // namespace sandcell::runtime

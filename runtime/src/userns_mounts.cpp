@@ -63,18 +63,6 @@ void send_layers(int sync_fd, const std::vector<UniqueFd>& layers) {
 
 }  // namespace
 
-void open_bind_trees(ChildPlan& plan) {
-  for (PlannedMount& m : plan.mounts) {
-    if (m.kind != PlannedMount::Kind::Bind) continue;
-    UniqueFd tree(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, m.source.c_str(),
-                                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)));
-    if (!tree)
-      throw Error(errno, "open_tree " + m.source + " for the bind mount at " + m.destination);
-    m.tree_fd = tree.get();
-    plan.bind_trees.push_back(std::move(tree));
-  }
-}
-
 void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
                         int sync_fd) {
   write_id_map(child, "uid_map", mapping.uid_base, mapping.size);

@@ -7,11 +7,11 @@
 
 namespace sandcell::runtime {
 
-// Before clone: a detached clone (open_tree) of every bind mount's source, which clone hands to
-// the child. The child attaches it with move_mount, so it never walks the host path itself.
-// The binds are not idmapped (what the sandbox writes there is owned by the mapped host ids)
-// unless the spec asks for it (BindMount::idmap; map_user_namespace does it).
-void open_bind_trees(ChildPlan& plan);
+// Before clone, ChildPlanBuilder::detach_bind_sources: a detached clone (open_tree) of every bind
+// mount's source, which clone hands to the child. The child attaches it with move_mount, so it
+// never walks the host path itself. The binds are not idmapped (what the sandbox writes there is
+// owned by the mapped host ids) unless the spec asks for it (BindMount::idmap; map_user_namespace
+// does it).
 
 // After clone: writes the child's uid_map and gid_map, clones each image layer as a read-only
 // mount idmapped with the child's user namespace (host 0 shows as the sandbox's 0, and the

@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
+#include "sandcell/base/loaded_libs.hpp"
 #include "targets.hpp"
 
 namespace {
@@ -30,9 +30,9 @@ void die(const char* step) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // libarchive is opened on first use (rootfs-builder/src/loaded_libs.cpp): here, before the
+  // libarchive is opened on first use (base/src/loaded_libs.cpp): here, before the
   // chroot hides /usr/lib.
-  sandcell::rootfs_builder::libarchive();
+  sandcell::libarchive();
   if (unshare(CLONE_NEWNS) != 0) die("unshare(CLONE_NEWNS) (fuzz_layer_extract needs root)");
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) die("make / private");
   // Opened in the new namespace (a bind takes only mounts of its own namespace), before the

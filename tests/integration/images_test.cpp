@@ -238,7 +238,7 @@ TEST_F(Images, StoreVerbsTagInspectRmiPrune) {
 }
 
 // sandcell-images opens libcurl and libarchive only when a command needs them
-// (rootfs-builder/src/loaded_libs.cpp): mapping them and the ~35 libraries they link cost every
+// (base/src/loaded_libs.cpp): mapping them and the ~35 libraries they link cost every
 // start 4-5 ms. Running an image whose layers are unpacked (every run after its first) and
 // listing the store need neither; a build writes layers with libarchive, and the dynamic loader
 // reports that dlopen too (so an empty answer below means something).

@@ -1,6 +1,6 @@
-// rootfs-builder/src/loaded_libs: libcurl and libarchive open by their sonames, have every
+// base/src/loaded_libs: libcurl and libarchive open by their sonames, have every
 // function sandcell calls, and each pointer is the function it is named after.
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
+#include "sandcell/base/loaded_libs.hpp"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <exception>
 
 #include "../unique_fd.hpp"
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
+#include "sandcell/base/loaded_libs.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

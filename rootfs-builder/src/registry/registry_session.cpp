@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "base64.hpp"
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
-#include "sandcell/rootfs_builder/registry_reference.hpp"
 #include "sandcell/base/bounded_json.hpp"
+#include "sandcell/base/loaded_libs.hpp"
+#include "sandcell/rootfs_builder/registry_reference.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {

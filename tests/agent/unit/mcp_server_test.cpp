@@ -5,6 +5,7 @@
 #include <condition_variable>
 
 #include "fake_executor.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/agent_service/mcp_server.hpp"
 
 namespace sandcell::agent_service {
@@ -167,6 +168,26 @@ TEST_F(McpFixture, BadArgumentsAreToolErrorsUnknownToolIsAProtocolError) {
   EXPECT_EQ(missing["result"]["isError"], true);
   EXPECT_TRUE(executor.requests.empty());
   EXPECT_EQ(ask(request(2, "tools/call", {{"name", "nope"}, {"arguments", Json::object()}}))["error"]["code"], -32602);
+}
+
+// A bad argument is the client's to fix ("NAME: why"); the executor refusing the work is the
+// tool failing ("NAME failed: why"), even when the executor calls it an input error.
+TEST(McpTools, BadArgumentsAndFailedWork_AreToldApart) {
+  struct RefusingExecutor : test::FakeExecutor {
+    void remove_session(const std::string& id) override {
+      throw Error::invalid("remove session " + id + ": no such session");
+    }
+  } executor;
+  std::vector<Json> sent;
+  McpServer server{executor, {.version = "9.9"}, [&](const Json& m) { sent.push_back(m); }};
+  auto text_of = [&](const Json& arguments) {
+    server.handle_line(McpFixture::request(1, "tools/call", {{"name", "remove_session"}, {"arguments", arguments}}).dump());
+    server.drain();
+    EXPECT_EQ(sent.back()["result"]["isError"], true);
+    return sent.back()["result"]["content"][0]["text"].get<std::string>();
+  };
+  EXPECT_EQ(text_of({{"session", 7}}), "remove_session: argument 'session' (a string) is required");
+  EXPECT_EQ(text_of({{"session", "s1"}}), "remove_session failed: remove session s1: no such session");
 }
 
 TEST_F(McpFixture, Stateless_DiscoverAdvertisesBothEras) {

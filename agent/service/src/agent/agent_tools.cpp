@@ -3,6 +3,7 @@
 #include "agent/compact_result.hpp"
 #include "executor/workspace_files.hpp"
 #include "sandcell/base/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::agent_service {
 namespace {
@@ -13,7 +14,7 @@ ToolOutcome error_outcome(const std::string& message) { return {Json{{"error", m
 
 std::string required_string(const Json& args, const char* key) {
   if (!args.contains(key) || !args[key].is_string())
-    throw std::invalid_argument(std::string("missing string argument '") + key + "'");
+    throw Error::invalid(std::string("missing string argument '") + key + "'");
   return args[key];
 }
 
@@ -47,22 +48,43 @@ ToolOutcome AgentTools::call(const std::string& name, const std::string& argumen
   if (args.is_discarded() || !args.is_object())
     return error_outcome("the arguments of " + name + " are not a valid JSON object: " + arguments.substr(0, 200) +
                          " -- call the tool again with a JSON object matching its schema");
+  std::optional<std::function<ToolOutcome()>> work;
   try {
-    if (name == "run_code") {
-      std::string language = args.contains("language") && args["language"].is_string() ? args["language"].get<std::string>() : settings_.skill;
-      return run_code(language, required_string(args, "code"));
-    }
-    if (name == "write_file") return write_file(args);
-    if (name == "read_file") return read_file(args);
-    if (name == "list_skills") return list_skills();
-  } catch (const std::invalid_argument& e) {
-    return error_outcome(name + ": " + e.what());
+    work = tool_work(name, args);
+  } catch (const Error& e) {
+    return error_outcome(name + ": " + e.what());  // bad arguments: the model can fix them
+  }
+  if (!work)
+    return error_outcome("unknown tool '" + name +
+                         "' (tools: run_code, write_file, read_file, list_skills)");
+  try {
+    return (*work)();
   } catch (const std::exception& e) {
     // The runner could not be started or answered garbage: the model cannot fix that, but
     // the run should end with an answer saying so rather than abort.
     return error_outcome(name + " failed in sandcell: " + e.what());
   }
-  return error_outcome("unknown tool '" + name + "' (tools: run_code, write_file, read_file, list_skills)");
+}
+
+std::optional<std::function<ToolOutcome()>> AgentTools::tool_work(const std::string& name,
+                                                                  const Json& args) {
+  if (name == "run_code") {
+    std::string language = args.contains("language") && args["language"].is_string()
+                               ? args["language"].get<std::string>()
+                               : settings_.skill;
+    return
+        [this, language, code = required_string(args, "code")] { return run_code(language, code); };
+  }
+  if (name == "write_file") {
+    std::string path = required_string(args, "path");
+    return [this, path, content = required_string(args, "content")] {
+      return write_file(path, content);
+    };
+  }
+  if (name == "read_file")
+    return [this, path = required_string(args, "path")] { return read_file(path); };
+  if (name == "list_skills") return [this] { return list_skills(); };
+  return std::nullopt;
 }
 
 ToolOutcome AgentTools::run_code(const std::string& language, const std::string& code) {
@@ -73,15 +95,13 @@ ToolOutcome AgentTools::run_code(const std::string& language, const std::string&
   return {compact_result(result).dump(), failed(result), result};
 }
 
-ToolOutcome AgentTools::write_file(const Json& args) {
-  std::string path = required_string(args, "path");
-  Json result = put_workspace_file(executor_, {settings_.skill, settings_.session}, path, required_string(args, "content"));
+ToolOutcome AgentTools::write_file(const std::string& path, const std::string& content) {
+  Json result = put_workspace_file(executor_, {settings_.skill, settings_.session}, path, content);
   if (failed(result)) return {compact_result(result).dump(), true, result};
   return {Json{{"written", path}}.dump(), false, result};
 }
 
-ToolOutcome AgentTools::read_file(const Json& args) {
-  std::string path = required_string(args, "path");
+ToolOutcome AgentTools::read_file(const std::string& path) {
   FetchedFile file = get_workspace_file(executor_, {settings_.skill, settings_.session}, path);
   if (!file.bytes) {
     Json out = compact_result(file.result);

@@ -1,6 +1,7 @@
 #pragma once
 // The tools the agent offers its model: run_code, write_file, read_file, list_skills. All of
 // them act in the run's one session, so a file written in step 2 is there in step 5.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,8 +33,11 @@ class AgentTools {
   ToolOutcome run_code(const std::string& language, const std::string& code);
 
  private:
-  ToolOutcome write_file(const Json& args);
-  ToolOutcome read_file(const Json& args);
+  // A call in two phases: its arguments read and checked (Error::invalid: the model's to fix),
+  // then the work, returned to run (its failures are not). nullopt: no such tool.
+  std::optional<std::function<ToolOutcome()>> tool_work(const std::string& name, const Json& args);
+  ToolOutcome write_file(const std::string& path, const std::string& content);
+  ToolOutcome read_file(const std::string& path);
   ToolOutcome list_skills();
   Executor& executor_;
   AgentToolSettings settings_;

@@ -6,14 +6,12 @@
 #include <mutex>
 #include <thread>
 
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
-#include "sandcell/base/number.hpp"
 #include "sandcell/base/bounded_json.hpp"
+#include "sandcell/base/loaded_libs.hpp"
+#include "sandcell/base/number.hpp"
 
 namespace sandcell::agent_service {
 namespace {
-
-using rootfs_builder::libcurl;  // libcurl, loaded on first use
 
 struct Answer {
   long status = 0;

@@ -151,11 +151,11 @@ Json McpServer::handle_request(const std::string& method, const Json& params, bo
   if (method == "tools/call") {
     if (!params.contains("name") || !params["name"].is_string())
       throw RpcError{mcp::kInvalidParams, "tools/call needs params.name", nullptr};
-    try {
-      return mcp::call_tool(executor_, options_.default_skill, params["name"], params.value("arguments", Json::object()), stop);
-    } catch (const std::out_of_range& e) {
-      throw RpcError{mcp::kInvalidParams, e.what(), nullptr};
-    }
+    const std::string name = params["name"];
+    std::optional<Json> result = mcp::call_tool(executor_, options_.default_skill, name,
+                                                params.value("arguments", Json::object()), stop);
+    if (!result) throw RpcError{mcp::kInvalidParams, "unknown tool: " + name, nullptr};
+    return std::move(*result);
   }
   throw RpcError{mcp::kMethodNotFound, "Method not found: " + method, nullptr};
 }

@@ -1,10 +1,12 @@
 #include "mcp/mcp_tools.hpp"
 
-#include <stdexcept>
+#include <functional>
+#include <optional>
 
 #include "agent/compact_result.hpp"
 #include "executor/base64.hpp"
 #include "executor/workspace_files.hpp"
+#include "sandcell/base/error.hpp"
 
 namespace sandcell::agent_service::mcp {
 namespace {
@@ -23,7 +25,7 @@ Json error_result(const std::string& message) { return tool_result(Json::array({
 
 std::string string_arg(const Json& args, const char* key, bool required = true) {
   if (args.contains(key) && args[key].is_string()) return args[key];
-  if (required) throw std::invalid_argument(std::string("argument '") + key + "' (a string) is required");
+  if (required) throw Error::invalid(std::string("argument '") + key + "' (a string) is required");
   return "";
 }
 
@@ -44,46 +46,58 @@ Json run_code_result(const Json& result) {
   return tool_result(content, result.value("status", Json("")) != "ok");
 }
 
-Json run_code(Executor& executor, const std::string& default_skill, const Json& args, std::stop_token stop) {
+// Each tool in two phases: its arguments read and checked here (Error::invalid: the client's to
+// fix), then the work, returned to run (its failures are not).
+using ToolWork = std::function<Json()>;
+
+ToolWork run_code(Executor& executor, const std::string& default_skill, const Json& args,
+                  std::stop_token stop) {
   Json request{{"code", string_arg(args, "code")}};
   std::string language = string_arg(args, "language", false);
   request["language"] = language.empty() ? default_skill : language;
   if (args.contains("timeout")) {
     if (!args["timeout"].is_number() || args["timeout"].get<double>() <= 0)
-      throw std::invalid_argument("argument 'timeout' must be a positive number of seconds");
+      throw Error::invalid("argument 'timeout' must be a positive number of seconds");
     request["timeout"] = args["timeout"];
   }
   for (const char* key : {"session", "net", "stdin"})
     if (args.contains(key)) request[key] = string_arg(args, key);
   if (args.contains("packages")) request["packages"] = args["packages"];
-  Json result = executor.run(request, stop);
-  if (is_request_error(result)) return error_result(result["error"].value("message", "the request was refused"));
-  return run_code_result(result);
+  return [&executor, request, stop] {
+    Json result = executor.run(request, stop);
+    if (is_request_error(result))
+      return error_result(result["error"].value("message", "the request was refused"));
+    return run_code_result(result);
+  };
 }
 
-Json upload_file(Executor& executor, const std::string& default_skill, const Json& args) {
+ToolWork upload_file(Executor& executor, const std::string& default_skill, const Json& args) {
   std::string path = string_arg(args, "path");
   std::optional<std::string> bytes;
   if (args.contains("content_base64")) {
     bytes = base64_decode(string_arg(args, "content_base64"));
-    if (!bytes) throw std::invalid_argument("argument 'content_base64' is not valid base64");
+    if (!bytes) throw Error::invalid("argument 'content_base64' is not valid base64");
   } else {
     bytes = string_arg(args, "content");
   }
   std::string skill = string_arg(args, "skill", false);
-  Json result = put_workspace_file(executor, {skill.empty() ? default_skill : skill, string_arg(args, "session")}, path, *bytes);
-  if (is_request_error(result)) return error_result("upload refused: " + result["error"].value("message", ""));
-  if (result.value("status", Json("")) != "ok")
-    return error_result("upload failed: " + compact_result(result).dump());
-  return tool_result(Json::array({text_content("wrote " + std::to_string(bytes->size()) + " bytes to /workspace/" + path)}), false);
+  WorkspaceTarget where{skill.empty() ? default_skill : skill, string_arg(args, "session")};
+  return [&executor, where, path, bytes = std::move(*bytes)] {
+    Json result = put_workspace_file(executor, where, path, bytes);
+    if (is_request_error(result))
+      return error_result("upload refused: " + result["error"].value("message", ""));
+    if (result.value("status", Json("")) != "ok")
+      return error_result("upload failed: " + compact_result(result).dump());
+    return tool_result(Json::array({text_content("wrote " + std::to_string(bytes.size()) +
+                                                 " bytes to /workspace/" + path)}),
+                       false);
+  };
 }
 
 bool looks_like_text(const std::string& bytes) { return bytes.find('\0') == std::string::npos; }
 
-Json download_file(Executor& executor, const std::string& default_skill, const Json& args) {
-  std::string path = string_arg(args, "path");
-  std::string skill = string_arg(args, "skill", false);
-  FetchedFile file = get_workspace_file(executor, {skill.empty() ? default_skill : skill, string_arg(args, "session")}, path);
+// download_file's answer: the file as an image, text or a binary blob.
+Json downloaded(const FetchedFile& file, const std::string& path) {
   if (is_request_error(file.result)) return error_result("download refused: " + file.result["error"].value("message", ""));
   if (!file.bytes) return error_result("no such file in the session: " + path + " " + compact_result(file.result).dump());
   const std::string& bytes = *file.bytes;
@@ -98,6 +112,15 @@ Json download_file(Executor& executor, const std::string& default_skill, const J
                      false);
 }
 
+ToolWork download_file(Executor& executor, const std::string& default_skill, const Json& args) {
+  std::string path = string_arg(args, "path");
+  std::string skill = string_arg(args, "skill", false);
+  WorkspaceTarget where{skill.empty() ? default_skill : skill, string_arg(args, "session")};
+  return [&executor, where, path] {
+    return downloaded(get_workspace_file(executor, where, path), path);
+  };
+}
+
 // run_code's `net`, as wide as the operator allows.
 Json net_property(const std::string& allowed_net) {
   if (allowed_net == "full")
@@ -109,6 +132,29 @@ Json net_property(const std::string& allowed_net) {
             {"description", "network: none, or allow: with hosts among " + allowed_net.substr(6) +
                                 " (the operator's limit: --allowed-net " + allowed_net + "); default: the language's own within it"}};
   return {{"type", "string"}, {"enum", Json::array({"none"})}, {"description", "network: none (the operator allows no network)"}};
+}
+
+// The work of tool `name` with its arguments checked; nullopt: no such tool.
+std::optional<ToolWork> tool_work(Executor& executor, const std::string& default_skill,
+                                  const std::string& name, const Json& args, std::stop_token stop) {
+  if (name == "run_code") return run_code(executor, default_skill, args, stop);
+  if (name == "list_skills")
+    return [&executor] {
+      return tool_result(Json::array({text_content(executor.list_skills().dump(2))}), false);
+    };
+  if (name == "list_sessions")
+    return [&executor] {
+      return tool_result(Json::array({text_content(executor.list_sessions().dump(2))}), false);
+    };
+  if (name == "remove_session") {
+    return [&executor, session = string_arg(args, "session")] {
+      executor.remove_session(session);
+      return tool_result(Json::array({text_content("removed session " + session)}), false);
+    };
+  }
+  if (name == "upload_file") return upload_file(executor, default_skill, args);
+  if (name == "download_file") return download_file(executor, default_skill, args);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -144,25 +190,22 @@ Json tool_list(const std::string& allowed_net) {
   });
 }
 
-Json call_tool(Executor& executor, const std::string& default_skill, const std::string& name, const Json& arguments,
-               std::stop_token stop) {
+std::optional<Json> call_tool(Executor& executor, const std::string& default_skill,
+                              const std::string& name, const Json& arguments,
+                              std::stop_token stop) {
   const Json args = arguments.is_object() ? arguments : Json::object();
+  std::optional<ToolWork> work;
   try {
-    if (name == "run_code") return run_code(executor, default_skill, args, stop);
-    if (name == "list_skills") return tool_result(Json::array({text_content(executor.list_skills().dump(2))}), false);
-    if (name == "list_sessions") return tool_result(Json::array({text_content(executor.list_sessions().dump(2))}), false);
-    if (name == "remove_session") {
-      executor.remove_session(string_arg(args, "session"));
-      return tool_result(Json::array({text_content("removed session " + string_arg(args, "session"))}), false);
-    }
-    if (name == "upload_file") return upload_file(executor, default_skill, args);
-    if (name == "download_file") return download_file(executor, default_skill, args);
-  } catch (const std::invalid_argument& e) {
-    return error_result(name + ": " + e.what());
+    work = tool_work(executor, default_skill, name, args, stop);
+  } catch (const Error& e) {
+    return error_result(name + ": " + e.what());  // bad arguments: the client can fix them
+  }
+  if (!work) return std::nullopt;
+  try {
+    return (*work)();
   } catch (const std::exception& e) {
     return error_result(name + " failed: " + e.what());
   }
-  throw std::out_of_range("unknown tool: " + name);
 }
 
 }  // namespace sandcell::agent_service::mcp

@@ -2,7 +2,7 @@
 // A C library opened with dlopen on first use instead of linked, so a command that never calls
 // it does not pay for mapping it (and what it links) at every start. Used for the network's
 // libraries (network/src/dynamic_libs.cpp) and for libcurl and libarchive in the image commands
-// (rootfs-builder/src/loaded_libs.cpp).
+// (base/src/loaded_libs.cpp).
 //
 // The pattern: a struct of function pointers typed by the real header (decltype), filled once
 // by a function-local static, so a call reads like the C API behind an accessor:

@@ -1,5 +1,5 @@
 // Loading libcurl and libarchive on first use (see loaded_libs.hpp).
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
+#include "sandcell/base/loaded_libs.hpp"
 
 #include "sandcell/base/loaded_library.hpp"
 
@@ -9,7 +9,7 @@ static_assert(LIBCURL_VERSION_MAJOR == 7 || LIBCURL_VERSION_MAJOR == 8,
 static_assert(ARCHIVE_VERSION_NUMBER >= 3000000 && ARCHIVE_VERSION_NUMBER < 4000000,
               "libarchive.so.13 is 3.x");
 
-namespace sandcell::rootfs_builder {
+namespace sandcell {
 namespace {
 
 constexpr runtime::LibraryName kCurl{
@@ -110,4 +110,4 @@ const ArchiveFunctions& libarchive() {
   return functions;
 }
 
-}  // namespace sandcell::rootfs_builder
+}  // namespace sandcell

@@ -13,7 +13,7 @@
 #include <archive_entry.h>
 #include <curl/curl.h>
 
-namespace sandcell::rootfs_builder {
+namespace sandcell {
 
 // libcurl.so.4: registry and URL fetches (registry/, url_fetch.cpp), the agent's LLM client.
 struct CurlFunctions {
@@ -96,4 +96,4 @@ struct ArchiveFunctions {
 };
 const ArchiveFunctions& libarchive();
 
-}  // namespace sandcell::rootfs_builder
+}  // namespace sandcell
