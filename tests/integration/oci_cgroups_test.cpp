@@ -201,7 +201,7 @@ TEST(OciCgroups, Events_StatsOnceInRuncsShape_StreamReportsTheOomKill) {
   EXPECT_TRUE(data["memory"]["raw"].contains("rss")) << data.dump();
 
   ASSERT_EQ(b.oci({"start", "ev"}).exit_code, 0);
-  CliRun stream = run_program({"timeout", "30", oci_binary(), "--root", b.state_root(), "events",
+  CliRun stream = run_program({"/usr/bin/timeout", "30", oci_binary(), "--root", b.state_root(), "events",
                                "--interval", "10s", "ev"});
   EXPECT_EQ(stream.exit_code, 0) << "returns when the container stops: " << stream.err;
   std::istringstream lines(stream.out);

@@ -217,7 +217,7 @@ struct PersistentMountNamespace {
   std::string file;
   explicit PersistentMountNamespace(std::string f) : file(std::move(f)) {
     std::ofstream(file).flush();
-    CliRun made = run_program({"unshare", "--mount=" + file, "--propagation", "private", "true"});
+    CliRun made = run_program({"/usr/bin/unshare", "--mount=" + file, "--propagation", "private", "true"});
     if (made.exit_code != 0) throw std::runtime_error("unshare --mount=" + file + ": " + made.err);
   }
   ~PersistentMountNamespace() { umount2(file.c_str(), MNT_DETACH); }
