@@ -1,14 +1,24 @@
 // The subcommands of sandcell-oci as runc spells them.
 #include "oci_commands.hpp"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <sstream>
 
+#include "sandcell/base/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
 #include "sandcell/oci/config.hpp"
 #include "sandcell/oci/lifecycle.hpp"
-#include "sandcell/base/error.hpp"
 #include "sandcell/runtime/spec.hpp"
-#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::cli::oci {
 namespace {
@@ -24,10 +34,194 @@ void add_create_flags(CLI::App* cmd, o::CreateOptions& options) {
   cmd->add_flag("--no-new-keyring")->description("Accepted: sandcell never creates a session keyring");
 }
 
+// Runs a program found on PATH and returns its stdout (bounded to 16 MiB); throws if it fails.
+std::string run_and_capture(const std::vector<std::string>& argv) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) < 0) throw Error(errno, "pipe for " + argv[0]);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int err = posix_spawnp(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  std::string text;
+  char buffer[8192];
+  for (ssize_t n; err == 0 && (n = read(out[0], buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || text.size() > (16u << 20)) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  if (err != 0) throw Error(err, "run " + argv[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error::invalid(argv[0] + " failed (status " + std::to_string(status) + ")");
+  return text;
+}
+
 CLI::App* with_id(CLI::App& app, const char* name, const char* help, std::string& id) {
   CLI::App* cmd = app.add_subcommand(name, help);
   cmd->add_option("id", id, "Container id")->required();
   return cmd;
+}
+
+// runc update's flags, each a linux.resources field laid over --resources.
+struct UpdateFlags {
+  std::string resources;
+  std::map<std::string, std::string> values;  // flag name → its text
+};
+
+// "--memory" → {"memory", "limit"} with the kind of value it takes.
+struct UpdateField {
+  const char* flag;
+  const char* section;
+  const char* key;
+  enum Kind { Size, Number, Text } kind;
+  const char* help;
+};
+constexpr UpdateField kUpdateFields[] = {
+    {"--memory", "memory", "limit", UpdateField::Size,
+     "Memory limit (bytes, or 512m; -1 unlimited)"},
+    {"--memory-reservation", "memory", "reservation", UpdateField::Size, "Memory soft limit"},
+    {"--memory-swap", "memory", "swap", UpdateField::Size, "Memory plus swap limit (-1 unlimited)"},
+    {"--kernel-memory", "memory", "kernel", UpdateField::Size, "Kernel memory limit (v1)"},
+    {"--kernel-memory-tcp", "memory", "kernelTCP", UpdateField::Size,
+     "Kernel TCP buffer limit (v1)"},
+    {"--cpu-shares", "cpu", "shares", UpdateField::Number,
+     "CPU shares (v2: converted to cpu.weight as runc does)"},
+    {"--cpu-quota", "cpu", "quota", UpdateField::Number, "CFS quota in microseconds"},
+    {"--cpu-period", "cpu", "period", UpdateField::Number, "CFS period in microseconds"},
+    {"--cpu-burst", "cpu", "burst", UpdateField::Number, "CFS burst in microseconds"},
+    {"--cpu-rt-period", "cpu", "realtimePeriod", UpdateField::Number,
+     "Refused: no realtime scheduling"},
+    {"--cpu-rt-runtime", "cpu", "realtimeRuntime", UpdateField::Number,
+     "Refused: no realtime scheduling"},
+    {"--cpuset-cpus", "cpu", "cpus", UpdateField::Text, "CPUs allowed (0-3,5)"},
+    {"--cpuset-mems", "cpu", "mems", UpdateField::Text, "Memory nodes allowed"},
+    {"--pids-limit", "pids", "limit", UpdateField::Number, "Maximum number of processes"},
+    {"--blkio-weight", "blockIO", "weight", UpdateField::Number, "Block IO weight (10-1000)"}};
+
+nlohmann::json update_resources(const UpdateFlags& flags) {
+  nlohmann::json resources = nlohmann::json::object();
+  if (!flags.resources.empty()) {
+    std::ifstream file(flags.resources);
+    if (flags.resources != "-" && !file)
+      throw Error::invalid("--resources: cannot read " + flags.resources);
+    std::istream& in = flags.resources == "-" ? std::cin : file;
+    try {
+      resources = parse_bounded_json(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw Error::invalid("--resources: " + std::string(e.what()));
+    }
+  }
+  for (const char* flag : {"--l3-cache-schema", "--mem-bw-schema"})
+    if (flags.values.contains(flag))
+      throw Error::invalid(std::string(flag) +
+                           ": Intel RDT (linux.intelRdt) is not supported by sandcell-oci");
+  for (const UpdateField& field : kUpdateFields) {
+    auto it = flags.values.find(field.flag);
+    if (it == flags.values.end()) continue;
+    const std::string& text = it->second;
+    nlohmann::json value;
+    if (field.kind == UpdateField::Text)
+      value = text;
+    else if (text == "-1")
+      value = -1;
+    else if (field.kind == UpdateField::Size)
+      value = runtime::parse_size(text, field.flag);
+    else {
+      auto n = parse_number<int64_t>(text);
+      if (!n) throw Error::invalid(std::string(field.flag) + ": not a number: '" + text + "'");
+      value = *n;
+    }
+    resources[field.section][field.key] = value;
+  }
+  return resources;
+}
+
+void add_update_command(CLI::App& app, Action& action, const std::shared_ptr<Globals>& g) {
+  auto id = std::make_shared<std::string>();
+  auto flags = std::make_shared<UpdateFlags>();
+  CLI::App* update = with_id(app, "update", "Change the container's cgroup resources", *id);
+  update->add_option("-r,--resources", flags->resources,
+                     "OCI linux.resources JSON file ('-' for stdin)");
+  for (const UpdateField& field : kUpdateFields)
+    update->add_option_function<std::string>(
+        field.flag,
+        [flags, name = std::string(field.flag)](const std::string& v) { flags->values[name] = v; },
+        field.help);
+  for (const char* flag : {"--l3-cache-schema", "--mem-bw-schema"})
+    update->add_option_function<std::string>(
+        flag, [flags, name = std::string(flag)](const std::string& v) { flags->values[name] = v; },
+        "Refused: Intel RDT (linux.intelRdt) is not supported");
+  update->callback([=, &action] {
+    action = [=] {
+      o::update(o::StateStore(g->root), *id, update_resources(*flags));
+      return 0;
+    };
+  });
+}
+
+// runc's table: ps(1)'s header, then its lines whose PID column is one of the container's.
+void print_ps_table(const std::vector<pid_t>& pids, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"ps"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string output = run_and_capture(argv);
+  std::istringstream lines(output);
+  std::string header;
+  std::getline(lines, header);
+  std::istringstream columns(header);
+  size_t pid_column = 0;
+  std::string column;
+  while (columns >> column && column != "PID") ++pid_column;
+  if (column != "PID") throw Error::invalid("ps: its output has no PID column");
+  std::cout << header << "\n";
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string field;
+    for (size_t i = 0; i <= pid_column && fields >> field; ++i) {
+    }
+    auto pid = parse_number<pid_t>(field);
+    if (pid && std::find(pids.begin(), pids.end(), *pid) != pids.end()) std::cout << line << "\n";
+  }
+}
+
+// Go's time.Duration text as runc's --interval takes it: "5s", "100ms", "1m", "1h".
+std::chrono::milliseconds parse_interval(const std::string& text) {
+  size_t digits = text.find_first_not_of("0123456789");
+  auto n = parse_number<int64_t>(text.substr(0, digits));
+  std::string unit = digits == std::string::npos ? "" : text.substr(digits);
+  static const std::map<std::string, int64_t> kMs = {
+      {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+  if (!n || *n <= 0 || !kMs.contains(unit) || *n > 86400000 / kMs.at(unit))
+    throw Error::invalid("--interval: not a duration like 5s or 100ms: '" + text + "'");
+  return std::chrono::milliseconds(*n * kMs.at(unit));
+}
+
+void add_events_command(CLI::App& app, Action& action, const std::shared_ptr<Globals>& g) {
+  auto id = std::make_shared<std::string>();
+  auto interval = std::make_shared<std::string>("5s");
+  auto stats = std::make_shared<bool>(false);
+  CLI::App* events =
+      with_id(app, "events", "Print the container's stats and OOM events (JSON lines)", *id);
+  events->add_option("--interval", *interval, "Time between stats events")->capture_default_str();
+  events->add_flag("--stats", *stats, "Print the stats once and exit");
+  events->callback([=, &action] {
+    action = [=] {
+      o::StateStore store(g->root);
+      if (*stats)
+        std::cout << o::stats_event(store, *id).dump() << std::endl;
+      else
+        o::watch_events(store, *id, parse_interval(*interval), std::cout);
+      return 0;
+    };
+  });
 }
 
 }  // namespace
@@ -101,42 +295,34 @@ void add_inspection_commands(CLI::App& app, Action& action, const std::shared_pt
   });
 
   auto ps_format = std::make_shared<std::string>("table");
-  CLI::App* ps = with_id(app, "ps", "List the container's processes", *id);
+  auto ps_args = std::make_shared<std::vector<std::string>>();
+  CLI::App* ps =
+      with_id(app, "ps", "List the container's processes (runc: `ps ID [-- PS-ARGS]`)", *id);
   ps->add_option("-f,--format", *ps_format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  ps->add_option("ps-args", *ps_args, "Arguments for ps(1) (default -ef)");
   ps->callback([=, &action] {
     action = [=] {
       auto pids = o::processes(o::StateStore(g->root), *id);
       if (*ps_format == "json") std::cout << nlohmann::json(pids).dump() << "\n";
-      else for (pid_t pid : pids) std::cout << pid << "\n";
+      else
+        print_ps_table(pids, ps_args->empty() ? std::vector<std::string>{"-ef"} : *ps_args);
       return 0;
     };
   });
 
-  auto memory = std::make_shared<std::string>(), pids = std::make_shared<std::string>();
-  auto quota = std::make_shared<int64_t>(0);
-  auto period = std::make_shared<uint64_t>(100000);
-  auto resources = std::make_shared<std::string>();
-  CLI::App* update = with_id(app, "update", "Change the container's cgroup limits", *id);
-  update->add_option("-m,--memory", *memory, "Memory limit (bytes, or 512m)");
-  update->add_option("--pids-limit", *pids, "Maximum number of processes");
-  update->add_option("--cpu-quota", *quota, "CFS quota in microseconds");
-  update->add_option("--cpu-period", *period, "CFS period in microseconds");
-  update->add_option("-r,--resources", *resources, "OCI linux.resources JSON file ('-' for stdin)");
-  update->callback([=, &action] {
-    action = [=] {
-      runtime::Limits limits;
-      if (!resources->empty()) {
-        std::ifstream file(*resources);
-        std::istream& in = *resources == "-" ? std::cin : file;
-        limits = o::parse_config_resources(parse_bounded_json(in));
-      }
-      if (!memory->empty()) limits.memory_bytes = runtime::parse_size(*memory, "--memory");
-      if (!pids->empty()) limits.pids = runtime::parse_size(*pids, "--pids-limit");
-      if (*quota > 0) limits.cpus = static_cast<double>(*quota) / static_cast<double>(*period);
-      o::update(o::StateStore(g->root), *id, limits);
-      return 0;
-    };
-  });
+  add_update_command(app, action, g);
+  add_events_command(app, action, g);
+
+  // runc has them; sandcell-oci has no CRIU support, so a caller hears it plainly.
+  for (const char* verb : {"checkpoint", "restore"})
+    app.add_subcommand(verb, "Not supported by sandcell-oci")
+        ->allow_extras()
+        ->callback([&action, verb] {
+          action = [verb]() -> int {
+            throw Error::invalid(std::string(verb) +
+                                 ": not supported by sandcell-oci (no CRIU checkpoint/restore)");
+          };
+        });
 
   app.add_subcommand("features", "Print what this runtime implements (JSON)")->callback([&action] {
     action = [] { std::cout << o::features().dump(2) << "\n"; return 0; };

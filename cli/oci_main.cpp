@@ -5,14 +5,15 @@
 
 #include <csignal>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "oci_commands.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/oci/sealed_exe.hpp"
 #include "sandcell/oci/state.hpp"
-#include "sandcell/base/error.hpp"
 #include "unknown_command.hpp"
 
 namespace {
@@ -93,9 +94,17 @@ int main(int argc, char** argv, char** envp) {
     return e.get_exit_code() == 0 ? code : 125;
   }
   try {
+    // Refused before anything is made: a caller asking for the systemd driver expects a scope
+    // systemd knows about, and silently getting cgroupfs directories would break its accounting.
     if (globals->systemd_cgroup)
-      throw sandcell::Error::invalid("--systemd-cgroup: sandcell-oci manages cgroupfs cgroups only "
-                                     "(podman: --cgroup-manager cgroupfs; containerd: SystemdCgroup = false)");
+      throw sandcell::Error::invalid(
+          std::string(
+              "--systemd-cgroup: the systemd cgroup driver is not implemented by sandcell-oci") +
+          (std::filesystem::exists("/run/systemd/system") ? ""
+                                                          : " (and no systemd runs on this host)") +
+          "; use the cgroupfs driver (podman: --cgroup-manager cgroupfs; containerd: SystemdCgroup "
+          "= false; "
+          "kubelet: cgroupDriver: cgroupfs)");
     return action();
   } catch (const std::exception& e) {
     report_error(*globals, e.what());

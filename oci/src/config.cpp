@@ -153,7 +153,10 @@ Config parse_config(const json& config, const std::string& bundle) {
   if (const json* v = f::find(config, "annotations"))
     for (const auto& [key, value] : f::object(*v, "annotations").items())
       out.annotations[key] = f::text(value, "annotations." + key);
-  if (const json* v = f::find(config, "linux")) parse_linux(*v, spec);
+  if (const json* v = f::find(config, "linux")) {
+    parse_linux(*v, spec);
+    if (const json* r = f::find(*v, "resources")) out.resources = *r;
+  }
   return out;
 }
 

@@ -1,4 +1,5 @@
-// config.json "linux" → namespaces, id maps, devices, resources, sysctl, seccomp, paths.
+// config.json "linux" → namespaces, id maps, devices, sysctl, seccomp, paths (resources:
+// cgroup_resources.cpp).
 #include <sys/mount.h>
 #include <sys/personality.h>
 
@@ -124,8 +125,8 @@ void parse_linux(const json& linux, runtime::Spec& spec) {
   if (const json* v = f::find(linux, "uidMappings")) c.uid_mappings = parse_id_mappings(*v, "linux.uidMappings");
   if (const json* v = f::find(linux, "gidMappings")) c.gid_mappings = parse_id_mappings(*v, "linux.gidMappings");
   if (const json* v = f::find(linux, "devices")) c.devices = parse_devices(*v);
-  if (const json* v = f::find(linux, "cgroupsPath")) c.cgroups_path = f::text(*v, "linux.cgroupsPath");
-  if (const json* v = f::find(linux, "resources")) spec.limits = parse_resources(*v);
+  if (const json* v = f::find(linux, "cgroupsPath"))
+    c.cgroups_path = f::text(*v, "linux.cgroupsPath");
   if (const json* v = f::find(linux, "sysctl")) {
     for (const auto& [key, value] : f::object(*v, "linux.sysctl").items())
       c.sysctl[key] = f::text(value, "linux.sysctl." + key);

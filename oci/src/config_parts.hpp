@@ -7,7 +7,6 @@
 namespace sandcell::oci {
 
 void parse_linux(const nlohmann::json& linux, runtime::Spec& spec);
-runtime::Limits parse_resources(const nlohmann::json& resources);
 std::vector<runtime::ContainerMount> parse_mounts(const nlohmann::json& mounts, const std::string& bundle);
 Hooks parse_hooks(const nlohmann::json& hooks);
 // RLIMIT_NOFILE → "RLIMIT_NOFILE".

@@ -4,10 +4,11 @@
 
 #include <cctype>
 
-#include "sandcell/oci/lifecycle.hpp"
-#include "sandcell/runtime/container.hpp"
+#include "cgroup_resources.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/number.hpp"
+#include "sandcell/oci/lifecycle.hpp"
+#include "sandcell/runtime/container.hpp"
 
 namespace sandcell::oci {
 namespace {
@@ -63,9 +64,11 @@ std::vector<pid_t> processes(const StateStore& store, const std::string& id) {
   return runtime::container_pids(store.load(id).cgroup_paths);
 }
 
-void update(const StateStore& store, const std::string& id, const runtime::Limits& limits) {
-  load_in(store, id, {Status::Created, Status::Running, Status::Paused}, "update");
-  runtime::update_container_limits(id, limits);
+void update(const StateStore& store, const std::string& id, const nlohmann::json& resources) {
+  ContainerState s =
+      load_in(store, id, {Status::Created, Status::Running, Status::Paused}, "update");
+  apply_resources(plan_resources(resources, controller_versions(runtime::probe_cgroups())),
+                  s.cgroup_paths);
 }
 
 std::vector<nlohmann::json> list(const StateStore& store) {

@@ -15,12 +15,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cgroup_resources.hpp"
+#include "cgroups_path.hpp"
 #include "config_parts.hpp"
 #include "hooks.hpp"
-#include "sandcell/oci/config.hpp"
-#include "sandcell/runtime/container.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
+#include "sandcell/oci/config.hpp"
+#include "sandcell/runtime/container.hpp"
 #include "unix_socket.hpp"
 
 namespace sandcell::oci {
@@ -68,13 +70,14 @@ void write_pid_file(const std::string& path, pid_t pid) {
 std::string hook_state(const ContainerState& s, Status status) { return state_json(s, status).dump(); }
 
 // Everything create made, undone: the init, its cgroups, the state directory.
-void abandon(const StateStore& store, const std::string& id, pid_t pid, const std::vector<std::string>& cgroups) {
+void abandon(const StateStore& store, const std::string& id, pid_t pid,
+             const MadeCgroups& cgroups) {
   if (pid > 0) {
     ::kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
   try {
-    runtime::remove_container_cgroups(cgroups);
+    remove_made_cgroups(cgroups.dirs, cgroups.created);
   } catch (const Error&) {
     // The original failure is the one to report.
   }
@@ -125,6 +128,11 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
   check_rlimits_raisable(spec);
   if (spec.container->terminal && options.console_socket.empty())
     throw Error::invalid("process.terminal is true: --console-socket is required");
+  // Planned before anything exists: a field this host cannot apply leaves nothing behind.
+  runtime::CgroupHost host = runtime::probe_cgroups();
+  ResourcePlan resources =
+      plan_resources(config.resources, controller_versions(host), spec.container->devices);
+  std::vector<CgroupDir> cgroup_dirs = resolve_cgroups_path(host, spec.container->cgroups_path, id);
   store.reserve(id);
   ContainerState s;
   s.id = id;
@@ -133,14 +141,18 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
   s.annotations = config.annotations;
   plan_start_hooks(config, s);
   runtime::CreatedContainer made;
+  MadeCgroups cgroups;
   try {
+    cgroups = make_cgroups(cgroup_dirs, resources.v2_controllers);
+    s.cgroup_paths = cgroups.dirs;
+    s.cgroup_created = cgroups.created;
+    apply_resources(resources, cgroups.dirs);
     UniqueFd listener = listen_unix(store.start_socket(id));
     UniqueFd console = options.console_socket.empty() ? UniqueFd() : connect_unix(options.console_socket, SOCK_STREAM);
     runtime::ContainerIo io{.console_socket = console.get(), .preserve_fds = options.preserve_fds};
-    made = runtime::create_container(spec, listener.get(), io);
+    made = runtime::create_container(spec, listener.get(), io, cgroups.dirs);
     s.pid = made.pid;
     s.pid_start = process_start_time(made.pid);
-    s.cgroup_paths = made.cgroup_paths;
     store.save(s);
     // Run by sandcell-oci in the runtime's namespaces, with the init waiting for start.
     run_hooks(config.hooks.prestart, "hooks.prestart", hook_state(s, Status::Created));
@@ -148,7 +160,7 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
     run_hooks(config.hooks.create_container, "hooks.createContainer", hook_state(s, Status::Created));
     write_pid_file(options.pid_file, made.pid);
   } catch (...) {
-    abandon(store, id, made.pid, made.cgroup_paths);
+    abandon(store, id, made.pid, cgroups);
     throw;
   }
   return made.pid;
@@ -212,7 +224,7 @@ void remove(const StateStore& store, const std::string& id, bool force) {
                          ": stop it first (sandcell-oci kill) or use delete --force");
   if (status == Status::Paused) runtime::freeze_container(s.cgroup_paths, false);
   if (status != Status::Stopped) ::kill(s.pid, SIGKILL);
-  runtime::remove_container_cgroups(s.cgroup_paths);
+  remove_made_cgroups(s.cgroup_paths, s.cgroup_created);
   Hooks hooks;
   try {
     hooks = load_config(s.bundle).hooks;

@@ -58,8 +58,14 @@ void StateStore::reserve(const std::string& id) const {
 }
 
 void StateStore::save(const ContainerState& s) const {
-  nlohmann::json j = {{"id", s.id}, {"bundle", s.bundle}, {"created", s.created}, {"pid", s.pid},
-                      {"pid_start", s.pid_start}, {"started", s.started}, {"cgroup_paths", s.cgroup_paths},
+  nlohmann::json j = {{"id", s.id},
+                      {"bundle", s.bundle},
+                      {"created", s.created},
+                      {"pid", s.pid},
+                      {"pid_start", s.pid_start},
+                      {"started", s.started},
+                      {"cgroup_paths", s.cgroup_paths},
+                      {"cgroup_created", s.cgroup_created},
                       {"annotations", s.annotations}};
   std::string path = dir(s.id) + "/state.json";
   {
@@ -76,9 +82,17 @@ ContainerState StateStore::load(const std::string& id) const {
   nlohmann::json j;
   try {
     j = parse_bounded_json(in);
-    return {.id = j.at("id"), .bundle = j.at("bundle"), .created = j.at("created"), .pid = j.at("pid"),
-            .pid_start = j.at("pid_start"), .started = j.at("started"),
-            .cgroup_paths = j.at("cgroup_paths"), .annotations = j.at("annotations")};
+    return {.id = j.at("id"),
+            .bundle = j.at("bundle"),
+            .created = j.at("created"),
+            .pid = j.at("pid"),
+            .pid_start = j.at("pid_start"),
+            .started = j.at("started"),
+            .cgroup_paths = j.at("cgroup_paths"),
+            // A state written before cgroupsPath was followed: create made all of its directories.
+            .cgroup_created =
+                j.value("cgroup_created", j.at("cgroup_paths").get<std::vector<std::string>>()),
+            .annotations = j.at("annotations")};
   } catch (const nlohmann::json::exception& e) {
     throw Error::invalid("state of container " + id + " is damaged: " + e.what());
   }

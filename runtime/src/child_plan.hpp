@@ -111,7 +111,8 @@ struct ContainerPlan {
     int fd;      // opened by the parent; setns() in the child
   };
   std::vector<Join> joins;  // user namespace first: it decides what the others may do
-  bool new_user_ns = false, new_net_ns = false, new_cgroup_ns = false, new_uts_ns = false;
+  bool new_user_ns = false, new_net_ns = false, new_cgroup_ns = false, new_uts_ns = false,
+       joined_uts_ns = false;
   unsigned long rootfs_propagation = 0;
   bool readonly_root = false, no_pivot = false;
   std::vector<PlannedContainerMount> mounts;

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -85,8 +86,14 @@ uint64_t clone_flags(const ContainerPlan& plan, const Container& c) {
     for (const auto& [name, flag] : kTypes)
       if (ns.type == name && ns.path.empty()) flags |= flag;
   (void)plan;  // the cgroup namespace is entered by the child, after it joined the cgroup
-  if (!(flags & CLONE_NEWNS))
-    throw Error::invalid("linux.namespaces: sandcell-oci needs a new mount namespace (type \"mount\")");
+  // runc's rule: the root is set up in a mount namespace of the container's own, new or joined
+  // by path (then the mounts and pivot_root happen in that namespace, and root.path must be
+  // reachable from it). Without one they would change the caller's.
+  bool mount_ns = std::any_of(c.namespaces.begin(), c.namespaces.end(),
+                              [](const Namespace& ns) { return ns.type == "mount"; });
+  if (!mount_ns)
+    throw Error::invalid(
+        "linux.namespaces: sandcell-oci needs a mount namespace (type \"mount\", new or by path)");
   return flags;
 }
 
@@ -103,14 +110,10 @@ UniqueFd join_pid_namespace_for_children(const Container& c) {
   return {};
 }
 
-pid_t clone_with(uint64_t flags, const Cgroup* cgroup, void (*body)(const ChildPlan&), const ChildPlan& plan) {
+pid_t clone_with(uint64_t flags, void (*body)(const ChildPlan&), const ChildPlan& plan) {
   clone_args args{};
   args.flags = flags;
   args.exit_signal = SIGCHLD;
-  if (cgroup != nullptr && cgroup->clone_into_fd() >= 0) {
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(cgroup->clone_into_fd());
-  }
   long pid = syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) body(plan);
   check(pid, "clone3 into the container's namespaces");
@@ -152,9 +155,24 @@ void kill_and_reap(pid_t pid) {
   waitpid(pid, nullptr, 0);
 }
 
+// A v1 hierarchy's `tasks` file goes to the process, which moves itself (no RCU grace period
+// per hierarchy); a v2 cgroup (no `tasks` file) takes the pid from us before it runs.
+std::vector<UniqueFd> attach_to_cgroups(const std::vector<std::string>& dirs, pid_t pid) {
+  std::vector<UniqueFd> tasks_files;
+  for (const std::string& dir : dirs) {
+    UniqueFd tasks(open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));
+    if (tasks)
+      tasks_files.push_back(std::move(tasks));
+    else
+      write_file(dir + "/cgroup.procs", std::to_string(pid));
+  }
+  return tasks_files;
+}
+
 }  // namespace
 
-CreatedContainer create_container(const Spec& spec, int start_listener, const ContainerIo& io) {
+CreatedContainer create_container(const Spec& spec, int start_listener, const ContainerIo& io,
+                                  const std::vector<std::string>& cgroup_dirs) {
   if (!spec.container) throw Error::invalid("create_container needs Spec::container");
   const Container& c = *spec.container;
   ChildPlanBuilder builder = ChildPlanBuilder::for_container(spec, io.preserve_fds);
@@ -168,28 +186,21 @@ CreatedContainer create_container(const Spec& spec, int start_listener, const Co
   const ContainerPlan& cp = *plan.container;
   uint64_t flags = clone_flags(cp, c);
 
-  std::unique_ptr<Cgroup> cgroup = create_cgroup(probe_cgroups(), "oci-" + c.id);
-  cgroup->apply(spec.limits);
   UniqueFd own_pid_ns = join_pid_namespace_for_children(c);
-  pid_t pid = clone_with(flags, cgroup.get(), container_body, plan);
+  pid_t pid = clone_with(flags, container_body, plan);
   if (own_pid_ns) setns(own_pid_ns.get(), CLONE_NEWPID);
   sync.child.reset();
   for (const ContainerPlan::Join& join : cp.joins) close(join.fd);
   try {
     write_id_maps(c, pid);
     set_oom_score_adj(c, pid);
-    // v1: the init joins by itself with the tasks files sent along (no RCU grace period per
-    // hierarchy); v2 put it there at clone3.
-    std::vector<UniqueFd> cgroup_tasks = cgroup->open_self_attach_files();
-    if (cgroup->clone_into_fd() < 0 && cgroup_tasks.empty()) cgroup->add_process(pid);
-    send_go(sync.parent.get(), cgroup_tasks);
+    send_go(sync.parent.get(), attach_to_cgroups(cgroup_dirs, pid));
     await_child(sync.parent.get(), pid, true);
   } catch (...) {
     kill_and_reap(pid);
-    throw;  // the cgroup object removes the directories
+    throw;  // the caller made the cgroups and removes them
   }
-  cgroup->release();
-  return {.pid = pid, .cgroup_paths = cgroup->paths()};
+  return {.pid = pid, .cgroup_paths = cgroup_dirs};
 }
 
 void start_container(int start_connection) {
@@ -225,21 +236,11 @@ pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const Contai
   Container pid_ns;
   pid_ns.namespaces.push_back({"pid", ns_dir + "pid"});
   UniqueFd own_pid_ns = join_pid_namespace_for_children(pid_ns);
-  pid_t pid = clone_with(0, nullptr, exec_body, plan);
+  pid_t pid = clone_with(0, exec_body, plan);
   if (own_pid_ns) setns(own_pid_ns.get(), CLONE_NEWPID);
   sync.child.reset();
   try {
-    // A v1 hierarchy's `tasks` file goes to the process, which moves itself; a v2 cgroup (no
-    // `tasks` file) takes the pid from us.
-    std::vector<UniqueFd> cgroup_tasks;
-    for (const std::string& dir : target.cgroup_paths) {
-      UniqueFd tasks(open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));
-      if (tasks)
-        cgroup_tasks.push_back(std::move(tasks));
-      else
-        write_file(dir + "/cgroup.procs", std::to_string(pid));
-    }
-    send_go(sync.parent.get(), cgroup_tasks);
+    send_go(sync.parent.get(), attach_to_cgroups(target.cgroup_paths, pid));
     await_child(sync.parent.get(), pid, false);
   } catch (...) {
     kill_and_reap(pid);

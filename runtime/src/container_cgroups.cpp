@@ -51,15 +51,4 @@ bool container_frozen(const std::vector<std::string>& cgroup_paths) {
   return false;
 }
 
-void update_container_limits(const std::string& id, const Limits& limits) {
-  std::unique_ptr<Cgroup> cgroup = create_cgroup(probe_cgroups(), "oci-" + id);
-  cgroup->release();  // it exists already and stays
-  cgroup->apply(limits);
-}
-
-void remove_container_cgroups(const std::vector<std::string>& cgroup_paths) {
-  for (const std::string& dir : cgroup_paths)
-    if (cgroupfs::exists(dir) && !remove_cgroup_dir(dir)) throw Error(EBUSY, "remove cgroup " + dir);
-}
-
 }  // namespace sandcell::runtime

@@ -60,6 +60,7 @@ void plan_namespaces(const Container& c, ContainerPlan& plan, int preserve_fds) 
       plan.new_uts_ns |= flag == CLONE_NEWUTS;
       continue;
     }
+    plan.joined_uts_ns |= flag == CLONE_NEWUTS;
     int fd = open(ns.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw Error(errno, "linux.namespaces: open " + ns.type + " namespace " + ns.path);
     joins.push_back({flag, high_fd(fd, preserve_fds)});
@@ -181,8 +182,11 @@ ChildPlanBuilder ChildPlanBuilder::for_container(const Spec& spec, int preserve_
   plan.hostname = spec.hostname;
   plan_namespaces(c, cp, preserve_fds);
   plan.host_network = !cp.new_net_ns;
-  if (!plan.hostname.empty() && !cp.new_uts_ns)
-    throw Error::invalid("hostname: setting it needs a new uts namespace (linux.namespaces)");
+  // runc's rule: a uts namespace of the container's own, new or joined by path (then the
+  // hostname is set in the joined one, as runc does).
+  if (!plan.hostname.empty() && !cp.new_uts_ns && !cp.joined_uts_ns)
+    throw Error::invalid(
+        "hostname: setting it needs a uts namespace (linux.namespaces, new or by path)");
   cp.rootfs_propagation = c.rootfs_propagation;
   cp.readonly_root = c.rootfs_readonly;
   cp.no_pivot = c.no_pivot;

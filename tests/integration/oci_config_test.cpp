@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <sys/capability.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -171,17 +172,23 @@ std::string sha256_of(const std::string& path) {
   return std::string(reinterpret_cast<char*>(digest), length);
 }
 
+// A detached container running `sleep 1000` named `hostname`, for others to join; its init's pid.
+pid_t run_sleeper(OciBundle& b, const std::string& hostname, const std::string& id) {
+  b.config["hostname"] = hostname;
+  b.config["process"]["args"] = {"sleep", "1000"};
+  b.write();
+  CliRun run = b.oci({"run", "-d", "-b", b.dir(), id});
+  if (run.exit_code != 0) throw std::runtime_error("run -d " + id + ": " + run.err);
+  return b.oci({"state", id}).record["pid"];
+}
+
 // B joins A's pid and uts namespaces by path and waits for `start` as a sandcell-oci image:
 // from inside A, every visible /proc/<pid>/exe is opened for writing (CVE-2019-5736). Nothing
 // may open, and the binary on the host is unchanged.
 TEST(OciConfig, JoinedNamespaces_AndNoWritablePathBackToTheRuntime) {
   std::string before = sha256_of(oci_binary());
   OciBundle a;
-  a.config["hostname"] = "host-a";
-  a.config["process"]["args"] = {"sleep", "1000"};
-  a.write();
-  ASSERT_EQ(a.oci({"run", "-d", "-b", a.dir(), "a"}).exit_code, 0);
-  pid_t a_pid = a.oci({"state", "a"}).record["pid"];
+  pid_t a_pid = run_sleeper(a, "host-a", "a");
   std::string ns = "/proc/" + std::to_string(a_pid) + "/ns/";
   nlohmann::json& namespaces = a.config["linux"]["namespaces"];
   for (auto& entry : namespaces)
@@ -202,6 +209,58 @@ TEST(OciConfig, JoinedNamespaces_AndNoWritablePathBackToTheRuntime) {
   EXPECT_EQ(a.wait_for_status("b", "stopped"), "stopped");
   EXPECT_EQ(read_text(a.path("out/hostname")), "host-a\n") << "b joined a's uts namespace";
   EXPECT_EQ(sha256_of(oci_binary()), before);
+}
+
+// A mount namespace kept by a bind mount (what `ip netns`-style tools and some sandboxes hand a
+// runtime), unmounted at the end so the namespace goes away.
+struct PersistentMountNamespace {
+  std::string file;
+  explicit PersistentMountNamespace(std::string f) : file(std::move(f)) {
+    std::ofstream(file).flush();
+    CliRun made = run_program({"/usr/bin/unshare", "--mount=" + file, "--propagation", "private", "true"});
+    if (made.exit_code != 0) throw std::runtime_error("unshare --mount=" + file + ": " + made.err);
+  }
+  ~PersistentMountNamespace() { umount2(file.c_str(), MNT_DETACH); }
+};
+
+// runc's semantics: a mount namespace given by path is joined and the root is set up inside it
+// (the host's mounts stay as they were); a hostname with a joined uts namespace is set in that
+// namespace, so the container it belongs to sees it too.
+TEST(OciConfig, JoinedMountAndUtsNamespaces_RootIsSetUpInsideAndHostnameIsSetInTheJoinedOne) {
+  OciBundle a;
+  pid_t a_pid = run_sleeper(a, "host-a", "a");
+  PersistentMountNamespace mnt(a.path("mntns"));
+  struct stat ns_file {};
+  ASSERT_EQ(stat(mnt.file.c_str(), &ns_file), 0);
+  std::string host_mounts = read_text("/proc/self/mountinfo");
+
+  for (auto& entry : a.config["linux"]["namespaces"]) {
+    if (entry["type"] == "uts") entry["path"] = "/proc/" + std::to_string(a_pid) + "/ns/uts";
+    if (entry["type"] == "mount") entry["path"] = mnt.file;
+  }
+  a.config["hostname"] = "host-b";
+  a.config["process"]["args"] = {
+      "sh", "-c", "hostname; readlink /proc/self/ns/mnt; test -x /bin/sh && echo root-ok"};
+  a.write();
+  CliRun b = a.oci({"run", "-b", a.dir(), "b"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(b.out, "host-b\nmnt:[" + std::to_string(ns_file.st_ino) + "]\nroot-ok\n");
+  EXPECT_EQ(a.oci({"exec", "a", "--", "hostname"}).out, "host-b\n")
+      << "the hostname was set in a's uts namespace";
+  EXPECT_EQ(read_text("/proc/self/mountinfo"), host_mounts)
+      << "the root was set up in the joined namespace";
+
+  a.config["linux"]["namespaces"] = {{{"type", "pid"}}};
+  a.write();
+  CliRun no_uts = a.oci({"create", "-b", a.dir(), "c"});
+  EXPECT_EQ(no_uts.exit_code, 125);
+  EXPECT_NE(no_uts.err.find("hostname: setting it needs a uts namespace"), std::string::npos)
+      << no_uts.err;
+  a.config.erase("hostname");
+  a.write();
+  CliRun no_mnt = a.oci({"create", "-b", a.dir(), "c"});
+  EXPECT_EQ(no_mnt.exit_code, 125);
+  EXPECT_NE(no_mnt.err.find("needs a mount namespace"), std::string::npos) << no_mnt.err;
 }
 
 // A created container's init waits in the sealed copy of sandcell-oci, not the file on disk. The

@@ -79,9 +79,11 @@ TEST_F(OciPodman, MemoryAndPidsLimits_ExecPauseUpdateStopAndKill) {
   CliRun started = podman_run({"-d", "--memory", "64m", "--pids-limit", "50"}, {"sleep", "1000"});
   ASSERT_EQ(started.exit_code, 0) << started.err;
   std::string id = started.out.substr(0, started.out.find('\n'));
-  std::string memory = "/sys/fs/cgroup/memory/sandcell/oci-" + id;
+  // podman's cgroupfs manager names the container's cgroup in linux.cgroupsPath; it is followed.
+  std::string cgroup = "/libpod_parent/libpod-" + id;
+  std::string memory = "/sys/fs/cgroup/memory" + cgroup;
   EXPECT_EQ(read_text(memory + "/memory.limit_in_bytes"), "67108864\n");
-  EXPECT_EQ(read_text("/sys/fs/cgroup/pids/sandcell/oci-" + id + "/pids.max"), "50\n");
+  EXPECT_EQ(read_text("/sys/fs/cgroup/pids" + cgroup + "/pids.max"), "50\n");
 
   CliRun exec = podman({"exec", id, "sh", "-c", "echo from-exec; cat /proc/1/cmdline"});
   EXPECT_EQ(exec.exit_code, 0) << exec.err;
@@ -91,7 +93,7 @@ TEST_F(OciPodman, MemoryAndPidsLimits_ExecPauseUpdateStopAndKill) {
   EXPECT_EQ(tty.out, "/dev/pts/0\r\n") << tty.err;
   ASSERT_EQ(podman({"pause", id}).exit_code, 0);
   EXPECT_EQ(podman({"inspect", "--format", "{{.State.Status}}", id}).out, "paused\n");
-  EXPECT_EQ(read_text("/sys/fs/cgroup/freezer/sandcell/oci-" + id + "/freezer.state"), "FROZEN\n");
+  EXPECT_EQ(read_text("/sys/fs/cgroup/freezer" + cgroup + "/freezer.state"), "FROZEN\n");
   ASSERT_EQ(podman({"unpause", id}).exit_code, 0);
   ASSERT_EQ(podman({"update", "--memory", "128m", id}).exit_code, 0);
   EXPECT_EQ(read_text(memory + "/memory.limit_in_bytes"), "134217728\n");

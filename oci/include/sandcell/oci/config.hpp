@@ -28,6 +28,8 @@ struct Config {
   Hooks hooks;
   std::map<std::string, std::string> annotations;
   std::string oci_version;
+  // linux.resources as written: applied to the cgroups of linux.cgroupsPath (cgroup_resources.hpp).
+  nlohmann::json resources = nlohmann::json::object();
 };
 
 // `bundle` is the absolute bundle directory: a relative root.path is taken from there.
@@ -37,9 +39,6 @@ Config load_config(const std::string& bundle);
 
 // An OCI "process" object (exec --process FILE) applied over `spec` (the container's own).
 void apply_process(const nlohmann::json& process, runtime::Spec& spec);
-
-// An OCI linux.resources object (`update --resources`) → Limits.
-runtime::Limits parse_config_resources(const nlohmann::json& resources);
 
 // "rbind,ro,nosuid,mode=755" as mount options → flags, propagation and data.
 runtime::ContainerMount mount_from_options(const std::vector<std::string>& options);

@@ -3,8 +3,10 @@
 // Errors are sandcell::Error; input errors name the container, flag or config field.
 #include <sys/types.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -32,8 +34,16 @@ void remove(const StateStore& store, const std::string& id, bool force);  // `de
 void pause(const StateStore& store, const std::string& id);
 void resume(const StateStore& store, const std::string& id);
 std::vector<pid_t> processes(const StateStore& store, const std::string& id);
-void update(const StateStore& store, const std::string& id, const runtime::Limits& limits);
+// `resources`: an OCI linux.resources object; each field is applied or refused by name.
+void update(const StateStore& store, const std::string& id, const nlohmann::json& resources);
 std::vector<nlohmann::json> list(const StateStore& store);
+// `events --stats`: {"type":"stats","id":ID,"data":{cpu, memory, pids, blkio, hugetlb, ...}} as
+// runc prints it.
+nlohmann::json stats_event(const StateStore& store, const std::string& id);
+// `events`: a stats event every `interval` and an {"type":"oom","id":ID} event whenever the OOM
+// killer kills in the container (checked every 100 ms), one JSON line each, until it stops.
+void watch_events(const StateStore& store, const std::string& id,
+                  std::chrono::milliseconds interval, std::ostream& out);
 
 struct ExecOptions {
   std::string process_file;  // --process: an OCI process JSON; else args below

@@ -19,7 +19,9 @@ struct ContainerState {
   pid_t pid = 0;
   unsigned long long pid_start = 0;  // /proc/<pid>/stat field 22, guards against pid reuse
   bool started = false;
-  std::vector<std::string> cgroup_paths;
+  std::vector<std::string> cgroup_paths;  // the container's directory in each hierarchy
+  std::vector<std::string>
+      cgroup_created;  // what create made of them, deepest first: delete removes these
   std::map<std::string, std::string> annotations;
 };
 

@@ -2,7 +2,8 @@
 // OCI containers without a supervisor (sandcell-oci). `create` clones the container's init,
 // runs its setup checklist up to "wait for start" and returns: the caller exits, and the init
 // is reparented to whoever reaps it (conmon, containerd-shim, both subreapers). `start`
-// releases it. Cgroups outlive both and are removed by remove_container_cgroups().
+// releases it. Cgroups are the caller's: sandcell-oci makes and removes them
+// (oci/src/cgroups_path.cpp).
 #include <sys/types.h>
 
 #include <string>
@@ -23,10 +24,13 @@ struct CreatedContainer {
   std::vector<std::string> cgroup_paths;
 };
 
-// Creates the cgroup sandcell/oci-<id>, clones the init into the spec's namespaces and waits
+// Clones the init into the spec's namespaces and into `cgroup_dirs` (one directory per
+// hierarchy, made and limited by the caller: sandcell-oci follows linux.cgroupsPath) and waits
 // until it is set up and blocked in accept() on `start_listener` (a listening unix socket).
-// Throws Error naming the failed step; on failure nothing is left behind.
-CreatedContainer create_container(const Spec& spec, int start_listener, const ContainerIo& io);
+// Throws Error naming the failed step; on failure the init is gone (the caller removes the
+// cgroups it made).
+CreatedContainer create_container(const Spec& spec, int start_listener, const ContainerIo& io,
+                                  const std::vector<std::string>& cgroup_dirs);
 
 // Over a connection to the container's start socket (SOCK_SEQPACKET): lets the init exec its
 // program. Returns once the program runs; throws Error with the init's report if exec failed.
@@ -46,8 +50,5 @@ pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const Contai
 std::vector<pid_t> container_pids(const std::vector<std::string>& cgroup_paths);
 void freeze_container(const std::vector<std::string>& cgroup_paths, bool frozen);
 bool container_frozen(const std::vector<std::string>& cgroup_paths);
-void update_container_limits(const std::string& id, const Limits& limits);
-// Kills whatever is left and removes the directories (only below the sandcell parent).
-void remove_container_cgroups(const std::vector<std::string>& cgroup_paths);
 
 }  // namespace sandcell::runtime

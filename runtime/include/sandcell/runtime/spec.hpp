@@ -155,7 +155,8 @@ struct Container {
   std::optional<int> oom_score_adj;
   bool terminal = false;
   uint16_t console_rows = 0, console_columns = 0;
-  std::string cgroups_path;       // recorded; sandcell creates sandcell/oci-<id> (house rule)
+  std::string cgroups_path;  // linux.cgroupsPath; sandcell-oci resolves and makes it
+                             // (oci/src/cgroups_path.cpp)
 };
 
 struct Spec {
