@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <thread>
@@ -306,6 +307,9 @@ Hijack hijacked_exec(std::shared_ptr<ExecOutput> output) {
         forward_stdin(sock, early, output->stdin_fd());
         output->close_stdin();  // the client's half-close is the program's end of file
       });
+    // docker-py reads the 101's head through a buffered reader and then the raw socket: frames
+    // that arrived with the head would be read into that buffer and lost. A moment between them.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     for (std::string frames = output->next(); !frames.empty(); frames = output->next())
       if (!send_all(sock, frames)) break;
     shutdown(sock, SHUT_RDWR);  // ends the stdin thread's recv
