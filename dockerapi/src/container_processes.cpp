@@ -11,7 +11,9 @@
 #include <thread>
 
 #include "api_error.hpp"
+#include "create_request.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/rootfs_builder/store.hpp"
 
 extern char** environ;
 
@@ -75,6 +77,20 @@ void start_supervisor(const std::string& exe, const std::string& store_root, con
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   throw ApiError{500, "the container's supervisor did not start within 30 s"};
+}
+
+RunningSandbox running_sandbox(const std::string& store_root, const ContainerDir& container) {
+  ContainerState state = container.state();
+  if (state.status != "running" || state.init_pid <= 0)
+    throw conflict("Container " + container.id() + " is not running");
+  rootfs_builder::ImageStore images(store_root);
+  RunningSandbox sandbox{
+      .spec = spec_for_container(container.create_request(), images, container.path()),
+      .target = {.init_pid = state.init_pid,
+                 .supervisor_pid = state.pid,
+                 .cgroup_paths = state.cgroup_paths}};
+  sandbox.spec.seccomp = container_seccomp(/*report_denials=*/false);
+  return sandbox;
 }
 
 }  // namespace sandcell::dockerapi

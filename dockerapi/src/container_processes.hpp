@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "container_store.hpp"
+#include "sandcell/runtime/sandbox.hpp"
+#include "sandcell/runtime/spec.hpp"
 
 namespace sandcell::dockerapi {
 
@@ -17,5 +19,14 @@ bool signal_container(const ContainerDir& container, int signal);
 // Spawns `exe --root STORE docker-container-supervisor DIR` and waits until the state left
 // `created`. Throws ApiError with the supervisor's error when the sandbox could not start.
 void start_supervisor(const std::string& exe, const std::string& store_root, const ContainerDir& container);
+
+// A running container's sandbox as runtime::exec_in_sandbox and open_sandbox_root take it: its
+// Spec rebuilt from create.json as the supervisor builds it (with the seccomp program an exec'd
+// process gets) and where it runs. ApiError 409 when it is not running.
+struct RunningSandbox {
+  runtime::Spec spec;
+  runtime::SandboxTarget target;
+};
+RunningSandbox running_sandbox(const std::string& store_root, const ContainerDir& container);
 
 }  // namespace sandcell::dockerapi

@@ -18,8 +18,6 @@
 
 namespace sandcell::dockerapi {
 namespace fs = std::filesystem;
-namespace {
-
 using runtime::UniqueFd;
 
 nlohmann::json read_json(const std::string& path) {
@@ -45,6 +43,8 @@ std::string random_id() {
   for (int i = 0; i < 64; ++i) id += kHex[device() % 16];
   return id;
 }
+
+namespace {
 
 bool is_id(const std::string& name) {
   return name.size() == 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos;
@@ -77,7 +77,9 @@ ContainerState ContainerDir::state() const {
                    .finished_at = j.value("FinishedAt", ""),
                    .exit_code = j.value("ExitCode", 0),
                    .oom_killed = j.value("OOMKilled", false),
-                   .error = j.value("Error", "")};
+                   .error = j.value("Error", ""),
+                   .init_pid = j.value("InitPid", 0),
+                   .cgroup_paths = j.value("CgroupPaths", std::vector<std::string>{})};
   // A supervisor killed before it could record the end: the container is over all the same.
   if (s.status == "running" && (s.pid <= 0 || start_time_of(s.pid) != s.pid_start)) {
     s.status = "exited";
@@ -95,7 +97,9 @@ void ContainerDir::save_state(const ContainerState& s) const {
                                              {"FinishedAt", s.finished_at},
                                              {"ExitCode", s.exit_code},
                                              {"OOMKilled", s.oom_killed},
-                                             {"Error", s.error}});
+                                             {"Error", s.error},
+                                             {"InitPid", s.init_pid},
+                                             {"CgroupPaths", s.cgroup_paths}});
 }
 
 void ContainerDir::write_exit(int status_code) const {

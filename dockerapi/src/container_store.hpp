@@ -20,6 +20,9 @@ struct ContainerState {
   int exit_code = 0;
   bool oom_killed = false;
   std::string error;
+  // The sandbox's init and the run's cgroups (RunOptions::on_started): what exec joins.
+  pid_t init_pid = 0;
+  std::vector<std::string> cgroup_paths;
 };
 
 class ContainerDir {
@@ -57,6 +60,9 @@ class ContainerStore {
   std::string root_;
 };
 
+nlohmann::json read_json(const std::string& path);
+std::string random_id();  // 64 hex digits, as Docker's ids
+void write_json_atomically(const std::string& path, const nlohmann::json& value);  // temp + rename
 nlohmann::json state_to_json(const ContainerState& state);
 std::string now_rfc3339();
 unsigned long long start_time_of(pid_t pid);  // 0 when gone or a zombie

@@ -4,11 +4,13 @@
 #include <regex>
 
 #include "api_error.hpp"
+#include "sandcell/base/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/rootfs_builder/image_spec.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
-#include "sandcell/base/bounded_json.hpp"
-#include "sandcell/base/error.hpp"
+#include "sandcell/seccomp/compiled_cache.hpp"
+#include "sandcell/seccomp/docker_profile.hpp"
 
 namespace sandcell::dockerapi {
 namespace {
@@ -199,6 +201,13 @@ runtime::Spec spec_for_container(const json& request, rootfs_builder::ImageStore
   spec.rootfs_upper_dir = container_dir + "/upper";
   spec.rootfs_work_dir = container_dir + "/work";
   return spec;
+}
+
+std::optional<runtime::SeccompProgram> container_seccomp(bool report_denials) {
+  std::optional<runtime::SeccompProgram> program = seccomp::compile_profile_arg(
+      "default", {}, {.report_denials = report_denials}, seccomp::default_cache_dir());
+  if (program) program->name = "default";
+  return program;
 }
 
 }  // namespace sandcell::dockerapi

@@ -54,6 +54,8 @@ HttpReply route(const ApiContext& api, const HttpRequest& request) {
   try {
     std::optional<HttpReply> answered = system_route(api, request, path);
     if (!answered) answered = image_route(api, request, path);
+    if (!answered) answered = exec_route(api, request, path);
+    if (!answered) answered = archive_route(api, request, path);
     if (!answered) answered = container_route(api, request, path);
     if (!answered)
       return error_reply(501, request.method + " " + request.path + " is not implemented by sandcell's Docker API");

@@ -26,6 +26,10 @@ int64_t unix_time(const std::string& rfc3339);
 
 std::optional<HttpReply> system_route(const ApiContext& api, const HttpRequest& request, const Segments& path);
 std::optional<HttpReply> image_route(const ApiContext& api, const HttpRequest& request, const Segments& path);
+std::optional<HttpReply> archive_route(const ApiContext& api, const HttpRequest& request,
+                                       const Segments& path);
+std::optional<HttpReply> exec_route(const ApiContext& api, const HttpRequest& request,
+                                    const Segments& path);
 std::optional<HttpReply> container_route(const ApiContext& api, const HttpRequest& request, const Segments& path);
 
 // The whole API: strips the version, dispatches, turns ApiError into Docker's error shape.

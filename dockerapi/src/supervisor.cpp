@@ -11,14 +11,12 @@
 
 #include "container_store.hpp"
 #include "create_request.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/unique_fd.hpp"
 #include "sandcell/dockerapi/server.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
-#include "sandcell/base/error.hpp"
 #include "sandcell/runtime/result.hpp"
 #include "sandcell/runtime/sandbox.hpp"
-#include "sandcell/base/unique_fd.hpp"
-#include "sandcell/seccomp/compiled_cache.hpp"
-#include "sandcell/seccomp/docker_profile.hpp"
 
 namespace sandcell::dockerapi {
 namespace {
@@ -57,15 +55,22 @@ UniqueFd open_stdin(const ContainerDir& container) {
   return fd;
 }
 
-runtime::RunOptions run_options(int log_fd, int stdin_fd) {
+// "running" is recorded once the init exists: from then on exec can join it.
+runtime::RunOptions run_options(const ContainerDir& container, ContainerState& state, int log_fd,
+                                int stdin_fd) {
   runtime::RunOptions options;
   options.output = [log_fd](runtime::Stream stream, std::span<const char> data) { append_frame(log_fd, stream, data); };
   options.stdin_fd = stdin_fd >= 0 ? stdin_fd : -1;
-  options.compile_seccomp = [] {
-    std::optional<runtime::SeccompProgram> program =
-        seccomp::compile_profile_arg("default", {}, {.report_denials = true}, seccomp::default_cache_dir());
-    if (program) program->name = "default";
-    return program;
+  options.compile_seccomp = [] { return container_seccomp(/*report_denials=*/true); };
+  options.on_started = [&container, &state](pid_t init,
+                                            const std::vector<std::string>& cgroup_paths) {
+    state.init_pid = init;
+    state.cgroup_paths = cgroup_paths;
+    try {
+      container.save_state(state);
+    } catch (const std::exception&) {
+      // a full disk: the container runs, exec cannot find it
+    }
   };
   return options;
 }
@@ -111,8 +116,8 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
     UniqueFd log(open(container.file("log").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
     if (!log) throw Error(errno, "open " + container.file("log"));
     UniqueFd input = open_stdin(container);
-    container.save_state(state);
-    runtime::Result result = runtime::run_sandbox(spec, run_options(log.get(), input ? input.get() : -1));
+    runtime::Result result = runtime::run_sandbox(
+        spec, run_options(container, state, log.get(), input ? input.get() : -1));
     record_end(container, state, result);
   } catch (const std::exception& e) {
     record_failure(container, state, e.what());

@@ -91,6 +91,7 @@ class SafeExtractor {
   std::uint64_t max_bytes_;
   WhiteoutHandling whiteouts_;
   bool preserve_owner_;
+  bool drop_setid_bits_;
   std::string opaque_xattr_;
   ExtractStats stats_;
   std::map<std::string, Attributes> dirs_;  // applied last, deepest first
@@ -112,10 +113,12 @@ SafeExtractor::SafeExtractor(const std::string& dest, const ExtractOptions& opti
       max_bytes_(options.max_bytes.value_or(UINT64_MAX)),
       whiteouts_(options.whiteouts),
       preserve_owner_(options.preserve_owner.value_or(::geteuid() == 0)),
+      drop_setid_bits_(options.drop_setid_bits),
       // trusted.* needs CAP_SYS_ADMIN on the host; in rootless mode overlayfs reads user.*
       // (its `userxattr` option).
-      opaque_xattr_(options.opaque_xattr.value_or(::geteuid() == 0 && !runtime::rootless() ? "trusted.overlay.opaque"
-                                                                                          : "user.overlay.opaque")) {
+      opaque_xattr_(options.opaque_xattr.value_or(::geteuid() == 0 && !runtime::rootless()
+                                                      ? "trusted.overlay.opaque"
+                                                      : "user.overlay.opaque")) {
   if (!root_) throw Error(errno, "open extraction root " + dest);
 }
 
@@ -164,7 +167,7 @@ UniqueFd SafeExtractor::open_parent(const std::vector<std::string>& parts, bool 
 
 Attributes SafeExtractor::attributes_of(archive_entry* e) const {
   Attributes attrs;
-  attrs.mode = libarchive().entry_perm(e) & 07777;
+  attrs.mode = libarchive().entry_perm(e) & (drop_setid_bits_ ? 01777 : 07777);
   attrs.uid = static_cast<uid_t>(libarchive().entry_uid(e));
   attrs.gid = static_cast<gid_t>(libarchive().entry_gid(e));
   attrs.mtime = {libarchive().entry_mtime(e), libarchive().entry_mtime_nsec(e)};
@@ -175,6 +178,7 @@ Attributes SafeExtractor::attributes_of(archive_entry* e) const {
   while (libarchive().entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
     // A layer must not forge overlayfs metadata (redirect, origin, opaque) of its own.
     if (is_overlay_xattr(name)) continue;
+    if (drop_setid_bits_ && std::string_view(name) == "security.capability") continue;  // as setuid
     attrs.xattrs.emplace_back(name, std::string(static_cast<const char*>(value), size));
   }
   return attrs;

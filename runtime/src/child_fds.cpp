@@ -55,7 +55,8 @@ void close_inherited_fds_and_verify_cwd(const ChildPlan& plan) {
   if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
     child_fail(plan, "close_range");
   if (chdir(plan.cwd.c_str()) < 0 &&
-      (errno != ENOENT || create_working_directory(plan) < 0 || chdir(plan.cwd.c_str()) < 0))
+      (errno != ENOENT || !plan.make_missing_cwd || create_working_directory(plan) < 0 ||
+       chdir(plan.cwd.c_str()) < 0))
     child_fail(plan, "chdir to the working directory %s", plan.cwd.c_str());
   // CVE-2024-21626: a cwd reached through a leaked host fd would lie outside the root, and
   // getcwd() then reports it as "(unreachable)/...". Ours must be a path under "/".

@@ -171,6 +171,10 @@ struct ChildPlan {
 
   std::vector<Rlimit> rlimits;
   std::string cwd;
+  // Docker's WORKDIR: a missing working directory is made, as root, before the user changes.
+  // Not for a process joining a running sandbox (exec): by then the sandbox's own program may
+  // have planted symlinks on the way, and runc's exec does not make it either.
+  bool make_missing_cwd = true;
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;

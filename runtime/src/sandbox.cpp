@@ -431,6 +431,7 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
       pids_limit = l.cgroup->open_pids_limit();
     }
     l.state.record(pid, l.cgroup->paths());
+    if (l.options.on_started) l.options.on_started(pid, l.cgroup->paths());
     if (l.cgroup->clone_into_fd() < 0 && cgroup_tasks.empty()) l.cgroup->add_process(pid);
     if (builder) builder->finish();
     if (has_network_to_make(l.network) && network_needs_the_childs_listener(l.network)) {

@@ -29,8 +29,11 @@ class DockerApi : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "ctx");
     fs::copy_file(test_rootfs() + "/bin/busybox", dir_ / "ctx/busybox");
-    std::ofstream(dir_ / "ctx/Dockerfile") << "FROM scratch\nCOPY busybox /bin/busybox\n"
-                                              "RUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\nCMD [\"sh\"]\n";
+    std::ofstream(dir_ / "ctx/Dockerfile")
+        << "FROM scratch\nCOPY busybox /bin/busybox\n"
+           // /tmp: the one place Landlock lets the program write
+           "RUN [\"/bin/busybox\", \"sh\", \"-c\", \"/bin/busybox --install -s /bin && "
+           "mkdir -m 1777 /tmp\"]\nCMD [\"sh\"]\n";
     CliRun built = run_sandcell({"--root", store(), "build", "-q", "-t", "bb:1", (dir_ / "ctx").string()});
     ASSERT_EQ(built.exit_code, 0) << built.err;
     setenv("DOCKER_HOST", ("unix://" + socket_path()).c_str(), 1);
@@ -307,6 +310,209 @@ except docker.errors.APIError as e:
   CliRun r = run_program({"/usr/bin/python3", "-c", script, "unix://" + socket_path()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "1.43\nfrom docker-py\nrunning\nexited 143 up\n0\n400\n");
+}
+
+// What confines a process, as it sees it: its credentials, capabilities, no_new_privs, seccomp,
+// cgroups, namespaces, rlimits, and Landlock (a write outside the writable paths).
+constexpr const char* kConfinementFingerprint =
+    "grep -E "
+    "'^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Seccomp_filters):' "
+    "/proc/self/status; cat /proc/self/cgroup; "
+    "for n in cgroup ipc mnt net pid uts user; do echo $n $(readlink /proc/self/ns/$n); done; "
+    "cat /proc/self/limits; "
+    "if touch /etc/sc-landlock-probe 2>/dev/null; then echo etc-writable; else echo etc-denied; fi";
+
+// An exec'd process joins the container's sandbox and takes exactly the confinement of the
+// container's own program: the same namespaces and cgroups, no capabilities, no_new_privs,
+// seccomp, rlimits, and the same LSM layer (Landlock here).
+TEST_F(DockerApi, ExecRunsUnderExactlyTheConfinementOfTheContainersProgram) {
+  ASSERT_EQ(
+      docker({"run", "-d", "--name", "box", "--network", "none", "bb:1", "sh", "-c",
+              std::string("(") + kConfinementFingerprint + ") > /tmp/main.txt; exec sleep 100"})
+          .exit_code,
+      0);
+  std::string main;
+  for (int i = 0; i < 200 && main.find("etc-") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    main = docker({"exec", "box", "cat", "/tmp/main.txt"}).out;
+  }
+  ASSERT_NE(main.find("NoNewPrivs:\t1"), std::string::npos) << main;
+  ASSERT_NE(main.find("etc-denied"), std::string::npos) << main;
+  CliRun exec = docker({"exec", "box", "sh", "-c", kConfinementFingerprint});
+  EXPECT_EQ(exec.exit_code, 0) << exec.err;
+  EXPECT_EQ(exec.out, main);
+  EXPECT_EQ(docker({"rm", "-f", "box"}).exit_code, 0);
+}
+
+TEST_F(DockerApi, ExecPassesExitCodesStdinEnvAndWorkdirAndSeesTheContainersFiles) {
+  ASSERT_EQ(docker({"run", "-d", "--name", "box", "--network", "none", "bb:1", "sh", "-c",
+                    "echo kept > /tmp/file; exec sleep 100"})
+                .exit_code,
+            0);
+  CliRun code = docker({"exec", "box", "sh", "-c", "echo out; echo err >&2; exit 3"});
+  EXPECT_EQ(code.exit_code, 3);
+  EXPECT_EQ(code.out, "out\n");
+  EXPECT_EQ(code.err, "err\n");
+  CliRun input = docker({"exec", "-i", "box", "sh", "-c", "wc -l"}, "a\nb\n");
+  EXPECT_EQ(input.out, "2\n") << input.err;
+  CliRun env = docker(
+      {"exec", "-e", "FOO=bar", "-w", "/tmp", "box", "sh", "-c", "echo $FOO $(pwd) $(cat file)"});
+  EXPECT_EQ(env.out, "bar /tmp kept\n") << env.err;
+  // Who the exec is changes nothing of its confinement: no capabilities as uid 0 or 1000, the
+  // container's writable paths (not the exec's working directory), no directory made for it.
+  EXPECT_EQ(docker({"exec", "-u", "0", "box", "grep", "CapEff", "/proc/self/status"}).out,
+            "CapEff:\t0000000000000000\n");
+  EXPECT_EQ(
+      docker({"exec", "-u", "1000", "box", "sh", "-c", "id -u; grep CapEff /proc/self/status"}).out,
+      "1000\nCapEff:\t0000000000000000\n");
+  EXPECT_NE(docker({"exec", "-w", "/etc", "box", "touch", "planted"}).exit_code, 0);
+  EXPECT_NE(docker({"exec", "-w", "/made/by/exec", "box", "true"}).exit_code, 0);
+  EXPECT_EQ(docker({"exec", "box", "test", "-e", "/made"}).exit_code, 1);
+  // kill(0) reaches the exec'd process' own group, not the API server's.
+  EXPECT_EQ(docker({"exec", "box", "sh", "-c", "kill -KILL 0"}).exit_code, 137);
+  EXPECT_EQ(docker({"ps", "-q"}).exit_code, 0);
+  CliRun missing = docker({"exec", "box", "/no/such/program"});
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_NE(missing.err.find("/no/such/program"), std::string::npos) << missing.err;
+  auto [status, body] = request("POST", "/containers/box/exec", R"({"Cmd": "not a list"})");
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(body.value("message", "").find("Cmd"), std::string::npos) << body;
+  EXPECT_EQ(
+      request("POST", "/containers/box/exec", R"({"Cmd": ["true"], "Privileged": true})").first,
+      400);
+  EXPECT_EQ(request("GET", "/exec/nosuch/json").first, 404);
+  EXPECT_EQ(request("POST", "/exec/" + std::string(64, 'a') + "/start", "{}").first, 404);
+  EXPECT_EQ(docker({"stop", "-t", "1", "box"}).exit_code, 0);
+  auto stopped = request("POST", "/containers/box/exec", R"({"Cmd": ["true"]})");
+  EXPECT_EQ(stopped.first, 409);
+  EXPECT_EQ(docker({"rm", "box"}).exit_code, 0);
+}
+
+TEST_F(DockerApi, DockerPyExecRunDrivesALongLivedContainer) {
+  std::string script = R"(
+import docker, sys
+client = docker.DockerClient(base_url=sys.argv[1], version="auto")
+c = client.containers.run("bb:1", ["sleep", "60"], detach=True, network_mode="none")
+r = c.exec_run(["sh", "-c", "echo hello; exit 4"])
+print(r.exit_code, r.output.decode(), end="")
+r = c.exec_run(["sh", "-c", "echo o; echo e >&2"], demux=True)
+print(r.exit_code, r.output)
+r = c.exec_run(["sh", "-c", "touch /tmp/detached"], detach=True)
+import time
+for _ in range(100):
+    if c.exec_run(["test", "-e", "/tmp/detached"]).exit_code == 0:
+        print("detached ran")
+        break
+    time.sleep(0.05)
+c.remove(force=True)
+)";
+  CliRun r = run_program({"/usr/bin/python3", "-c", script, "unix://" + socket_path()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "4 hello\n0 (b'o\\n', b'e\\n')\ndetached ran\n");
+}
+
+// docker cp both ways through the real CLI; a symlink in the container is copied as a link and
+// never followed on the host.
+TEST_F(DockerApi, CpCopiesFilesBothWaysAndKeepsSymlinksAsLinks) {
+  ASSERT_EQ(docker({"run", "-d", "--name", "box", "--network", "none", "bb:1", "sh", "-c",
+                    "mkdir -p /tmp/data/sub; echo inside > /tmp/data/f; echo deep > /tmp/data/sub/g; ln -s "
+                    "/etc /tmp/data/etclink; "
+                    "exec sleep 100"})
+                .exit_code,
+            0);
+  for (int i = 0; i < 200 && docker({"exec", "box", "test", "-L", "/tmp/data/etclink"}).exit_code != 0;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CliRun out = docker({"cp", "box:/tmp/data/f", (dir_ / "f").string()});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(run_program({"/bin/cat", (dir_ / "f").string()}).out, "inside\n");
+  ASSERT_EQ(docker({"cp", "box:/tmp/data", (dir_ / "copied").string()}).exit_code, 0);
+  EXPECT_EQ(run_program({"/bin/cat", (dir_ / "copied/sub/g").string()}).out, "deep\n");
+  EXPECT_TRUE(fs::is_symlink(dir_ / "copied/etclink"));
+  EXPECT_EQ(fs::read_symlink(dir_ / "copied/etclink"), "/etc");
+  std::ofstream(dir_ / "in.txt") << "from the host\n";
+  CliRun in = docker({"cp", (dir_ / "in.txt").string(), "box:/tmp/data/in.txt"});
+  ASSERT_EQ(in.exit_code, 0) << in.err;
+  EXPECT_EQ(docker({"exec", "box", "cat", "/tmp/data/in.txt"}).out, "from the host\n");
+  CliRun missing = docker({"cp", "box:/no/such/file", (dir_ / "x").string()});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("No such container:path"), std::string::npos)
+      << missing.err;  // the CLI's word for a 404
+  EXPECT_EQ(docker({"stop", "-t", "1", "box"}).exit_code, 0);
+  EXPECT_EQ(request("GET", "/containers/box/archive?path=/tmp/data/f").first, 409);
+  EXPECT_EQ(docker({"rm", "box"}).exit_code, 0);
+}
+
+// The code-interpreter flow of docker-py (put_archive, get_archive) and hostile archives and
+// paths: every path resolves inside the container, whatever symlinks it planted.
+TEST_F(DockerApi, ArchiveResolvesEveryPathInsideTheContainer) {
+  const std::string secret = (dir_ / "host-secret").string();
+  std::ofstream(secret) << "host only\n";
+  std::string script = R"(
+import docker, io, sys, tarfile
+client = docker.DockerClient(base_url=sys.argv[1], version="auto")
+host_dir, secret = sys.argv[2], sys.argv[3]
+c = client.containers.run("bb:1", ["sh", "-c", "ln -s %s /tmp/hostlink; ln -s / /tmp/rootlink; exec sleep 60" % host_dir],
+                          detach=True, network_mode="none")
+while c.exec_run(["test", "-L", "/tmp/rootlink"]).exit_code != 0:
+    pass
+def tar_of(*entries):
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as t:
+        for info, content in entries:
+            t.addfile(info, io.BytesIO(content) if content is not None else None)
+    return data.getvalue()
+def entry(name, content=b"", mode=0o644, kind=tarfile.REGTYPE, link=""):
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.linkname = kind, mode, link
+    info.size = len(content) if kind == tarfile.REGTYPE else 0
+    return info, content if kind == tarfile.REGTYPE else None
+def status(call):
+    try:
+        call()
+        return 200
+    except docker.errors.APIError as e:
+        return e.status_code
+# The flow: code in by archive, run by exec, results out by archive.
+print(c.put_archive("/tmp", tar_of(entry("job.sh", b"echo $((6*7)) > /tmp/result\n", 0o755))))
+print(c.exec_run(["sh", "/tmp/job.sh"]).exit_code)
+bits, stat = c.get_archive("/tmp/result")
+with tarfile.open(fileobj=io.BytesIO(b"".join(bits))) as t:
+    print(stat["name"], stat["size"], t.extractfile("result").read().decode().strip())
+# Reading through planted symlinks and "..": the container's tree, never the host's.
+print(status(lambda: c.get_archive("/tmp/hostlink/" + secret.rsplit("/", 1)[1])))
+print(status(lambda: c.get_archive("/../../../.." + secret)))
+print(status(lambda: c.get_archive("/tmp/rootlink" + secret)))
+# Kernel file systems are the host kernel's: not read nor written with sandcell's privileges.
+print(status(lambda: c.get_archive("/proc/1/environ")), status(lambda: c.get_archive("/proc")))
+print(status(lambda: c.put_archive("/proc", tar_of(entry("x")))))
+# Writing: "..", absolute names, links out and device nodes are refused; the host is untouched.
+print(status(lambda: c.put_archive("/tmp", tar_of(entry("../../../../.." + host_dir + "/dotdot")))))
+print(status(lambda: c.put_archive("/tmp", tar_of(entry("ln", kind=tarfile.SYMTYPE, link=host_dir),
+                                                  entry("ln/through-link")))))
+print(status(lambda: c.put_archive("/tmp", tar_of(entry("hard", kind=tarfile.LNKTYPE, link="../../../etc/shadow")))))
+print(status(lambda: c.put_archive("/tmp", tar_of(entry("dev", kind=tarfile.CHRTYPE)))))
+print(status(lambda: c.put_archive("/tmp/rootlink", tar_of(entry("at-root")))))
+print(c.exec_run(["test", "-e", "/at-root"]).exit_code)
+# A setuid file loses the bit; the extraction point must be a directory.
+c.put_archive("/tmp", tar_of(entry("suid", b"x", 0o4755)))
+print(c.exec_run(["sh", "-c", "ls -l /tmp/suid | cut -c1-10"]).output.decode().strip())
+print(status(lambda: c.put_archive("/tmp/job.sh", tar_of(entry("y")))), status(lambda: c.put_archive("/nope", tar_of(entry("y")))))
+c.remove(force=True)
+)";
+  CliRun r = run_program(
+      {"/usr/bin/python3", "-c", script, "unix://" + socket_path(), dir_.string(), secret});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "True\n0\nresult 3 42\n"
+            "404\n404\n404\n"
+            "400 400\n400\n"
+            "400\n400\n400\n400\n200\n0\n"
+            "-rwxr-xr-x\n"
+            "400 404\n");
+  EXPECT_FALSE(fs::exists(dir_ / "dotdot"));
+  EXPECT_FALSE(fs::exists(dir_ / "through-link"));
+  EXPECT_EQ(run_program({"/bin/cat", secret}).out, "host only\n");
 }
 
 }  // namespace

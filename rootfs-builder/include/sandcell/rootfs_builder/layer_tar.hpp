@@ -52,6 +52,9 @@ struct ExtractOptions {
   // File data (sparse holes included) the archive may unpack to; nullopt: 200 times the
   // archive's size, at least 1 GiB. More is refused as a decompression bomb.
   std::optional<std::uint64_t> max_bytes;
+  // Files and directories lose their setuid and setgid bits and file capabilities (docker cp
+  // into a container: a client's tar must not leave a setuid-root file in a layer on the host).
+  bool drop_setid_bits = false;
 };
 
 struct RejectedEntry {

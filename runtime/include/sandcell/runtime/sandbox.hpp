@@ -2,10 +2,14 @@
 // run_sandbox(): the isolation engine. Creates the cgroup, clones the child into fresh
 // namespaces, runs the child-side checklist (runtime/src/child_setup.cpp), supervises
 // deadlines and output, kills the whole tree, cleans up and returns the Result.
+#include <sys/types.h>
+
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "sandcell/base/unique_fd.hpp"
 #include "sandcell/runtime/result.hpp"
 #include "sandcell/runtime/spec.hpp"
 
@@ -26,6 +30,10 @@ struct RunOptions {
   // with "go". Used when set and spec.seccomp is empty; nullopt: unconfined. What it throws (a
   // bad profile file) ends the run, and run_sandbox() throws it once the run is cleaned up.
   std::function<std::optional<SeccompProgram>()> compile_seccomp;
+  // Called once, on the supervisor's thread, when the sandbox's init exists and before it runs
+  // anything of the caller's: its pid and the run's cgroup directories, what exec_in_sandbox()
+  // joins. Must not throw.
+  std::function<void(pid_t init, const std::vector<std::string>& cgroup_paths)> on_started;
 };
 
 // The command line of the process that runs sandboxes, main()'s own argc and argv (unchanged),
@@ -36,6 +44,32 @@ void note_command_line(int argc, char** argv);
 // Never throws for problems of the run itself: those become Status::RuntimeError with
 // Result::error set. Throws Error only for invalid specs (Error::input_error()).
 Result run_sandbox(const Spec& spec, const RunOptions& options);
+
+// A further process in a running sandbox (the Docker API's exec): who it is and its stdio.
+struct SandboxProcess {
+  std::vector<std::string> args, env;
+  std::string cwd = "/";
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  int stdin_fd = -1, stdout_fd = 1, stderr_fd = 2;  // stdin -1: /dev/null
+};
+// The sandbox, as RunOptions::on_started reported it.
+struct SandboxTarget {
+  pid_t init_pid = 0;
+  pid_t supervisor_pid = 0;  // set: the init must still be its child (a reused pid is refused)
+  std::vector<std::string> cgroup_paths;
+};
+// Runs `process` in the sandbox that run_sandbox(spec, ...) made and still runs: joins its
+// init's namespaces and the run's cgroups, then takes the confinement the sandbox's program took,
+// from the same plan (rlimits, bounding set, capabilities, no_new_privs, AppArmor or Landlock,
+// seccomp: spec.seccomp, so give the program compile_seccomp made). Returns its pid, a child of
+// the caller, once it has exec'd; throws Error naming the step otherwise.
+pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process, const SandboxTarget& target);
+// The root directory of that sandbox as its processes see it (O_PATH), once its init has taken
+// its confinement (before that it may still be the host's): for the caller's own openat2() with
+// RESOLVE_IN_ROOT (the Docker API's archive). Throws Error when the sandbox is gone.
+UniqueFd open_sandbox_root(const Spec& spec, const SandboxTarget& target);
 
 // Removes what crashed runs left: cgroups under the sandcell parents whose supervisor is gone,
 // and their state directories. Returns one line per thing removed.
