@@ -140,7 +140,7 @@ TEST_F(HostileDisk, ManyEmptyFilesStopAtTheInodeBound) {
 // A 1 TB sparse file costs nothing until its holes are written: writing them stops at the bound.
 TEST_F(HostileDisk, ASparseTerabyteFileCannotBeFilledPastTheBound) {
   CliRun r = code(
-      "truncate -s 1T /workspace/sparse && ls -l /workspace/sparse\n"
+      "truncate -s 1099511627776 /workspace/sparse && ls -l /workspace/sparse\n"
       "dd if=/dev/zero of=/workspace/sparse bs=1M count=64 seek=500000 conv=notrunc\n",
       {"--disk", "16m"});
   EXPECT_NE(r.record["stdout"].get<std::string>().find("1099511627776"), std::string::npos)
@@ -269,7 +269,7 @@ TEST_F(HostileDisk, NewSessionsMakeRoomByRemovingTheOldestIdleOne) {
   EXPECT_FALSE(fs::exists(fs::path(sessions()) / "c"));
   CliRun big =
       code("echo big\n", {"--session", "e", "--disk", "64m", "--sessions-max-bytes", "40m"});
-  EXPECT_NE(big.out.find("over --sessions-max-bytes"), std::string::npos) << big.out << big.err;
+  EXPECT_NE((big.out + big.err).find("over --sessions-max-bytes"), std::string::npos) << big.out << big.err;
 }
 
 // A `sandcell code` killed mid-call leaves its disk mounted (and the loop device attached): the
@@ -320,7 +320,9 @@ class StoreOnASmallDisk : public ::testing::Test {
     mounted_ = true;
   }
   void TearDown() override {
-    if (mounted_) EXPECT_EQ(shell_output("umount " + store_.string() + " 2>&1"), "");
+    if (mounted_) {
+      EXPECT_EQ(shell_output("umount " + store_.string() + " 2>&1"), "");
+    }
     EXPECT_EQ(loops_backed_under(tree_.path.string()), std::vector<std::string>{});
   }
   CliRun sandcell(std::vector<std::string> args) {
