@@ -269,7 +269,8 @@ TEST_F(HostileDisk, NewSessionsMakeRoomByRemovingTheOldestIdleOne) {
   EXPECT_FALSE(fs::exists(fs::path(sessions()) / "c"));
   CliRun big =
       code("echo big\n", {"--session", "e", "--disk", "64m", "--sessions-max-bytes", "40m"});
-  EXPECT_NE((big.out + big.err).find("over --sessions-max-bytes"), std::string::npos) << big.out << big.err;
+  EXPECT_NE((big.out + big.err).find("over --sessions-max-bytes"), std::string::npos)
+      << big.out << big.err;
 }
 
 // A `sandcell code` killed mid-call leaves its disk mounted (and the loop device attached): the
