@@ -29,6 +29,7 @@ struct CodeFlags {
   std::string seccomp = "code", artifacts_dir;
   std::optional<std::string> net, userns;
   std::optional<double> session_ttl;
+  std::optional<std::string> sessions_max, sessions_max_bytes;
   std::vector<std::string> puts, gets, env;
   agent::LimitArgs limits;
   agent::RequestCeilings ceilings;
@@ -108,6 +109,12 @@ agent::RunnerContext runner_context(const CodeFlags& f, const GlobalOptions& g) 
   ctx.store_root = g.store_root();
   ctx.sessions_dir = agent::resolve_sessions_dir(f.sessions_dir, ctx.store_root);
   ctx.session_ttl = agent::resolve_session_ttl(f.session_ttl);
+  if (f.sessions_max)
+    ctx.session_bounds.max_sessions =
+        static_cast<size_t>(runtime::parse_positive_number(*f.sessions_max, "--sessions-max"));
+  if (f.sessions_max_bytes)
+    ctx.session_bounds.max_total_bytes =
+        runtime::parse_size(*f.sessions_max_bytes, "--sessions-max-bytes");
   ctx.network = f.network;
   ctx.seccomp = f.seccomp;
   agent::check_ceilings(f.ceilings);
@@ -148,14 +155,22 @@ int code_or_error(const CodeFlags& f, const GlobalOptions& g) {
 // The limits and the network apply to the install and the run phase alike, the timeout to each.
 void add_code_limit_flags(CLI::App* cmd, CodeFlags& f) {
   using Optional = std::optional<std::string>;
-  add_limit_flags(cmd,
-                  LimitFlagTargets<Optional, Optional>{
-                      f.limits.memory, f.limits.pids, f.limits.cpus, f.limits.timeout, f.limits.cpu_time,
-                      f.limits.output_limit, f.net, f.network.allow_file, f.network.hosts_file,
-                      f.network.allow_cidrs, f.seccomp, f.userns},
-                  {.memory = "the skill's", .pids = "the skill's", .cpus = "1", .timeout = "the skill's, per phase",
-                   .cpu_time = "none", .output_limit = "1m", .net = "the skill's: none", .seccomp = "code",
-                   .userns = "auto as root, host rootless"});
+  add_limit_flags(
+      cmd,
+      LimitFlagTargets<Optional, Optional>{
+          f.limits.memory, f.limits.pids, f.limits.cpus, f.limits.timeout, f.limits.cpu_time,
+          f.limits.output_limit, f.limits.disk, f.net, f.network.allow_file, f.network.hosts_file,
+          f.network.allow_cidrs, f.seccomp, f.userns},
+      {.memory = "the skill's",
+       .pids = "the skill's",
+       .cpus = "1",
+       .timeout = "the skill's, per phase",
+       .cpu_time = "none",
+       .output_limit = "1m",
+       .disk = "1g, an ext4 image per workspace",
+       .net = "the skill's: none",
+       .seccomp = "code",
+       .userns = "auto as root, host rootless"});
 }
 
 }  // namespace
@@ -186,6 +201,12 @@ void add_code_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--skills-dir", f->skills_dir, "Skills directory [$SANDCELL_SKILLS, the source tree, /usr/share/sandcell/skills]");
   cmd->add_option("--sessions-dir", f->sessions_dir, "Sessions directory [$SANDCELL_SESSIONS, ROOT/sessions]");
   cmd->add_option("--session-ttl", f->session_ttl, "Remove sessions idle this many seconds [$SANDCELL_SESSION_TTL, 3600]");
+  cmd->add_option("--sessions-max", f->sessions_max,
+                  "At most this many sessions; a new one removes the least "
+                  "recently used idle ones, or is refused [64]");
+  cmd->add_option("--sessions-max-bytes", f->sessions_max_bytes,
+                  "The sessions' disk bounds (--disk each) together "
+                  "at most this (k/m/g); as --sessions-max [16g]");
   cmd->footer(
       "Examples:\n"
       "  echo 'print(6*7)' | sandcell code --skill python\n"

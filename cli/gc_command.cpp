@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "sandcell/base/stale_disk_mounts.hpp"
 #include "sandcell/runtime/owned_temp_dir.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 
@@ -14,7 +15,8 @@ void add_gc_command(CLI::App& app, Action& action, const Globals& globals) {
       "Remove what crashed runs left behind: cgroups under the sandcell parent whose "
       "supervisor is gone, their run state, id-range claims and network rules; and the "
       "network namespaces runs made ahead for the next; the image store's temporary directories "
-      "that a killed build, pull or load left. Live runs and builds are not touched.");
+      "that a killed build, pull or load left; the workspace disks (and their loop devices) of "
+      "`sandcell code` calls that died. Live runs and builds are not touched.");
   auto state_root = std::make_shared<std::string>();
   gc->add_option("--state", *state_root, "Run state directory (default /run/sandcell, or $SANDCELL_STATE)");
   gc->callback([&action, state_root, globals] {
@@ -30,6 +32,11 @@ void add_gc_command(CLI::App& app, Action& action, const Globals& globals) {
       // A live builder holds each of its temporaries (flock); a killed one's are nobody's.
       for (const std::string& dir : runtime::remove_abandoned_temp_dirs(globals->store_root() + "/tmp"))
         std::cout << "removed " << dir << "\n";
+      // The sessions directory may be elsewhere ($SANDCELL_SESSIONS): `sandcell code` sweeps it.
+      for (const char* dir : {"/code-runs", "/sessions"})
+        if (int n = unmount_stale_disks(globals->store_root() + dir))
+          std::cout << "unmounted " << n << " workspace disk(s) under "
+                    << globals->store_root() + dir << "\n";
       return 0;
     };
   });

@@ -1,6 +1,7 @@
 #pragma once
-// The 12 limit and confinement flags `run` and `code` share, declared once with one help text
-// each: the limits (--memory, --pids, --cpus, --timeout, --cpu-time, --output-limit), the network
+// The 13 limit and confinement flags `run` and `code` share, declared once with one help text
+// each: the limits (--memory, --pids, --cpus, --timeout, --cpu-time, --output-limit, --disk), the
+// network
 // (--net, --net-allow-file, --net-hosts, --net-allow-cidr), --seccomp and --userns. A command
 // says where the values go and what its defaults are, which differ (`code` takes most of them
 // from the skill).
@@ -13,7 +14,7 @@ namespace sandcell::cli {
 
 // Each flag's default, shown in brackets at the end of its help text.
 struct LimitFlagDefaults {
-  std::string memory, pids, cpus, timeout, cpu_time, output_limit, net, seccomp, userns;
+  std::string memory, pids, cpus, timeout, cpu_time, output_limit, disk, net, seccomp, userns;
 };
 
 // Where the values go. Net and Userns: std::string (holding the command's default) or
@@ -26,6 +27,7 @@ struct LimitFlagTargets {
   std::optional<std::string>& timeout;
   std::optional<std::string>& cpu_time;
   std::optional<std::string>& output_limit;
+  std::optional<std::string>& disk;
   Net& net;
   std::string& net_allow_file;
   std::string& net_hosts;
@@ -44,6 +46,11 @@ void add_limit_flags(CLI::App* cmd, const LimitFlagTargets<Net, Userns>& to, con
   cmd->add_option("--cpu-time", to.cpu_time, with("CPU-time limit in seconds, whole process tree", d.cpu_time));
   cmd->add_option("--output-limit", to.output_limit,
                   with("Bytes kept per output stream; more stops the run", d.output_limit));
+  cmd->add_option(
+      "--disk", to.disk,
+      with("What the sandbox may write to disk (k/m/g/t); past it writes fail with ENOSPC "
+           "(README, Disk limits)",
+           d.disk));
   cmd->add_option("--net", to.net,
                   with("Network policy: none (loopback only), allow:ENTRY[,ENTRY...] (only these hosts, "
                        "through sandcell's proxy), or full (NAT, without private and metadata ranges). An "

@@ -11,7 +11,8 @@ void add_ceiling_flags(CLI::App* cmd, agent::RequestCeilings& c, bool server_def
          .pids = "1024",
          .cpus = std::to_string(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))),
          .output = "16m",
-         .net = "none"};
+         .net = "none",
+         .disk = "1g"};
   const char* none = server_defaults ? "" : " [no limit]";
   auto add = [&](const char* flag, std::optional<std::string>& value, const std::string& help) {
     auto* opt = cmd->add_option(flag, value, help + none);
@@ -22,6 +23,8 @@ void add_ceiling_flags(CLI::App* cmd, agent::RequestCeilings& c, bool server_def
   add("--max-pids", c.pids, "Most processes + threads a request may ask for");
   add("--max-cpus", c.cpus, "Most CPU bandwidth a request may ask for, in cores");
   add("--max-output", c.output, "Most output per stream a request may have kept (k/m/g)");
+  add("--max-disk", c.disk,
+      "Most disk a request's workspace may ask for (k/m/g; README, Disk limits)");
   add("--allowed-net", c.net,
       "Widest network a request may ask for: none, allow:HOST[,HOST...], full");
 }
@@ -33,6 +36,7 @@ std::vector<std::string> ceiling_args(const agent::RequestCeilings& c) {
                              {"--max-pids", c.pids},
                              {"--max-cpus", c.cpus},
                              {"--max-output", c.output},
+                             {"--max-disk", c.disk},
                              {"--allowed-net", c.net}})
     if (value) args.insert(args.end(), {flag, *value});
   return args;

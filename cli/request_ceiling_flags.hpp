@@ -11,8 +11,8 @@
 
 namespace sandcell::cli {
 
-// Adds --max-memory, --max-timeout, --max-pids, --max-cpus, --max-output and --allowed-net.
-// With server_defaults, `ceilings` is first set to the defaults a server runs with.
+// Adds --max-memory, --max-timeout, --max-pids, --max-cpus, --max-output, --max-disk and
+// --allowed-net. With server_defaults, `ceilings` is first set to the defaults a server runs with.
 void add_ceiling_flags(CLI::App* cmd, agent::RequestCeilings& ceilings, bool server_defaults);
 
 // The same ceilings as `sandcell code` flags, for the executor's command line.

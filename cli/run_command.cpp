@@ -23,7 +23,7 @@ using runtime::Spec;
 
 struct RunFlags {
   std::string rootfs;
-  std::optional<std::string> memory, pids, cpus, timeout, cpu_time, output_limit;
+  std::optional<std::string> memory, pids, cpus, timeout, cpu_time, output_limit, disk;
   std::vector<std::string> env, mounts, tmpfs, cap_add, command;
   std::optional<std::string> workdir, user, hostname;
   std::string net = "none";
@@ -58,6 +58,7 @@ void apply_limits(const RunFlags& f, runtime::Limits& limits) {
   if (f.timeout) limits.wall_s = runtime::parse_positive_number(*f.timeout, "--timeout");
   if (f.cpu_time) limits.cpu_s = runtime::parse_positive_number(*f.cpu_time, "--cpu-time");
   if (f.output_limit) limits.output_bytes = runtime::parse_size(*f.output_limit, "--output-limit");
+  if (f.disk) limits.disk_bytes = runtime::parse_size(*f.disk, "--disk");
 }
 
 void apply_mounts(const RunFlags& f, Spec& spec) {
@@ -153,6 +154,8 @@ Spec spec_from_flags(const RunFlags& f) {
   Spec spec = runtime::default_spec();
   if (!f.rootfs.empty()) spec.rootfs_layers = {f.rootfs};
   apply_limits(f, spec.limits);
+  // The tmpfs upper is all `run` writes outside its bind mounts (README "Disk limits").
+  if (spec.limits.disk_bytes) spec.rootfs_upper_bytes = *spec.limits.disk_bytes;
   apply_mounts(f, spec);
   apply_process(f, spec);
   apply_network(f, spec);
@@ -250,12 +253,21 @@ void add_run_command(CLI::App& app, Action& action, const Globals& globals) {
              "  sandcell run [OPTIONS] IMAGE [CMD [ARG...]]   (an image in the store)");
   run_cmd->add_option("--rootfs", f->rootfs, "Root filesystem directory (never modified: the run "
                       "sees it through an overlay whose writes are thrown away)");
-  add_limit_flags(run_cmd,
-                  LimitFlagTargets<std::string, std::string>{
-                      f->memory, f->pids, f->cpus, f->timeout, f->cpu_time, f->output_limit, f->net,
-                      f->net_allow_file, f->net_hosts, f->net_allow_cidrs, f->seccomp, f->userns},
-                  {.memory = "512m", .pids = "128", .cpus = "1", .timeout = "30", .cpu_time = "none",
-                   .output_limit = "1m", .net = "none", .seccomp = "default", .userns = "host"});
+  add_limit_flags(
+      run_cmd,
+      LimitFlagTargets<std::string, std::string>{
+          f->memory, f->pids, f->cpus, f->timeout, f->cpu_time, f->output_limit, f->disk, f->net,
+          f->net_allow_file, f->net_hosts, f->net_allow_cidrs, f->seccomp, f->userns},
+      {.memory = "512m",
+       .pids = "128",
+       .cpus = "1",
+       .timeout = "30",
+       .cpu_time = "none",
+       .output_limit = "1m",
+       .disk = "1g: the tmpfs upper, charged to --memory",
+       .net = "none",
+       .seccomp = "default",
+       .userns = "host"});
   run_cmd->add_option("--env", f->env, "Environment variable K=V (repeatable)")->allow_extra_args(false);
   run_cmd->add_option("--workdir", f->workdir, "Working directory inside the sandbox [/]");
   run_cmd->add_option("--user", f->user, "UID[:GID] to run as (names too, with an image) [0:0, or the image's USER; never capabilities]");

@@ -28,17 +28,25 @@ int list(const SessionsFlags& f, const GlobalOptions& g) {
   if (f.json) {
     nlohmann::json all = nlohmann::json::array();
     for (const auto& s : sessions)
-      all.push_back({{"id", s.id}, {"skill", s.skill}, {"created", s.created}, {"last_used", s.last_used},
-                     {"expires", s.expires}, {"bytes", s.bytes}});
+      all.push_back(
+          {{"id", s.id},
+           {"skill", s.skill},
+           {"created", s.created},
+           {"last_used", s.last_used},
+           {"expires", s.expires},
+           {"bytes", s.bytes},
+           {"disk_bytes", s.disk_bytes ? nlohmann::json(s.disk_bytes) : nlohmann::json(nullptr)}});
     std::cout << all.dump(2) << std::endl;
     return 0;
   }
-  std::cout << std::left << std::setw(24) << "ID" << std::setw(10) << "SKILL" << std::setw(14) << "BYTES"
+  std::cout << std::left << std::setw(24) << "ID" << std::setw(10) << "SKILL" << std::setw(14)
+            << "BYTES" << std::setw(14) << "DISK LIMIT"
             << "IDLE EXPIRES IN\n";
   int64_t now = static_cast<int64_t>(time(nullptr));
   for (const auto& s : sessions)
-    std::cout << std::setw(24) << s.id << std::setw(10) << s.skill << std::setw(14) << s.bytes << (s.expires - now)
-              << " s\n";
+    std::cout << std::setw(24) << s.id << std::setw(10) << s.skill << std::setw(14) << s.bytes
+              << std::setw(14) << (s.disk_bytes ? std::to_string(s.disk_bytes) : "none")
+              << (s.expires - now) << " s\n";
   return 0;
 }
 

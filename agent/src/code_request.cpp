@@ -13,8 +13,8 @@ namespace {
 using nlohmann::json;
 
 const std::vector<std::string> kRequestFields = {
-    "skill",    "language",     "code",     "session", "timeout", "memory", "pids",  "cpus",
-    "cpu_time", "output_limit", "packages", "net",     "env",     "stdin",  "files", "get"};
+    "skill",        "language", "code", "session", "timeout", "memory", "pids", "cpus", "cpu_time",
+    "output_limit", "packages", "net",  "env",     "stdin",   "files",  "get",  "disk"};
 
 std::string text(const json& j, const std::string& key) {
   if (!j[key].is_string()) throw Error::invalid("request: \"" + key + "\" must be a string");
@@ -65,9 +65,13 @@ CodeRequest parse_code_request(const json& j) {
   if (!j.contains("code")) throw Error::invalid("request: needs \"code\"");
   r.code = text(j, "code");
   if (j.contains("session") && !j["session"].is_null()) r.session = text(j, "session");
-  r.limits = {.memory = limit(j, "memory"), .pids = limit(j, "pids"), .cpus = limit(j, "cpus"),
-              .timeout = limit(j, "timeout"), .cpu_time = limit(j, "cpu_time"),
-              .output_limit = limit(j, "output_limit")};
+  r.limits = {.memory = limit(j, "memory"),
+              .pids = limit(j, "pids"),
+              .cpus = limit(j, "cpus"),
+              .timeout = limit(j, "timeout"),
+              .cpu_time = limit(j, "cpu_time"),
+              .output_limit = limit(j, "output_limit"),
+              .disk = limit(j, "disk")};
   if (j.contains("packages")) r.packages = texts(j, "packages");
   if (j.contains("net") && !j["net"].is_null()) r.net = text(j, "net");
   if (j.contains("env")) r.env = texts(j, "env");

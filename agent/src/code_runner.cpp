@@ -2,7 +2,9 @@
 #include "sandcell/agent/code_runner.hpp"
 
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include "sandcell/agent/sessions.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
+#include "workspace_disk.hpp"
 
 namespace sandcell::agent {
 namespace {
@@ -24,6 +27,7 @@ constexpr size_t kMaxCodeBytes = 1 << 20;
 constexpr uint64_t kMaxInputBytes = 64ull << 20;  // all "files" / --put together
 constexpr uint64_t kMaxGetBytes = 16ull << 20;    // each "get" file returned inline
 constexpr size_t kMaxPackageName = 256;            // with a version spec; npm allows 214 for the name
+constexpr uint64_t kDefaultDiskBytes = 1ull << 30;  // a workspace's bound without --disk
 
 void check_request(const Skill& skill, const CodeRequest& r) {
   check_code_text(r.code, kMaxCodeBytes);
@@ -65,36 +69,62 @@ rootfs_builder::ImageRecord built_image(rootfs_builder::ImageStore& store, const
   }
 }
 
-// A workspace for one call without a session: <scratch>/<pid>-XXXXXX/workspace, removed
-// afterwards. <scratch> and the run directory are 0700: what the code wrote is owned by host ids
-// (its root's files are host root's), and no other host user may reach it, even for the moment
-// before a phase ends and the privileges are stripped. Only the workspace itself is 0755, for
-// the sandbox's own non-root users. Directories of sandcell processes that died are removed on
-// the way in.
+// A workspace for one call without a session: <scratch>/<pid>-XXXXXX/disk/workspace on its own
+// filesystem (workspace_disk.hpp; <scratch>/<pid>-XXXXXX/workspace where there is none), removed
+// afterwards. The run directory's lock is held while the disk is mounted, so that
+// unmount_stale_workspace_disks leaves it alone. <scratch> and the run directory are 0700: what the
+// code wrote is owned by host ids (its root's files are host root's), and no other host user may
+// reach it, even for the moment before a phase ends and the privileges are stripped. Only the
+// workspace itself is 0755, for the sandbox's own non-root users. Directories of sandcell processes
+// that died are removed on the way in.
 class ScratchWorkspace {
  public:
-  explicit ScratchWorkspace(const std::string& scratch) {
+  ScratchWorkspace(const std::string& scratch, std::optional<uint64_t> disk_bytes) {
     fs::create_directories(scratch);
     check(chmod(scratch.c_str(), 0700), "chmod 0700 " + scratch);
     std::error_code ec;
+    unmount_stale_disks(scratch);
     for (const auto& e : fs::directory_iterator(scratch, ec)) {
       pid_t pid = static_cast<pid_t>(std::atol(e.path().filename().c_str()));
       if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
     }
     run_dir_ = scratch + "/" + std::to_string(getpid()) + "-XXXXXX";
     if (!mkdtemp(run_dir_.data())) throw Error(errno, "mkdtemp " + run_dir_);  // 0700
-    dir_ = run_dir_ + "/workspace";
-    check(mkdir(dir_.c_str(), 0755), "mkdir " + dir_);
+    lock_ = UniqueFd(
+        open((run_dir_ + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!lock_ || flock(lock_.get(), LOCK_EX) != 0)
+      throw Error(errno, "lock " + run_dir_ + "/lock");
+    if (disk_bytes) {
+      disk_.emplace(run_dir_ + "/disk.img", run_dir_ + "/disk", *disk_bytes);
+      dir_ = disk_->workspace();
+    } else {
+      dir_ = run_dir_ + "/workspace";
+      check(mkdir(dir_.c_str(), 0755), "mkdir " + dir_);
+    }
   }
   ~ScratchWorkspace() {
+    disk_.reset();
     std::error_code ec;
     fs::remove_all(run_dir_, ec);
   }
   const std::string& dir() const { return dir_; }
+  const WorkspaceDisk* disk() const { return disk_ ? &*disk_ : nullptr; }
 
  private:
   std::string run_dir_, dir_;
+  UniqueFd lock_;
+  std::optional<WorkspaceDisk> disk_;
 };
+
+// The workspace's bound: the request's disk, else the skill's, else kDefaultDiskBytes, never
+// over --max-disk.
+uint64_t disk_bound(const RunnerContext& ctx, const Skill& skill, const CodeRequest& r) {
+  const std::optional<std::string> asked = merge(skill.limits, r.limits).disk;
+  runtime::Limits limits;
+  limits.disk_bytes = asked ? runtime::parse_size(*asked, "disk") : kDefaultDiskBytes;
+  clamp_to_ceilings(ctx.ceilings, limits);
+  return *limits.disk_bytes;
+}
 
 UniqueFd stdin_memfd(const std::optional<std::string>& data) {
   if (!data) return {};
@@ -181,15 +211,22 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   if (seccomp) seccomp->name = context.seccomp;
   UsernsChoice userns = choose_user_namespace(context);
   if (userns.warning && context.on_warning) context.on_warning(*userns.warning);
+  const uint64_t disk_bytes = disk_bound(context, skill, request);
+  const std::optional<std::string> unbounded = WorkspaceDisk::unavailable();
+  const std::optional<uint64_t> disk = unbounded ? std::nullopt : std::optional(disk_bytes);
   if (request.session) {
-    SessionStore sessions(context.sessions_dir, context.session_ttl);
+    SessionStore sessions(context.sessions_dir, context.session_ttl, context.session_bounds);
     sessions.expire();
-    SessionLease lease = sessions.open(*request.session, skill.name);
-    return run_in_workspace(
-        {skill, request, context, store, image, lease.workspace(), seccomp, userns.mode, userns.warning});
+    SessionLease lease = sessions.open(*request.session, skill.name, disk);
+    return run_in_workspace({skill, request, context, store, image, lease.workspace(), seccomp,
+                             lease.disk(), disk_bytes,
+                             unbounded.value_or("a session made before disk bounds"), userns.mode,
+                             userns.warning});
   }
-  ScratchWorkspace scratch(context.store_root + "/code-runs");
-  return run_in_workspace({skill, request, context, store, image, scratch.dir(), seccomp, userns.mode, userns.warning});
+  ScratchWorkspace scratch(context.store_root + "/code-runs", disk);
+  return run_in_workspace({skill, request, context, store, image, scratch.dir(), seccomp,
+                           scratch.disk(), disk_bytes, unbounded.value_or(""), userns.mode,
+                           userns.warning});
 }
 
 }  // namespace sandcell::agent

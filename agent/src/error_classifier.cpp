@@ -54,6 +54,10 @@ std::optional<ErrorInfo> from_status(const PhaseResult& p) {
     case Status::OutputLimit:
       return limit("output_limit", "stopped: wrote more than " + std::to_string(r.limits.output_bytes.value_or(0)) +
                                        " bytes to one stream");
+    case Status::DiskLimit:
+      return limit("disk_limit", "stopped: /workspace is full (limit " +
+                                     std::to_string(r.limits.disk_bytes.value_or(0)) +
+                                     " bytes, or its files)");
     case Status::PidsLimit:
       return limit("process_limit", "stopped: more than " + std::to_string(r.limits.pids.value_or(0)) + " processes/threads");
     case Status::RuntimeError:

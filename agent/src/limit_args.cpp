@@ -10,7 +10,8 @@ LimitArgs merge(const LimitArgs& base, const LimitArgs& over) {
           .cpus = over.cpus ? over.cpus : base.cpus,
           .timeout = over.timeout ? over.timeout : base.timeout,
           .cpu_time = over.cpu_time ? over.cpu_time : base.cpu_time,
-          .output_limit = over.output_limit ? over.output_limit : base.output_limit};
+          .output_limit = over.output_limit ? over.output_limit : base.output_limit,
+          .disk = over.disk ? over.disk : base.disk};
 }
 
 void apply_limit_args(const LimitArgs& a, runtime::Limits& limits) {
@@ -20,6 +21,7 @@ void apply_limit_args(const LimitArgs& a, runtime::Limits& limits) {
   if (a.timeout) limits.wall_s = runtime::parse_positive_number(*a.timeout, "--timeout");
   if (a.cpu_time) limits.cpu_s = runtime::parse_positive_number(*a.cpu_time, "--cpu-time");
   if (a.output_limit) limits.output_bytes = runtime::parse_size(*a.output_limit, "--output-limit");
+  if (a.disk) limits.disk_bytes = runtime::parse_size(*a.disk, "--disk");
 }
 
 void apply_network_args(const NetworkArgs& args, runtime::Spec& spec) {

@@ -1,8 +1,10 @@
 #include "phase.hpp"
 
-#include "sandcell/rootfs_builder/image_spec.hpp"
+#include <algorithm>
+
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/rootless.hpp"
+#include "sandcell/rootfs_builder/image_spec.hpp"
 
 namespace sandcell::agent {
 namespace {
@@ -11,6 +13,11 @@ runtime::Spec phase_spec(const PhaseContext& ctx) {
   runtime::Spec spec = runtime::default_spec();
   apply_limit_args(merge(ctx.skill.limits, ctx.request.limits), spec.limits);
   clamp_to_ceilings(ctx.runner.ceilings, spec.limits);  // the request was checked: the skill's defaults
+  // /tmp and the rest of the root are the tmpfs upper, charged to the memory limit: at half of it,
+  // a program filling /tmp gets ENOSPC where it would have been OOM-killed.
+  if (spec.limits.memory_bytes)
+    spec.rootfs_upper_bytes = std::min(spec.rootfs_upper_bytes, *spec.limits.memory_bytes / 2);
+  spec.limits.disk_bytes.reset();  // the workspace's, recorded by record_disk
   NetworkArgs net = ctx.runner.network;
   net.net = clamp_net(ctx.runner.ceilings, ctx.request.net.value_or(ctx.skill.network));
   apply_network_args(net, spec);
@@ -23,6 +30,24 @@ runtime::Spec phase_spec(const PhaseContext& ctx) {
                               .read_only = false,
                               .idmap = true});
   return spec;
+}
+
+// The workspace's bound in the record, and disk_limit for a program that failed on a full disk
+// (README "Disk limits": the status is the program's own when it survived the full disk).
+void record_disk(const PhaseContext& ctx, runtime::Result& r) {
+  using runtime::Enforcement;
+  using runtime::Status;
+  if (!ctx.disk) {
+    r.limits.disk_bytes = ctx.disk_bytes;
+    r.enforced["disk_bytes"] = Enforcement::None;
+    r.warnings.push_back("disk_bytes not enforced on /workspace: " + ctx.disk_unbounded);
+    return;
+  }
+  r.limits.disk_bytes = ctx.disk->size_bytes();
+  r.enforced["disk_bytes"] = Enforcement::Ext4Loop;
+  r.disk_usage_bytes = ctx.disk->used_bytes();
+  if ((r.status == Status::ExitNonzero || r.status == Status::Signaled) && ctx.disk->full())
+    r.status = Status::DiskLimit;
 }
 
 void set_env(runtime::Spec& spec, const std::vector<std::string>& env) {
@@ -51,6 +76,7 @@ PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const st
     if (stream && ctx.runner.on_output) ctx.runner.on_output(s, data);
   };
   phase.result = runtime::run_sandbox(spec, options);
+  if (phase.result.status != runtime::Status::RuntimeError) record_disk(ctx, phase.result);
   if (ctx.warning) phase.result.warnings.push_back(*ctx.warning);
   return phase;
 }

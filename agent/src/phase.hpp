@@ -10,6 +10,7 @@
 #include "sandcell/agent/code_runner.hpp"
 #include "sandcell/agent/skill.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
+#include "workspace_disk.hpp"
 
 namespace sandcell::agent {
 
@@ -22,6 +23,10 @@ struct PhaseContext {
   const rootfs_builder::ImageRecord& image;  // the skill's, resolved once (code_runner.cpp)
   std::string workspace_dir;  // host path
   std::optional<runtime::SeccompProgram> seccomp;
+  // The workspace's own filesystem (workspace_disk.hpp); null: unbounded, for `disk_unbounded`.
+  const WorkspaceDisk* disk = nullptr;
+  uint64_t disk_bytes = 0;  // the bound asked for
+  std::string disk_unbounded{};
   runtime::UserNamespace user_namespace = runtime::UserNamespace::Host;  // see choose_user_namespace
   std::optional<std::string> warning;  // added to each phase's record
 };

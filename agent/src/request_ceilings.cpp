@@ -19,6 +19,7 @@ constexpr Ceiling kTimeout{"timeout", "--max-timeout", false};
 constexpr Ceiling kPids{"pids", "--max-pids", false};
 constexpr Ceiling kCpus{"cpus", "--max-cpus", false};
 constexpr Ceiling kOutput{"output_limit", "--max-output", true};
+constexpr Ceiling kDisk{"disk", "--max-disk", true};
 
 double value_of(const Ceiling& c, const std::string& text, const std::string& what) {
   return c.size ? static_cast<double>(runtime::parse_size(text, what))
@@ -74,7 +75,8 @@ void check_ceilings(const RequestCeilings& c) {
                                {kTimeout, c.timeout},
                                {kPids, c.pids},
                                {kCpus, c.cpus},
-                               {kOutput, c.output}})
+                               {kOutput, c.output},
+                               {kDisk, c.disk}})
     if (text) (void)value_of(ceiling, *text, ceiling.flag);
   if (c.net) (void)net_policy(*c.net, "--allowed-net");
 }
@@ -85,6 +87,7 @@ void check_request_within(const RequestCeilings& c, const CodeRequest& r) {
   check_one(kPids, c.pids, r.limits.pids);
   check_one(kCpus, c.cpus, r.limits.cpus);
   check_one(kOutput, c.output, r.limits.output_limit);
+  check_one(kDisk, c.disk, r.limits.disk);
   if (c.net && r.net && !net_within(*r.net, *c.net))
     throw Error::invalid("net " + *r.net + " is over the operator's limit (--allowed-net " +
                          *c.net + ")");
@@ -96,6 +99,7 @@ void clamp_to_ceilings(const RequestCeilings& c, runtime::Limits& limits) {
   lower(limits.pids, kPids, c.pids);
   lower(limits.cpus, kCpus, c.cpus);
   lower(limits.output_bytes, kOutput, c.output);
+  lower(limits.disk_bytes, kDisk, c.disk);
 }
 
 std::string clamp_net(const RequestCeilings& c, const std::string& net) {

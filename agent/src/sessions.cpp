@@ -1,10 +1,12 @@
-// Sessions on disk: <dir>/<id>/{workspace/, session.json, lock}. last_used is the mtime of
-// session.json (touched by every call), so expiry needs no clock of its own.
+// Sessions on disk: <dir>/<id>/{disk.img, session.json, lock} (or workspace/ without a disk).
+// last_used is the mtime of session.json (touched by every call), so expiry needs no clock of its
+// own.
 #include "sandcell/agent/sessions.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <cstring>
@@ -12,9 +14,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/runtime/spec.hpp"
-#include "sandcell/base/bounded_json.hpp"
+#include "workspace_disk.hpp"
 
 namespace sandcell::agent {
 namespace {
@@ -91,9 +94,64 @@ void write_meta(const std::string& path, const nlohmann::json& meta) {
   check(rename(tmp.c_str(), path.c_str()), "rename " + tmp);
 }
 
+// Removes a session directory whose lock the caller holds. A disk still mounted there belongs to
+// a call that died (a live one holds the lock): unmounted first, or remove_all would empty it
+// through the mount and fail on the mount point.
+void remove_session_dir(const std::string& dir) {
+  umount2((dir + "/disk").c_str(), MNT_DETACH);  // EINVAL when not mounted: nothing to do
+  std::error_code ec;
+  fs::remove_all(dir, ec);  // never follows symlinks the code planted: it removes them
+}
+
+uint64_t bound_of(const std::string& dir) {
+  struct stat st;
+  return stat((dir + "/disk.img").c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
 }  // namespace
 
-SessionStore::SessionStore(std::string dir, std::chrono::seconds ttl) : dir_(std::move(dir)), ttl_(ttl) {}
+SessionLease::SessionLease(std::string workspace, UniqueFd lock,
+                           std::unique_ptr<WorkspaceDisk> disk)
+    : workspace_(std::move(workspace)), lock_(std::move(lock)), disk_(std::move(disk)) {}
+SessionLease::SessionLease(SessionLease&&) noexcept = default;
+SessionLease::~SessionLease() {
+  disk_.reset();
+}
+
+SessionStore::SessionStore(std::string dir, std::chrono::seconds ttl, SessionBounds bounds)
+    : dir_(std::move(dir)), ttl_(ttl), bounds_(bounds) {}
+
+// Before a new session: the least recently used idle sessions go until the new one fits the
+// count and the bytes; refused when the sessions in use alone leave no room.
+void SessionStore::make_room(const std::string& id, uint64_t disk_bytes) {
+  if (disk_bytes > bounds_.max_total_bytes)
+    throw Error::invalid("a session of " + std::to_string(disk_bytes) +
+                         " bytes is over --sessions-max-bytes " +
+                         std::to_string(bounds_.max_total_bytes));
+  std::vector<SessionInfo> others;
+  for (SessionInfo& s : list())
+    if (s.id != id) others.push_back(std::move(s));
+  std::sort(others.begin(), others.end(),
+            [](const auto& a, const auto& b) { return a.last_used < b.last_used; });
+  uint64_t total = disk_bytes;
+  for (const SessionInfo& s : others) total += s.disk_bytes;
+  size_t count = others.size() + 1;
+  for (const SessionInfo& s : others) {
+    if (count <= bounds_.max_sessions && total <= bounds_.max_total_bytes) return;
+    std::string dir = dir_ + "/" + s.id;
+    UniqueFd lock = lock_file(dir + "/lock", false);
+    if (!lock) continue;  // in use
+    remove_session_dir(dir);
+    --count;
+    total -= s.disk_bytes;
+  }
+  if (count > bounds_.max_sessions || total > bounds_.max_total_bytes)
+    throw Error::invalid("no room for session '" + id + "': the sessions in use hold " +
+                         std::to_string(count - 1) + " sessions and " +
+                         std::to_string(total - disk_bytes) + " bytes (--sessions-max " +
+                         std::to_string(bounds_.max_sessions) + ", --sessions-max-bytes " +
+                         std::to_string(bounds_.max_total_bytes) + ")");
+}
 
 void SessionStore::check_id(const std::string& id) {
   // Not starting with '-': an ID is a positional argument of `sandcell sessions rm` and of
@@ -105,11 +163,15 @@ void SessionStore::check_id(const std::string& id) {
     throw Error::invalid("session ID '" + id + "' must be 1-64 of A-Z a-z 0-9 _ . - (starting with a letter, digit or _)");
 }
 
-SessionLease SessionStore::open(const std::string& id, const std::string& skill) {
+SessionLease SessionStore::open(const std::string& id, const std::string& skill,
+                                std::optional<uint64_t> disk_bytes) {
   check_id(id);
   std::string dir = dir_ + "/" + id;
   fs::create_directories(dir_);
   chmod(dir_.c_str(), 0700);  // workspaces may hold what one user's code wrote: not for others
+  unmount_stale_disks(dir_);
+  bool is_new = !fs::exists(dir);
+  if (is_new) make_room(id, disk_bytes.value_or(0));
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw Error(errno, "mkdir " + dir);
   UniqueFd lock = lock_file(dir + "/lock", true);
   std::string meta_path = dir + "/session.json";
@@ -121,8 +183,15 @@ SessionLease SessionStore::open(const std::string& id, const std::string& skill)
     }  // rewritten below
   }
   write_meta(meta_path, meta);  // also the last_used stamp (mtime)
+  // A session keeps what it was made with: a disk, or (made before disk bounds, or where none can
+  // be mounted) a plain directory.
+  if (disk_bytes && (is_new || fs::exists(dir + "/disk.img"))) {
+    auto disk = std::make_unique<WorkspaceDisk>(dir + "/disk.img", dir + "/disk", *disk_bytes);
+    std::string workspace = disk->workspace();
+    return SessionLease(workspace, std::move(lock), std::move(disk));
+  }
   if (mkdir((dir + "/workspace").c_str(), 0755) != 0 && errno != EEXIST) throw Error(errno, "mkdir " + dir + "/workspace");
-  return SessionLease(dir + "/workspace", std::move(lock));
+  return SessionLease(dir + "/workspace", std::move(lock), nullptr);
 }
 
 std::vector<SessionInfo> SessionStore::list() const {
@@ -141,7 +210,9 @@ std::vector<SessionInfo> SessionStore::list() const {
     }
     s.last_used = mtime_s(meta_path);
     s.expires = s.last_used + ttl_.count();
-    s.bytes = tree_bytes(entry.path().string() + "/workspace");
+    s.disk_bytes = bound_of(entry.path().string());
+    s.bytes = s.disk_bytes ? allocated_bytes(entry.path().string() + "/disk.img")
+                           : tree_bytes(entry.path().string() + "/workspace");
     sessions.push_back(s);
   }
   std::sort(sessions.begin(), sessions.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
@@ -153,7 +224,7 @@ void SessionStore::remove(const std::string& id) {
   std::string dir = dir_ + "/" + id;
   if (!fs::is_directory(dir)) throw Error::invalid("no session '" + id + "' (see sandcell sessions list)");
   UniqueFd lock = lock_file(dir + "/lock", true);  // waits for a call that uses it
-  fs::remove_all(dir);  // never follows symlinks the code planted: it removes them
+  remove_session_dir(dir);
 }
 
 std::vector<std::string> SessionStore::expire() {
@@ -166,7 +237,7 @@ std::vector<std::string> SessionStore::expire() {
     if (!idle()) continue;
     UniqueFd lock = lock_file(dir + "/lock", false);
     if (!lock || !idle()) continue;  // in use, or used while we took the lock
-    fs::remove_all(dir, ec);
+    remove_session_dir(dir);
     removed.push_back(entry.path().filename().string());
   }
   return removed;

@@ -56,11 +56,17 @@ LimitArgs limits_field(const json& j, const std::string& file) {
   const json& l = j["limits"];
   if (!l.is_object()) throw Error::invalid(file + ": \"limits\" must be an object");
   for (const auto& [key, value] : l.items())
-    if (key != "memory" && key != "pids" && key != "cpus" && key != "timeout" && key != "cpu_time" && key != "output")
-      throw Error::invalid(file + ": unknown limit \"" + key + "\" (memory, pids, cpus, timeout, cpu_time, output)");
-  LimitArgs args{.memory = limit_text(l, "memory", file), .pids = limit_text(l, "pids", file),
-                 .cpus = limit_text(l, "cpus", file), .timeout = limit_text(l, "timeout", file),
-                 .cpu_time = limit_text(l, "cpu_time", file), .output_limit = limit_text(l, "output", file)};
+    if (key != "memory" && key != "pids" && key != "cpus" && key != "timeout" &&
+        key != "cpu_time" && key != "output" && key != "disk")
+      throw Error::invalid(file + ": unknown limit \"" + key +
+                           "\" (memory, pids, cpus, timeout, cpu_time, output, disk)");
+  LimitArgs args{.memory = limit_text(l, "memory", file),
+                 .pids = limit_text(l, "pids", file),
+                 .cpus = limit_text(l, "cpus", file),
+                 .timeout = limit_text(l, "timeout", file),
+                 .cpu_time = limit_text(l, "cpu_time", file),
+                 .output_limit = limit_text(l, "output", file),
+                 .disk = limit_text(l, "disk", file)};
   runtime::Limits checked;
   apply_limit_args(args, checked);  // fails now, naming the file, rather than at the first run
   return args;

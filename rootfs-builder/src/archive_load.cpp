@@ -1,5 +1,6 @@
 // The entry points of archive_io.hpp: pick the format, then hand over to docker_archive.cpp
 // or oci_archive.cpp; import_rootfs for plain root filesystem tarballs.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "archive_bundle.hpp"
@@ -7,6 +8,15 @@
 #include "sandcell/rootfs_builder/archive_io.hpp"
 
 namespace sandcell::rootfs_builder {
+namespace {
+
+uint64_t file_bytes(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw Error(errno, "stat " + path);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+}  // namespace
 
 ArchiveFormat parse_archive_format(std::string_view text) {
   if (text == "docker-archive") return ArchiveFormat::DockerArchive;
@@ -31,6 +41,7 @@ void save_images(ImageStore& store, const std::vector<std::string>& names,
 }
 
 std::vector<std::string> load_images(ImageStore& store, const std::string& in_path) {
+  store.require_free(file_bytes(in_path), "loading " + in_path);  // at least its own size, unpacked
   TempDir dir(store.tmp_dir(), "load-");
   extract_bundle(in_path, dir.path());
   // Docker 25+ archives have both: manifest.json is the one that covers every docker version.
@@ -44,6 +55,8 @@ std::vector<std::string> load_images(ImageStore& store, const std::string& in_pa
 
 std::string import_rootfs(ImageStore& store, const std::string& tar_path, const std::string& name) {
   ImageStore::Lease hold = store.lease();
+  store.require_free(file_bytes(tar_path),
+                     "importing " + tar_path);  // its blob: at most its size, gzipped
   StoredLayer layer = store_layer(store, tar_path, "");
   ImageConfig config;
   config.created = image_timestamp();

@@ -52,8 +52,13 @@ runtime::Spec run_spec(BuildContext& ctx, const ImageState& state, const std::ve
   spec.capabilities = kBuildCapabilities;
   spec.writable_paths = {"/"};  // a build step may write anywhere: that is its layer
   spec.network = ctx.options.host_network ? runtime::NetworkMode::Host : runtime::NetworkMode::None;
-  spec.limits = {.memory_bytes = ctx.options.memory_bytes, .pids = 4096, .cpus = std::nullopt, .wall_s = 3600.0,
-                 .cpu_s = std::nullopt, .output_bytes = std::nullopt};
+  spec.limits = {.memory_bytes = ctx.options.memory_bytes,
+                 .pids = 4096,
+                 .cpus = std::nullopt,
+                 .wall_s = 3600.0,
+                 .cpu_s = std::nullopt,
+                 .output_bytes = std::nullopt,
+                 .disk_bytes = std::nullopt};  // the step tmpfs bounds what it writes
   if (spec.network == runtime::NetworkMode::Host && fs::exists("/etc/resolv.conf"))
     spec.bind_mounts.push_back({.source = fs::canonical("/etc/resolv.conf"), .destination = "/etc/resolv.conf",
                                 .read_only = true});

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -119,6 +120,18 @@ void ImageStore::put_hashed_blob_file(const std::string& tmp_path, std::string_v
   if (::chmod(tmp_path.c_str(), 0644) != 0) throw Error(errno, "chmod " + tmp_path);
   fsync_path(tmp_path);
   rename_durably(tmp_path, blob_path(digest));
+}
+
+void ImageStore::require_free(uint64_t bytes, const std::string& what) const {
+  struct statvfs st {};
+  if (::statvfs(root_.c_str(), &st) != 0) throw Error(errno, "statvfs " + root_);
+  const uint64_t size = static_cast<uint64_t>(st.f_blocks) * st.f_frsize;
+  const uint64_t free = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  const uint64_t kept = std::min<uint64_t>(size / 20, 64ull << 20);
+  if (free >= kept && free - kept >= bytes) return;
+  throw Error(ENOSPC, what + " needs " + std::to_string(bytes) + " bytes; the image store " +
+                          root_ + " has " + std::to_string(free) + " free, of which it keeps " +
+                          std::to_string(kept));
 }
 
 std::string ImageStore::put_blob(std::string_view data, std::string_view expected) {

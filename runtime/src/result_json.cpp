@@ -14,6 +14,8 @@ std::string to_string(Status s) {
     case Status::Oom: return "oom";
     case Status::PidsLimit: return "pids_limit";
     case Status::OutputLimit: return "output_limit";
+    case Status::DiskLimit:
+      return "disk_limit";
     case Status::RuntimeError: return "runtime_error";
   }
   return "runtime_error";
@@ -25,6 +27,10 @@ std::string to_string(Enforcement e) {
     case Enforcement::CgroupV1: return "cgroup-v1";
     case Enforcement::Rlimit: return "rlimit";
     case Enforcement::Supervisor: return "supervisor";
+    case Enforcement::Ext4Loop:
+      return "ext4-loop";
+    case Enforcement::Tmpfs:
+      return "tmpfs";
     case Enforcement::None: return "none";
   }
   return "none";
@@ -36,9 +42,13 @@ static nlohmann::json optional_json(const std::optional<T>& v) {
 }
 
 static nlohmann::json limits_json(const Limits& l) {
-  return {{"memory_bytes", optional_json(l.memory_bytes)}, {"pids", optional_json(l.pids)},
-          {"cpus", optional_json(l.cpus)},                 {"wall_s", optional_json(l.wall_s)},
-          {"cpu_s", optional_json(l.cpu_s)},               {"output_bytes", optional_json(l.output_bytes)}};
+  return {{"memory_bytes", optional_json(l.memory_bytes)},
+          {"pids", optional_json(l.pids)},
+          {"cpus", optional_json(l.cpus)},
+          {"wall_s", optional_json(l.wall_s)},
+          {"cpu_s", optional_json(l.cpu_s)},
+          {"output_bytes", optional_json(l.output_bytes)},
+          {"disk_bytes", optional_json(l.disk_bytes)}};
 }
 
 static nlohmann::json userns_json(const std::optional<UsernsMapping>& m) {
@@ -70,13 +80,21 @@ nlohmann::json to_json(const Result& r) {
   nlohmann::json enforced = nlohmann::json::object();
   for (const auto& [limit, how] : r.enforced) enforced[limit] = to_string(how);
   nlohmann::json j = {
-      {"status", to_string(r.status)},     {"exit_code", optional_json(r.exit_code)},
-      {"signal", optional_json(r.signal)}, {"wall_ms", r.wall_ms},
-      {"cpu_ms", r.cpu_ms},                {"peak_memory_bytes", r.peak_memory_bytes},
-      {"stdout_bytes", r.stdout_bytes},    {"stderr_bytes", r.stderr_bytes},
-      {"stdout_truncated", r.stdout_truncated}, {"stderr_truncated", r.stderr_truncated},
-      {"limits", limits_json(r.limits)},   {"enforced", enforced},
-      {"isolation", isolation_json(r.isolation)}, {"events", events_json(r.events)},
+      {"status", to_string(r.status)},
+      {"exit_code", optional_json(r.exit_code)},
+      {"signal", optional_json(r.signal)},
+      {"wall_ms", r.wall_ms},
+      {"cpu_ms", r.cpu_ms},
+      {"peak_memory_bytes", r.peak_memory_bytes},
+      {"stdout_bytes", r.stdout_bytes},
+      {"stderr_bytes", r.stderr_bytes},
+      {"stdout_truncated", r.stdout_truncated},
+      {"stderr_truncated", r.stderr_truncated},
+      {"limits", limits_json(r.limits)},
+      {"enforced", enforced},
+      {"isolation", isolation_json(r.isolation)},
+      {"events", events_json(r.events)},
+      {"usage", {{"disk_bytes", optional_json(r.disk_usage_bytes)}}},
   };
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.warnings.empty()) j["warnings"] = r.warnings;

@@ -188,6 +188,19 @@ std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& 
   return enforced;
 }
 
+// `run`'s writes outside its bind mounts land in the tmpfs upper, whose size= (child_plan.cpp) is
+// the disk bound. An upper directory given by the caller (a build's RUN step: the builder's own
+// tmpfs, build_run_step.cpp) is bounded, if at all, by the caller: `none` when a bound was asked.
+void record_disk_bound(const Spec& spec, Result& result) {
+  if (spec.container) return;
+  if (!spec.rootfs_upper_dir.empty()) {
+    if (spec.limits.disk_bytes) result.enforced["disk_bytes"] = Enforcement::None;
+    return;
+  }
+  result.limits.disk_bytes = spec.rootfs_upper_bytes;
+  result.enforced["disk_bytes"] = Enforcement::Tmpfs;
+}
+
 Status status_of(const SupervisionOutcome& o, const CgroupUsage& usage) {
   if (o.output_limit) return Status::OutputLimit;
   bool killed = o.wall_timeout || o.cpu_timeout;
@@ -534,6 +547,7 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     const std::function<void()> make_cgroup = [&] {
       cgroup = create_cgroup(host, run_id, {.freezer = false});
       result.enforced = enforce_limits(*cgroup, spec.limits);
+      record_disk_bound(spec, result);
     };
     // v1's hierarchies (memory, pids, cpu, cpuacct; no freezer: the pid namespace ends the
     // tree, see CgroupNeeds) are made while the child sets up its mounts; v2 must exist for

@@ -20,6 +20,7 @@ Limits default_limits() {
       .wall_s = 30.0,
       .cpu_s = std::nullopt,  // bounded by cpus × wall already; set --cpu-time to tighten
       .output_bytes = 1ull << 20,
+      .disk_bytes = std::nullopt,  // `run`: the tmpfs upper's size (Spec::rootfs_upper_bytes)
   };
 }
 

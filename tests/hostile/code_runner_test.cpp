@@ -61,6 +61,26 @@ mode_t mode_of(const fs::path& p) {
   return lstat(p.c_str(), &st) == 0 ? st.st_mode : 0;
 }
 
+// A session's workspace as the host holds it between calls: the directory "workspace" of its disk
+// image (agent/src/workspace_disk.hpp), mounted here for the check like `code` mounts it.
+class MountedSession {
+ public:
+  explicit MountedSession(const fs::path& session) : dir_(session / "inspect") {
+    fs::create_directories(dir_);
+    std::string out = shell_output("mount -o loop,nosuid,nodev " + (session / "disk.img").string() +
+                                   " " + dir_.string());
+    EXPECT_EQ(out.rfind("FAILED", 0), std::string::npos) << out;
+  }
+  ~MountedSession() {
+    shell_output("umount " + dir_.string());  // -o loop's device detaches with it (autoclear)
+    fs::remove(dir_);
+  }
+  fs::path workspace() const { return dir_ / "workspace"; }
+
+ private:
+  fs::path dir_;
+};
+
 bool has_file_cap(const fs::path& p) {
   return lgetxattr(p.c_str(), "security.capability", nullptr, 0) >= 0;
 }
@@ -77,7 +97,8 @@ TEST_F(HostileCode, WorkspaceFilesCarryNoPrivilegeOnTheHost) {
       {"--session", "s1"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   ASSERT_NE(r.out.find("-rwsr-xr-x"), std::string::npos) << "the sandbox could not set the bit: " << r.out;
-  const fs::path ws = fs::path(sessions()) / "s1/workspace";
+  MountedSession mounted(fs::path(sessions()) / "s1");
+  const fs::path ws = mounted.workspace();
   for (const char* name : {"sh", "g", "d", "d/e/deep"})
     EXPECT_EQ(mode_of(ws / name) & (S_ISUID | S_ISGID), 0u) << name << " keeps a setuid/setgid bit on the host";
   EXPECT_EQ(mode_of(ws / "sh") & 0777, 0755u) << "only the privilege bits are taken";
@@ -92,12 +113,18 @@ TEST_F(HostileCode, FileCapabilitiesInTheWorkspaceAreRemoved) {
                       {"--session", "s1"});
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   EXPECT_NE(first.out.find("file-cap errno=EPERM"), std::string::npos) << first.out;
-  const fs::path capped = fs::path(sessions()) / "s1/workspace/capped";
-  const uint32_t cap[5] = {0x02000001u, 1u << 7, 0, 0, 0};  // v2, effective: CAP_SETUID
-  ASSERT_EQ(setxattr(capped.c_str(), "security.capability", cap, sizeof cap, 0), 0) << strerror(errno);
+  {
+    MountedSession mounted(fs::path(sessions()) / "s1");
+    const fs::path capped = mounted.workspace() / "capped";
+    const uint32_t cap[5] = {0x02000001u, 1u << 7, 0, 0, 0};  // v2, effective: CAP_SETUID
+    ASSERT_EQ(setxattr(capped.c_str(), "security.capability", cap, sizeof cap, 0), 0)
+        << strerror(errno);
+  }
   CliRun second = code("echo next\n", {"--session", "s1"});
   ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
-  EXPECT_FALSE(has_file_cap(capped)) << "the file capability survived the call";
+  MountedSession mounted(fs::path(sessions()) / "s1");
+  EXPECT_FALSE(has_file_cap(mounted.workspace() / "capped"))
+      << "the file capability survived the call";
 }
 
 // The sandbox's root cannot make device nodes (no CAP_MKNOD, with or without a user
@@ -109,11 +136,15 @@ TEST_F(HostileCode, DeviceNodesInTheWorkspaceAreRemoved) {
     CliRun made = code("mknod /workspace/mem c 1 1 && echo made\n", {"--session", "s1", "--userns", userns});
     EXPECT_EQ(made.out.find("made"), std::string::npos) << userns << ": " << made.out;
   }
-  const fs::path mem = fs::path(sessions()) / "s1/workspace/mem";
-  ASSERT_EQ(mknod(mem.c_str(), S_IFCHR | 0666, makedev(1, 1)), 0) << strerror(errno);
+  {
+    MountedSession mounted(fs::path(sessions()) / "s1");
+    const fs::path mem = mounted.workspace() / "mem";
+    ASSERT_EQ(mknod(mem.c_str(), S_IFCHR | 0666, makedev(1, 1)), 0) << strerror(errno);
+  }
   CliRun r = code("echo next\n", {"--session", "s1"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_FALSE(fs::exists(fs::symlink_status(mem)));
+  MountedSession mounted(fs::path(sessions()) / "s1");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(mounted.workspace() / "mem")));
 }
 
 // While a run lasts (the request chooses how long), its files are reachable by no other host
@@ -129,7 +160,8 @@ TEST_F(HostileCode, RunDirectoriesArePrivateWhileTheRunLasts) {
   for (int i = 0; i < 300 && planted.empty(); ++i) {
     std::error_code ec;
     for (const auto& run : fs::directory_iterator(fs::path(store()) / "code-runs", ec))
-      for (const fs::path& ws : {run.path() / "workspace", run.path()})
+      for (const fs::path& ws :
+           {run.path() / "disk/workspace", run.path() / "workspace", run.path()})
         if (fs::exists(ws / "ready")) planted = ws / "sh";
     if (planted.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -46,14 +46,23 @@ TEST_F(UsernsCode, RootIsAnUnprivilegedHostIdAndItsWorkspaceFilesAreCollected) {
 
   // On the host the file is root's (the bind is idmapped), and the next call of the session,
   // whatever range it gets, appends to it.
-  const fs::path file = fs::path(sessions()) / "ns1/workspace/out/result.txt";
+  // Between calls the session's workspace is in its disk image: mounted here to look.
+  const fs::path session = fs::path(sessions()) / "ns1", look = session / "inspect";
+  fs::create_directories(look);
+  const std::string mount =
+      "mount -o loop,ro " + (session / "disk.img").string() + " " + look.string();
+  const fs::path file = look / "workspace/out/result.txt";
+  ASSERT_EQ(shell_output(mount), "");
   struct stat st {};
-  ASSERT_EQ(stat(file.c_str(), &st), 0);
+  EXPECT_EQ(stat(file.c_str(), &st), 0);
+  shell_output("umount " + look.string());
   EXPECT_EQ(st.st_uid, 0u);
   EXPECT_EQ(st.st_gid, 0u);
   auto again = code("bash", kWrite, {"--session", "ns1"});
   ASSERT_EQ(again.record["status"], "ok") << again.out;
+  ASSERT_EQ(shell_output(mount), "");
   EXPECT_EQ(read_text(file), "written\nwritten\n");
+  shell_output("umount " + look.string());
 }
 
 TEST_F(UsernsCode, UsernsHostOptsOut) {

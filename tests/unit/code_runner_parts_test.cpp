@@ -215,5 +215,24 @@ TEST(ErrorClasses, LimitsWinOverWhatStderrSays) {
   EXPECT_FALSE(classify_failure("bash", failed("run", "", runtime::Status::Ok)));
 }
 
+// A program that failed on its full workspace: the class says so, with the bound, whatever the
+// traceback says (an OSError in Python, a write error in C).
+TEST(ErrorClasses, DiskLimitNamesTheBound) {
+  PhaseResult p = failed("run", "OSError: [Errno 28] No space left on device\n", runtime::Status::DiskLimit);
+  p.result.limits.disk_bytes = 16ull << 20;
+  auto e = classify_failure("python", p);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, "disk_limit");
+  EXPECT_NE(e->message.find("16777216"), std::string::npos) << e->message;
+}
+
+TEST(CodeRequest, DiskIsALimitOfTheRequest) {
+  auto r = parse_code_request({{"language", "py"}, {"code", "print(1)"}, {"disk", "256m"}});
+  EXPECT_EQ(r.limits.disk, "256m");
+  EXPECT_NE(invalid_message([] { parse_code_request({{"language", "py"}, {"code", "x"}, {"disk", true}}); })
+                .find("disk"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace sandcell::agent

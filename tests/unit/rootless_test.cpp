@@ -136,8 +136,13 @@ TEST(DelegatedCgroup, NotFoundWithoutControllersWritableFilesOrAV2Line) {
 }
 
 TEST(RlimitFallbacks, MemoryCpuAndPidsAreRlimitsAndSaySo) {
-  Limits limits{.memory_bytes = 64ull << 20, .pids = 16, .cpus = 1.0, .wall_s = 5.0, .cpu_s = 1.5,
-                .output_bytes = 1024};
+  Limits limits{.memory_bytes = 64ull << 20,
+                .pids = 16,
+                .cpus = 1.0,
+                .wall_s = 5.0,
+                .cpu_s = 1.5,
+                .output_bytes = 1024,
+                .disk_bytes = std::nullopt};
   std::vector<Rlimit> rlimits;
   std::map<std::string, Enforcement> enforced;
   std::vector<std::string> warnings;

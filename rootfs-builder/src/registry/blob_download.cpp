@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "../gzip_sink.hpp"
 #include "../unique_fd.hpp"
 #include "sandcell/rootfs_builder/digest.hpp"
@@ -100,6 +102,7 @@ void verify(PartialBlob& partial, const Descriptor& blob, const std::string& exp
 
 void download_blob(RegistrySession& session, HttpClient& client, ImageStore& store, const std::string& repository,
                    const Descriptor& blob, const std::string& expected_diff_id, TransferProgress& progress) {
+  store.require_free(static_cast<uint64_t>(std::max<int64_t>(blob.size, 0)), "blob " + blob.digest);
   PartialBlob partial(store.tmp_dir());
   std::string url = session.url("/v2/" + repository + "/blobs/" + blob.digest);
   // One deadline for every attempt: resuming with Range does not restart the clock.

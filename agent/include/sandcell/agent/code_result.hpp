@@ -14,9 +14,9 @@ namespace sandcell::agent {
 
 // What kind of failure, so an agent can fix its code without parsing tracebacks.
 struct ErrorInfo {
-  std::string kind{};     // syntax_error compile_error missing_module runtime_exception timeout
-                        // memory_limit output_limit process_limit signaled nonzero_exit
-                        // install_error command_not_found sandcell
+  std::string kind{};  // syntax_error compile_error missing_module runtime_exception timeout
+                       // memory_limit output_limit process_limit disk_limit signaled nonzero_exit
+                       // install_error command_not_found sandcell
   std::string message{};
   std::optional<std::string> file{};
   std::optional<int> line{};

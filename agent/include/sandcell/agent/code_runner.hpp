@@ -12,6 +12,7 @@
 #include "sandcell/agent/code_result.hpp"
 #include "sandcell/agent/limit_args.hpp"
 #include "sandcell/agent/request_ceilings.hpp"
+#include "sandcell/agent/sessions.hpp"
 #include "sandcell/agent/skill.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 
@@ -21,6 +22,7 @@ struct RunnerContext {
   std::string store_root;       // the image store with the skill images
   std::string sessions_dir;     // see sessions.hpp
   std::chrono::seconds session_ttl{3600};
+  SessionBounds session_bounds;  // how many sessions, and their bytes together
   NetworkArgs network;          // operator side: allow file, hosts file, CIDRs (net comes from the request)
   std::string seccomp = "code"; // profile name or file, as `--seccomp`
   std::string seccomp_cache_dir;

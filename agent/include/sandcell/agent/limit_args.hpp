@@ -10,7 +10,8 @@
 namespace sandcell::agent {
 
 struct LimitArgs {
-  std::optional<std::string> memory{}, pids{}, cpus{}, timeout{}, cpu_time{}, output_limit{};
+  std::optional<std::string> memory{}, pids{}, cpus{}, timeout{}, cpu_time{}, output_limit{},
+      disk{};
 };
 
 // `over` wins where it is set.

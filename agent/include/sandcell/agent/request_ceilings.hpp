@@ -1,9 +1,9 @@
 #pragma once
 // What the operator lets a request ask for. A request comes from whoever may call `serve`, `mcp`
 // or `agent` (a model, a client with the token); it chooses memory, timeout, processes, CPUs,
-// output and network. The operator's ceilings (`--max-memory`, `--max-timeout`, `--max-pids`,
-// `--max-cpus`, `--max-output`, `--allowed-net`) bound those choices: a request over one is
-// refused with a message naming it, and a skill default over one is lowered to it.
+// output, disk and network. The operator's ceilings (`--max-memory`, `--max-timeout`, `--max-pids`,
+// `--max-cpus`, `--max-output`, `--max-disk`, `--allowed-net`) bound those choices: a request over
+// one is refused with a message naming it, and a skill default over one is lowered to it.
 #include <optional>
 #include <string>
 
@@ -15,7 +15,7 @@ namespace sandcell::agent {
 // As the flags write them ("2g", "300", "none", "allow:pypi.org,files.pythonhosted.org").
 // Unset: no ceiling (`sandcell code` run by hand: its user is the operator).
 struct RequestCeilings {
-  std::optional<std::string> memory{}, timeout{}, pids{}, cpus{}, output{}, net{};
+  std::optional<std::string> memory{}, timeout{}, pids{}, cpus{}, output{}, net{}, disk{};
 };
 
 // Throws Error::invalid on a bad ceiling ("--max-memory: ..."), naming the flag.

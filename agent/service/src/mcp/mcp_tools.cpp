@@ -60,7 +60,7 @@ ToolWork run_code(Executor& executor, const std::string& default_skill, const Js
       throw Error::invalid("argument 'timeout' must be a positive number of seconds");
     request["timeout"] = args["timeout"];
   }
-  for (const char* key : {"session", "net", "stdin"})
+  for (const char* key : {"session", "net", "stdin", "disk"})
     if (args.contains(key)) request[key] = string_arg(args, key);
   if (args.contains("packages")) request["packages"] = args["packages"];
   return [&executor, request, stop] {
@@ -164,28 +164,44 @@ Json tool_list(const std::string& allowed_net) {
   Json skill = prop("string", "the skill whose sandbox moves the file (default python)");
   return Json::array({
       {{"name", "run_code"},
-       {"description", "Run code in an isolated sandcell sandbox (no network unless allowed) and return its stdout, "
-                       "stderr, status, error class and artifacts (PNG figures as images)."},
-       {"inputSchema", schema({{"language", prop("string", "python, node, bash, c, cpp (see list_skills)")},
-                               {"code", prop("string", "the program")},
-                               {"timeout", prop("number", "wall-clock limit in seconds")},
-                               {"session", session},
-                               {"net", net_property(allowed_net)}},
-                              {"language", "code"})}},
-      {{"name", "list_skills"}, {"description", "List the languages code can run in."}, {"inputSchema", schema(Json::object(), Json::array())}},
-      {{"name", "list_sessions"}, {"description", "List the live sessions."}, {"inputSchema", schema(Json::object(), Json::array())}},
+       {"description",
+        "Run code in an isolated sandcell sandbox (no network unless allowed) and return its "
+        "stdout, "
+        "stderr, status, error class and artifacts (PNG figures as images)."},
+       {"inputSchema",
+        schema({{"language", prop("string", "python, node, bash, c, cpp (see list_skills)")},
+                {"code", prop("string", "the program")},
+                {"timeout", prop("number", "wall-clock limit in seconds")},
+                {"session", session},
+                {"disk", prop("string",
+                              "most the workspace may hold, e.g. 256m (default 1g, at most "
+                              "the operator's --max-disk); past it writes fail with ENOSPC")},
+                {"net", net_property(allowed_net)}},
+               {"language", "code"})}},
+      {{"name", "list_skills"},
+       {"description", "List the languages code can run in."},
+       {"inputSchema", schema(Json::object(), Json::array())}},
+      {{"name", "list_sessions"},
+       {"description", "List the live sessions."},
+       {"inputSchema", schema(Json::object(), Json::array())}},
       {{"name", "remove_session"},
        {"description", "Remove a session and its files."},
        {"inputSchema", schema({{"session", session}}, {"session"})}},
       {{"name", "upload_file"},
-       {"description", "Write a file into a session's /workspace (text as content, binary as content_base64)."},
-       {"inputSchema", schema({{"session", session}, {"path", prop("string", "path under /workspace")},
+       {"description",
+        "Write a file into a session's /workspace (text as content, binary as content_base64)."},
+       {"inputSchema", schema({{"session", session},
+                               {"path", prop("string", "path under /workspace")},
                                {"content", prop("string", "text content")},
-                               {"content_base64", prop("string", "binary content, base64")}, {"skill", skill}},
+                               {"content_base64", prop("string", "binary content, base64")},
+                               {"skill", skill}},
                               {"session", "path"})}},
       {{"name", "download_file"},
-       {"description", "Read a file from a session's /workspace (text, PNG image, or binary as a resource blob)."},
-       {"inputSchema", schema({{"session", session}, {"path", prop("string", "path under /workspace")}, {"skill", skill}},
+       {"description",
+        "Read a file from a session's /workspace (text, PNG image, or binary as a resource blob)."},
+       {"inputSchema", schema({{"session", session},
+                               {"path", prop("string", "path under /workspace")},
+                               {"skill", skill}},
                               {"session", "path"})}},
   });
 }

@@ -57,6 +57,12 @@ class ImageStore {
   bool has_blob(std::string_view digest) const;
   std::string blob_path(std::string_view digest) const;
   std::string read_blob(std::string_view digest) const;  // verifies the content's digest
+  // Throws Error(ENOSPC) naming `what` when the store's filesystem has less than `bytes` free
+  // beyond what it keeps free (5% of its size, at most 64 MiB): pulls, loads and imports ask
+  // before they write, so a full disk is found before the first byte rather than half-way. A
+  // disk that fills half-way anyway (another writer, an archive that expands) fails the write;
+  // what was written lives only under tmp_dir() and goes with the error.
+  void require_free(uint64_t bytes, const std::string& what) const;
 
   // Stores config and an OCI manifest over layers (already stored blobs), tags it `name`
   // (nothing tagged when name is empty). Returns the manifest digest.

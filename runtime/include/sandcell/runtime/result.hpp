@@ -20,12 +20,17 @@ enum class Status {
   Oom,
   PidsLimit,
   OutputLimit,
+  // The program failed (exit_nonzero or signaled) and its disk-bounded filesystem was full at the
+  // end: fewer than 1 MiB of blocks or no inodes left (README "Disk limits").
+  DiskLimit,
   RuntimeError,
 };
 std::string to_string(Status s);
 
 // Which mechanism enforced a limit.
-enum class Enforcement { CgroupV2, CgroupV1, Rlimit, Supervisor, None };
+// Ext4Loop and Tmpfs bound disk_bytes: a filesystem of that size (a loop-mounted ext4 image, or
+// the tmpfs upper's size=).
+enum class Enforcement { CgroupV2, CgroupV1, Rlimit, Supervisor, Ext4Loop, Tmpfs, None };
 std::string to_string(Enforcement e);
 
 struct DeniedSyscall {
@@ -82,6 +87,8 @@ struct Result {
   Events events;
   std::string error;  // runtime_error: what failed; also execve failures
   std::vector<std::string> warnings;  // a limit weaker than asked (clamped rlimits)
+  std::optional<uint64_t>
+      disk_usage_bytes;  // "usage.disk_bytes": used on the bounded filesystem at the end
 
   // Filled by callers that capture output instead of passing it through (`--json`).
   std::optional<std::string> stdout_text;

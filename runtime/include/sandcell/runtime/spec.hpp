@@ -25,6 +25,10 @@ struct Limits {
   std::optional<double> wall_s;        // wall-clock deadline
   std::optional<double> cpu_s;         // CPU time across the whole tree
   std::optional<uint64_t> output_bytes;  // per stream (stdout, stderr)
+  // What the sandbox may write to disk-backed storage (`--disk`; README "Disk limits"). `run`
+  // sizes its tmpfs upper with it; `code` and the servers give each workspace a filesystem image
+  // of this size (agent/src/workspace_disk.hpp).
+  std::optional<uint64_t> disk_bytes;
 };
 
 // The strict defaults of `sandcell run`; documented in README.md.

@@ -1,0 +1,50 @@
+#pragma once
+// A workspace on a filesystem of its own, so that what the code writes is bounded in bytes and in
+// files (`--disk`; README "Disk limits"): a sparse ext4 image of exactly the bound, attached to a
+// loop device and mounted nosuid,nodev for the call. Past it the program sees a full disk (ENOSPC),
+// as on a small disk; the host's filesystem holds at most the image's size. Why ext4 on loop: it
+// needs no host setup (project quotas need a filesystem mounted with prjquota; a tmpfs would be
+// charged to the sandbox's memory and would not outlive the call, which a session needs).
+//
+// Loop devices are host-global: the device is attached with LO_FLAGS_AUTOCLEAR, so the kernel
+// detaches it when the mount goes: the destructor, or unmount_stale_disks
+// (sandcell/base/stale_disk_mounts.hpp) (`sandcell gc`, and every call on its way in) for a process
+// that died while mounted.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sandcell/base/stale_disk_mounts.hpp"
+
+namespace sandcell::agent {
+
+class WorkspaceDisk {
+ public:
+  // Makes `image` (sparse, size_bytes, one inode per 16 KiB) unless it exists, and mounts it at
+  // `mount_dir` (created). The workspace is its directory "workspace" (lost+found stays out of
+  // sight).
+  WorkspaceDisk(std::string image, std::string mount_dir, uint64_t size_bytes);
+  ~WorkspaceDisk();  // unmounts; the loop device detaches with the mount (LO_FLAGS_AUTOCLEAR)
+  WorkspaceDisk(const WorkspaceDisk&) = delete;
+  WorkspaceDisk& operator=(const WorkspaceDisk&) = delete;
+
+  std::string workspace() const { return mount_dir_ + "/workspace"; }
+  uint64_t size_bytes() const { return size_bytes_; }  // the image's size: the bound
+  uint64_t used_bytes() const;
+  // Fewer than 1 MiB of free blocks or no free inode: a write or a file creation got ENOSPC.
+  bool full() const;
+
+  // Why this host cannot give a workspace its own filesystem (not root: mounting ext4 and
+  // attaching loop devices need CAP_SYS_ADMIN in the initial user namespace; no
+  // /dev/loop-control), or nothing.
+  static std::optional<std::string> unavailable();
+
+ private:
+  std::string image_, mount_dir_;
+  uint64_t size_bytes_ = 0;
+};
+
+// Bytes the host's filesystem holds for an image (its allocated blocks; the image is sparse).
+uint64_t allocated_bytes(const std::string& path);
+
+}  // namespace sandcell::agent

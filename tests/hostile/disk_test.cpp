@@ -1,0 +1,416 @@
+// Disk fills (issue 32): nothing a sandbox writes may fill the host's disk. `sandcell code` gives
+// each workspace its own ext4 image of the --disk size on a loop device
+// (agent/src/workspace_disk.hpp); `sandcell run` sizes its tmpfs upper with it. Each case asserts
+// what the program saw (ENOSPC), what the record says (status, limits, enforced, usage), that the
+// host's filesystem holds no more than the bound, and that no mount or loop device is left after
+// the call, the session's removal or its expiry. The skill is the busybox test rootfs imported as
+// sandcell/skill-probe.
+#include <signal.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "hostile.hpp"
+#include "temp_tree.hpp"
+
+namespace sandcell::test {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr uint64_t kMiB = 1 << 20;
+
+// Loop devices whose backing file is under `dir`, and mounts under it: host-global, so a test
+// that attached one must see it gone.
+std::vector<std::string> loops_backed_under(const std::string& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& dev : fs::directory_iterator("/sys/block", ec)) {
+    std::ifstream backing(dev.path() / "loop/backing_file");
+    std::string file;
+    if (std::getline(backing, file) && file.rfind(dir, 0) == 0)
+      found.push_back(dev.path().filename().string() + " " + file);
+  }
+  return found;
+}
+
+std::vector<std::string> mounts_under(const std::string& dir) {
+  std::vector<std::string> found;
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  for (std::string line; std::getline(mountinfo, line);)
+    if (line.find(" " + dir + "/") != std::string::npos) found.push_back(line);
+  return found;
+}
+
+uint64_t free_bytes(const std::string& dir) {
+  struct statvfs st {};
+  return statvfs(dir.c_str(), &st) == 0 ? static_cast<uint64_t>(st.f_bavail) * st.f_frsize : 0;
+}
+
+class HostileDisk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(tree_.path / "skills/probe");
+    std::ofstream(tree_.path / "skills/probe/skill.json")
+        << R"({"name": "probe", "description": "busybox and sc-probe", "source_file": "main.sh",
+              "run": ["sh", "/workspace/main.sh"], "limits": {"memory": "128m", "pids": 64, "timeout": 60},
+              "network": "none", "artifacts": "/workspace/out"})";
+    std::ofstream(tree_.path / "skills/probe/Dockerfile")
+        << "FROM scratch\n";  // imported below instead
+    std::string tar = (tree_.path / "rootfs.tar").string();
+    ASSERT_EQ(system(("tar -C " + test_rootfs() + " -cf " + tar + " .").c_str()), 0);
+    CliRun imported =
+        run_sandcell({"--root", store(), "import", tar, "sandcell/skill-probe:latest"});
+    ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  }
+  void TearDown() override {
+    EXPECT_EQ(mounts_under(tree_.path.string()), std::vector<std::string>{});
+    EXPECT_EQ(loops_backed_under(tree_.path.string()), std::vector<std::string>{});
+  }
+  std::string store() const { return (tree_.path / "store").string(); }
+  std::string sessions() const { return (tree_.path / "sessions").string(); }
+  CliRun code(const std::string& script, std::vector<std::string> flags = {}) {
+    std::vector<std::string> args = {
+        "--root",         store(),    "code",    "--skills-dir", (tree_.path / "skills").string(),
+        "--sessions-dir", sessions(), "--skill", "probe",        "--json"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("-");
+    return run_sandcell(args, script);
+  }
+  bool nothing_left_in_code_runs() const {
+    std::error_code ec;
+    return fs::is_empty(fs::path(store()) / "code-runs", ec);
+  }
+  TempTree tree_{"sc-hostile-disk"};
+};
+
+const nlohmann::json& report(const CliRun& r) {
+  return r.record["report"];
+}
+
+// The report's case: 1.2 GB written to /workspace finished `ok` on the host's disk. With --disk
+// 16m the write stops with ENOSPC inside; dd fails, so the call is disk_limit, and the host's
+// filesystem never held more than the image.
+TEST_F(HostileDisk, FillingTheWorkspaceEndsInEnospcAndDiskLimit) {
+  const uint64_t before = free_bytes(tree_.path.string());
+  CliRun r = code(
+      "/bin/sc-probe fill-bytes /workspace/a\ndd if=/dev/zero of=/workspace/b bs=1M count=64\n",
+      {"--disk", "16m"});
+  ASSERT_TRUE(r.record.is_object()) << r.out << r.err;
+  EXPECT_NE(r.record["stdout"].get<std::string>().find("errno=ENOSPC"), std::string::npos) << r.out;
+  EXPECT_EQ(r.record["status"], "disk_limit") << r.out;
+  EXPECT_EQ(r.record["error"]["class"], "disk_limit") << r.out;
+  EXPECT_EQ(report(r)["limits"]["disk_bytes"], 16 * kMiB);
+  EXPECT_EQ(report(r)["enforced"]["disk_bytes"], "ext4-loop");
+  const uint64_t used = r.record["usage"]["disk_bytes"].get<uint64_t>();
+  EXPECT_GT(used, 8 * kMiB);
+  EXPECT_LE(used, 16 * kMiB);
+  EXPECT_EQ(report(r)["usage"]["disk_bytes"], used);
+  // Other helpers build and test on this host at the same time: a margin, not equality.
+  EXPECT_GT(free_bytes(tree_.path.string()) + 64 * kMiB, before);
+  EXPECT_TRUE(nothing_left_in_code_runs());
+}
+
+// A program that survives the full disk keeps its own status: disk_limit says the bound is why
+// it failed, never that it was merely reached.
+TEST_F(HostileDisk, AProgramThatHandlesTheFullDiskKeepsItsOwnStatus) {
+  CliRun r = code("/bin/sc-probe fill-bytes /workspace/a\n", {"--disk", "16m"});
+  EXPECT_EQ(r.record["status"], "ok") << r.out;
+  EXPECT_GT(r.record["usage"]["disk_bytes"].get<uint64_t>(), 8 * kMiB);
+}
+
+// "Millions of empty files": the image has one inode per 16 KiB (1024 at 16m), so creation stops
+// with ENOSPC long before the host's inodes are touched.
+TEST_F(HostileDisk, ManyEmptyFilesStopAtTheInodeBound) {
+  CliRun r = code("mkdir /workspace/d && /bin/sc-probe fill-files /workspace/d; exit 3\n",
+                  {"--disk", "16m"});
+  std::string out = r.record["stdout"].get<std::string>();
+  EXPECT_NE(out.find("errno=ENOSPC"), std::string::npos) << r.out;
+  long created = std::stol(out.substr(out.find("created ") + 8));
+  EXPECT_GT(created, 900);
+  EXPECT_LT(created, 1100);
+  EXPECT_EQ(r.record["status"], "disk_limit") << r.out;
+}
+
+// A 1 TB sparse file costs nothing until its holes are written: writing them stops at the bound.
+TEST_F(HostileDisk, ASparseTerabyteFileCannotBeFilledPastTheBound) {
+  CliRun r = code(
+      "truncate -s 1099511627776 /workspace/sparse && ls -l /workspace/sparse\n"
+      "dd if=/dev/zero of=/workspace/sparse bs=1M count=64 seek=500000 conv=notrunc\n",
+      {"--disk", "16m"});
+  EXPECT_NE(r.record["stdout"].get<std::string>().find("1099511627776"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.record["status"], "disk_limit") << r.out;
+  EXPECT_LE(r.record["usage"]["disk_bytes"].get<uint64_t>(), 16 * kMiB);
+}
+
+// A hard link cannot leave the workspace's filesystem (EXDEV), and a symlink out of it is never
+// followed by sandcell (the artifact is not the host's file).
+TEST_F(HostileDisk, LinksOutOfTheWorkspaceReachNothing) {
+  CliRun r = code(
+      "mkdir -p /workspace/out\nln /bin/busybox /workspace/out/hard 2>&1 || echo no-hard-link\n"
+      "ln -s /etc/shadow /workspace/out/soft\n",
+      {"--disk", "16m"});
+  EXPECT_NE(r.record["stdout"].get<std::string>().find("no-hard-link"), std::string::npos) << r.out;
+  for (const auto& a : r.record["artifacts"]) EXPECT_TRUE(a["base64"].is_null()) << a.dump();
+}
+
+// /tmp is the tmpfs upper at half the skill's memory (128m here), /dev/shm a 64 MiB tmpfs: both
+// fill to ENOSPC in memory, never on the host's disk, and the OOM killer stays out of it. The
+// status is the program's own: disk_limit is about the workspace (README "Disk limits").
+TEST_F(HostileDisk, TmpAndShmFillsEndInEnospcInMemory) {
+  const uint64_t before = free_bytes(tree_.path.string());
+  CliRun r = code(
+      "/bin/sc-probe fill-bytes /tmp/fill\nrm /tmp/fill\n/bin/sc-probe fill-bytes /dev/shm/fill\n",
+      {"--disk", "16m"});
+  EXPECT_EQ(r.record["status"], "ok") << r.out;
+  const std::string out = r.record["stdout"].get<std::string>();
+  EXPECT_TRUE(std::regex_match(out, std::regex("wrote 6[0-4] MB errno=ENOSPC\nwrote 64 MB errno=ENOSPC\n"))) << r.out;
+  EXPECT_EQ(report(r)["events"]["oom_kills"], 0);
+  EXPECT_GT(free_bytes(tree_.path.string()) + 64 * kMiB, before);
+}
+
+// An output flood is stopped by the output cap: it is held in memory up to the cap, never
+// spooled to the host's disk.
+TEST_F(HostileDisk, AnOutputFloodStopsAtTheOutputCap) {
+  const uint64_t before = free_bytes(tree_.path.string());
+  CliRun r = code("yes sandcell-flood\n", {"--disk", "16m", "--output-limit", "1m"});
+  EXPECT_EQ(r.record["status"], "output_limit") << r.out.substr(0, 500);
+  EXPECT_LE(r.record["stdout"].get<std::string>().size(), kMiB);
+  EXPECT_GT(free_bytes(tree_.path.string()) + 64 * kMiB, before);
+  EXPECT_TRUE(nothing_left_in_code_runs());
+}
+
+// Without --disk a call still has a bound: 1 GiB per workspace.
+TEST_F(HostileDisk, CodeHasADefaultBoundOfOneGibibyte) {
+  CliRun r = code("echo hi\n");
+  EXPECT_EQ(r.record["status"], "ok") << r.out;
+  EXPECT_EQ(report(r)["limits"]["disk_bytes"], 1024 * kMiB);
+  EXPECT_EQ(report(r)["enforced"]["disk_bytes"], "ext4-loop");
+}
+
+// The servers' request contract: "disk" in the request, within the operator's --max-disk.
+TEST_F(HostileDisk, ARequestChoosesItsDiskWithinTheCeiling) {
+  std::vector<std::string> args = {"--root",
+                                   store(),
+                                   "code",
+                                   "--skills-dir",
+                                   (tree_.path / "skills").string(),
+                                   "--sessions-dir",
+                                   sessions(),
+                                   "--request-json",
+                                   "-",
+                                   "--max-disk",
+                                   "32m"};
+  CliRun over = run_sandcell(args, R"({"skill": "probe", "code": "echo hi", "disk": "64m"})");
+  EXPECT_NE(over.out.find("over the operator's limit (--max-disk 32m)"), std::string::npos)
+      << over.out;
+  CliRun r = run_sandcell(
+      args,
+      R"({"skill": "probe", "code": "dd if=/dev/zero of=/workspace/f bs=1M count=64", "disk": "16m"})");
+  EXPECT_EQ(r.record["status"], "disk_limit") << r.out;
+  EXPECT_EQ(r.record["report"]["limits"]["disk_bytes"], 16 * kMiB);
+  CliRun unasked = run_sandcell(args, R"({"skill": "probe", "code": "echo hi"})");
+  EXPECT_EQ(unasked.record["report"]["limits"]["disk_bytes"], 32 * kMiB)
+      << "the default, lowered to --max-disk";
+}
+
+// A session keeps its image between calls; the bound holds across them, `sessions list` shows
+// what it takes and its bound, and removal and expiry leave no mount or loop device.
+TEST_F(HostileDisk, ASessionKeepsItsBoundAndGoesWithoutTrace) {
+  CliRun first = code("dd if=/dev/zero of=/workspace/keep bs=1M count=6\n",
+                      {"--session", "s1", "--disk", "16m"});
+  ASSERT_EQ(first.record["status"], "ok") << first.out;
+  CliRun second =
+      code("ls -l /workspace/keep && dd if=/dev/zero of=/workspace/more bs=1M count=64\n",
+           {"--session", "s1", "--disk", "16m"});
+  EXPECT_NE(second.record["stdout"].get<std::string>().find("6291456"), std::string::npos)
+      << second.out;
+  EXPECT_EQ(second.record["status"], "disk_limit") << second.out;
+  CliRun listed =
+      run_sandcell({"--root", store(), "sessions", "--sessions-dir", sessions(), "list", "--json"});
+  ASSERT_TRUE(listed.record.is_array()) << listed.out << listed.err;
+  ASSERT_EQ(listed.record.size(), 1u);
+  EXPECT_EQ(listed.record[0]["disk_bytes"], 16 * kMiB);
+  EXPECT_GT(listed.record[0]["bytes"].get<uint64_t>(), 12 * kMiB);
+  EXPECT_LE(listed.record[0]["bytes"].get<uint64_t>(), 16 * kMiB);
+  EXPECT_EQ(mounts_under(tree_.path.string()), std::vector<std::string>{})
+      << "mounted between calls";
+  CliRun removed =
+      run_sandcell({"--root", store(), "sessions", "--sessions-dir", sessions(), "rm", "s1"});
+  EXPECT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_FALSE(fs::exists(fs::path(sessions()) / "s1"));
+
+  ASSERT_EQ(code("echo x > /workspace/x\n", {"--session", "s2", "--disk", "16m"}).exit_code, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  code("echo other\n", {"--session", "s3", "--disk", "16m", "--session-ttl", "1"});
+  EXPECT_FALSE(fs::exists(fs::path(sessions()) / "s2")) << "expired";
+}
+
+// --sessions-max and --sessions-max-bytes: a new session removes the least recently used idle one.
+TEST_F(HostileDisk, NewSessionsMakeRoomByRemovingTheOldestIdleOne) {
+  for (const char* id : {"a", "b", "c"}) {
+    CliRun r = code("echo " + std::string(id) + "\n",
+                    {"--session", id, "--disk", "16m", "--sessions-max-bytes", "40m"});
+    ASSERT_EQ(r.record["status"], "ok") << r.out << r.err;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // last_used has seconds
+  }
+  EXPECT_FALSE(fs::exists(fs::path(sessions()) / "a"));
+  EXPECT_TRUE(fs::exists(fs::path(sessions()) / "b"));
+  EXPECT_TRUE(fs::exists(fs::path(sessions()) / "c"));
+  CliRun d = code("echo d\n", {"--session", "d", "--disk", "16m", "--sessions-max", "1"});
+  EXPECT_EQ(d.record["status"], "ok") << d.out;
+  EXPECT_FALSE(fs::exists(fs::path(sessions()) / "b"));
+  EXPECT_FALSE(fs::exists(fs::path(sessions()) / "c"));
+  CliRun big =
+      code("echo big\n", {"--session", "e", "--disk", "64m", "--sessions-max-bytes", "40m"});
+  EXPECT_NE((big.out + big.err).find("over --sessions-max-bytes"), std::string::npos)
+      << big.out << big.err;
+}
+
+// A `sandcell code` killed mid-call leaves its disk mounted (and the loop device attached): the
+// next call, or `sandcell gc`, unmounts it and the loop device goes with it.
+TEST_F(HostileDisk, AKilledCallsDiskIsUnmountedByTheNextCallAndGc) {
+  const fs::path script = tree_.path / "main.sh";
+  std::ofstream(script) << "touch /workspace/ready && sleep 2\n";
+  for (bool by_gc : {false, true}) {
+    pid_t pid =
+        spawn_sandcell({"--root", store(), "code", "--skills-dir", (tree_.path / "skills").string(),
+                        "--skill", "probe", "--disk", "16m", script.string()});
+    bool ready = false;
+    for (int i = 0; i < 300 && !ready; ++i) {
+      std::error_code ec;
+      for (const auto& run : fs::directory_iterator(fs::path(store()) / "code-runs", ec))
+        ready = ready || fs::exists(run.path() / "disk/workspace/ready");
+      if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(ready);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // the sandbox's sleep ends
+    EXPECT_EQ(mounts_under(tree_.path.string()).size(), 1u) << "the killed call's disk";
+    if (by_gc) {
+      CliRun gc = run_sandcell({"--root", store(), "gc"});
+      EXPECT_NE(gc.out.find("unmounted 1 workspace disk"), std::string::npos) << gc.out << gc.err;
+    } else {
+      EXPECT_EQ(code("echo next\n").record["status"], "ok");
+    }
+    EXPECT_EQ(mounts_under(tree_.path.string()), std::vector<std::string>{})
+        << (by_gc ? "gc" : "next call");
+    EXPECT_EQ(loops_backed_under(tree_.path.string()), std::vector<std::string>{});
+  }
+}
+
+// The image store on a small filesystem (a 48 MiB ext4 image the test loop-mounts): an import
+// larger than the free space is refused before it writes, and a load whose archive expands past
+// the free space fails half-way without a trace: no temporary left, no blob, the index as before.
+class StoreOnASmallDisk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    image_ = (tree_.path / "store.img").string();
+    ASSERT_EQ(shell_output("truncate -s 48M " + image_ + " && mke2fs -q -F -t ext4 -m 0 " + image_ +
+                           " 2>&1"),
+              "");
+    fs::create_directories(store_);
+    ASSERT_EQ(shell_output("mount -o loop " + image_ + " " + store_.string() + " 2>&1"), "");
+    mounted_ = true;
+  }
+  void TearDown() override {
+    if (mounted_) {
+      EXPECT_EQ(shell_output("umount " + store_.string() + " 2>&1"), "");
+    }
+    EXPECT_EQ(loops_backed_under(tree_.path.string()), std::vector<std::string>{});
+  }
+  CliRun sandcell(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--root", store_.string()});
+    return run_sandcell(args);
+  }
+  // A tar of one file of `bytes` bytes from `source` (a shell command's output).
+  std::string make_tar(const std::string& name, const std::string& source, uint64_t bytes,
+                       bool gzip = false) {
+    const fs::path dir = tree_.path / (name + ".d");
+    fs::create_directories(dir);
+    EXPECT_EQ(shell_output(source + " | head -c " + std::to_string(bytes) + " > " +
+                           (dir / "data").string()),
+              "");
+    const std::string tar = (tree_.path / name).string();
+    EXPECT_EQ(
+        shell_output("tar -C " + dir.string() + (gzip ? " -czf " : " -cf ") + tar + " data 2>&1"),
+        "");
+    fs::remove_all(dir);
+    return tar;
+  }
+  size_t entries(const std::string& sub) const {
+    std::error_code ec;
+    size_t n = 0;
+    for (auto it = fs::directory_iterator(store_ / sub, ec); it != fs::directory_iterator(); ++it)
+      ++n;
+    return n;
+  }
+  TempTree tree_{"sc-hostile-store"};
+  std::string image_;
+  fs::path store_ = tree_.path / "store";
+  bool mounted_ = false;
+};
+
+TEST_F(StoreOnASmallDisk, AnImportLargerThanTheFreeSpaceIsRefusedBeforeWriting) {
+  CliRun small =
+      sandcell({"import", make_tar("small.tar", "head -c 1M /dev/urandom", kMiB), "small:1"});
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  const std::string index = read_text(store_ / "index.json");
+  const size_t blobs = entries("blobs/sha256");
+  const uint64_t before = free_bytes(store_.string());
+  CliRun big =
+      sandcell({"import", make_tar("big.tar", "head -c 64M /dev/urandom", 64 * kMiB), "big:1"});
+  EXPECT_NE(big.exit_code, 0);
+  EXPECT_NE(big.err.find("needs 67"), std::string::npos) << big.err;
+  EXPECT_NE(big.err.find("free"), std::string::npos) << big.err;
+  EXPECT_EQ(read_text(store_ / "index.json"), index);
+  EXPECT_EQ(entries("blobs/sha256"), blobs);
+  EXPECT_EQ(entries("tmp"), 0u);
+  EXPECT_GE(free_bytes(store_.string()) + kMiB, before) << "nothing was written";
+  CliRun listed = sandcell({"images"});
+  EXPECT_NE(listed.out.find("small"), std::string::npos) << listed.out;
+  EXPECT_EQ(listed.out.find("big"), std::string::npos) << listed.out;
+}
+
+TEST_F(StoreOnASmallDisk, ALoadThatFillsTheDiskHalfWayLeavesNothingBehind) {
+  ASSERT_EQ(sandcell({"import", make_tar("small.tar", "head -c 1M /dev/urandom", kMiB), "small:1"})
+                .exit_code,
+            0);
+  const std::string index = read_text(store_ / "index.json");
+  const size_t blobs = entries("blobs/sha256");
+  const uint64_t before = free_bytes(store_.string());
+  // 100 MiB of text, gzipped to well under 1 MiB: the free-space check passes, the unpacking fills.
+  const std::string archive = make_tar("expands.tar.gz", "yes sandcell", 100 * kMiB, true);
+  ASSERT_LT(fs::file_size(archive), kMiB);
+  CliRun load = sandcell({"load", "-i", archive});
+  EXPECT_NE(load.exit_code, 0);
+  EXPECT_NE(load.err.find("No space left on device"), std::string::npos) << load.err;
+  EXPECT_EQ(read_text(store_ / "index.json"), index);
+  EXPECT_EQ(entries("blobs/sha256"), blobs);
+  EXPECT_EQ(entries("tmp"), 0u) << "the half-unpacked archive stays behind";
+  EXPECT_GE(free_bytes(store_.string()) + kMiB, before);
+  CliRun run =
+      sandcell({"import", make_tar("after.tar", "head -c 1M /dev/urandom", kMiB), "after:1"});
+  EXPECT_EQ(run.exit_code, 0) << "the store still works: " << run.err;
+}
+
+// `run`: the tmpfs upper is sized by --disk, so /tmp filling inside a small --memory ends in
+// ENOSPC instead of the OOM killer, and the record says so.
+TEST(HostileDiskRun, ADiskBoundTurnsATmpFillIntoEnospcInsteadOfOom) {
+  auto r = run_in_sandbox({"--memory", "64m", "--disk", "16m"},
+                          {"/bin/sc-probe", "fill-bytes", "/tmp/fill"});
+  EXPECT_EQ(status_of(r), "ok") << r.record.dump();
+  EXPECT_EQ(stdout_of(r), "wrote 16 MB errno=ENOSPC\n");
+  EXPECT_EQ(r.record["limits"]["disk_bytes"], 16 * kMiB);
+  EXPECT_EQ(r.record["enforced"]["disk_bytes"], "tmpfs");
+}
+
+}  // namespace
+}  // namespace sandcell::test
