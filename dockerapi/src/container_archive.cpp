@@ -21,12 +21,12 @@
 #include "api_error.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
-#include "sandcell/rootfs_builder/loaded_libs.hpp"
+#include "sandcell/base/loaded_libs.hpp"
 
 namespace sandcell::dockerapi {
 namespace {
 
-using rootfs_builder::libarchive;
+using sandcell::libarchive;
 using runtime::UniqueFd;
 
 constexpr int kMaxDepth = 256;

@@ -202,6 +202,21 @@ void fill_exec_arrays(ChildPlan& plan) {
     plan.path_env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 }
 
+ChildPlanBuilder ChildPlanBuilder::for_sandbox_exec(const Spec& spec, const SandboxProcess& process) {
+  ChildPlanBuilder builder = for_sandbox(spec, "/");
+  ChildPlan& plan = builder.building();
+  plan.args = process.args;
+  plan.env = process.env;
+  plan.cwd = process.cwd;
+  plan.uid = process.uid;
+  plan.gid = process.gid;
+  plan.groups = process.groups;
+  plan.caps = plan_capabilities(spec.capabilities, /*raise_ambient=*/process.uid != 0);  // as for_sandbox
+  plan.proxy_env.reset();  // Allow mode: the proxy variables are the program's env, given here
+  plan.make_missing_cwd = false;  // as runc's exec: a missing directory is an error, not made as root
+  return ChildPlanBuilder(std::move(plan));
+}
+
 ChildPlanBuilder ChildPlanBuilder::for_sandbox(const Spec& spec, const std::string& scratch) {
   check_spec(spec);
   ChildPlan plan;

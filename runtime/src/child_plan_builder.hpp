@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "child_plan.hpp"
+#include "sandcell/runtime/sandbox.hpp"
 #include "sandcell/runtime/spec.hpp"
 #include "unique_fd.hpp"
 
@@ -25,6 +26,9 @@ class ChildPlanBuilder {
   static ChildPlanBuilder for_container(const Spec& spec, int preserve_fds);
   // A process exec'd into a running container (Spec::container set).
   static ChildPlanBuilder for_exec(const Spec& spec);
+  // A process exec'd into a running sandbox of run_sandbox(spec) (the Docker API's exec): the
+  // sandbox's own confinement, with the process's program, environment, directory and ids.
+  static ChildPlanBuilder for_sandbox_exec(const Spec& spec, const SandboxProcess& process);
 
   // Not movable: argv and envp point into the plan it holds.
   ChildPlanBuilder(const ChildPlanBuilder&) = delete;

@@ -1,5 +1,5 @@
 // A further process in a running sandbox of run_sandbox() (the Docker API's exec). Its
-// confinement is the plan run_sandbox() makes from the same Spec (make_child_plan), so it cannot
+// confinement is the plan run_sandbox() makes from the same Spec (ChildPlanBuilder), so it cannot
 // drift from the program's: only who it is (args, env, cwd, user) comes from the caller.
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -34,7 +34,7 @@ struct Join {
 constexpr size_t kMaxJoins = 8;
 
 struct ExecPlan {
-  ChildPlan plan;
+  const ChildPlan* plan = nullptr;  // frozen
   Join joins[kMaxJoins];
   size_t join_count = 0;
 };
@@ -42,7 +42,7 @@ struct ExecPlan {
 void join_sandbox_namespaces(const ExecPlan& exec) {
   for (size_t i = 0; i < exec.join_count; ++i) {
     if (setns(exec.joins[i].fd, exec.joins[i].nstype) < 0)
-      child_fail(exec.plan, "setns into the sandbox's namespace (type 0x%x)", exec.joins[i].nstype);
+      child_fail(*exec.plan, "setns into the sandbox's namespace (type 0x%x)", exec.joins[i].nstype);
     close(exec.joins[i].fd);
   }
 }
@@ -59,7 +59,7 @@ void leave_callers_session(const ChildPlan& plan) {
 // (AppArmor or Landlock), no_new_privs and seccomp.
 // clang-format off
 [[noreturn]] void run_sandbox_exec_child(const ExecPlan& exec) {
-  const ChildPlan& plan = exec.plan;
+  const ChildPlan& plan = *exec.plan;
   close(plan.supervisor_sync_fd); // so a caller gone before "go" is a hang-up, not a hang
   set_not_dumpable(plan);         // CVE-2016-9962: no /proc/<pid>/fd for the sandbox; execve resets it
   reset_signals();
@@ -194,22 +194,9 @@ pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process,
   if (process.args.empty() || process.args[0].empty())
     throw Error::invalid("exec: no program given");
   check_sandbox_path(process.cwd, "exec working directory");
-  ExecPlan exec{.plan = make_child_plan(spec, "/"), .joins = {}, .join_count = 0};
-  ChildPlan& plan = exec.plan;
-  plan.args = process.args;
-  plan.env = process.env;
-  plan.cwd = process.cwd;
-  plan.uid = process.uid;
-  plan.gid = process.gid;
-  plan.groups = process.groups;
-  plan.caps = plan_capabilities(spec.capabilities,
-                                /*raise_ambient=*/process.uid != 0);  // as make_child_plan
-  plan.argv.clear();
-  plan.envp.clear();
-  plan.proxy_env.reset();  // Allow mode: the proxy variables are the program's env, given here
-  plan.make_missing_cwd = false;
-  fill_exec_arrays(plan);
-  wait_until_set_up(target, plan);
+  ChildPlanBuilder builder = ChildPlanBuilder::for_sandbox_exec(spec, process);
+  ExecPlan exec{.plan = nullptr, .joins = {}, .join_count = 0};
+  wait_until_set_up(target, builder.plan());
   std::vector<UniqueFd> keep;
   open_joins(target.init_pid, exec, keep);
   const std::string pid_ns_path = "/proc/" + std::to_string(target.init_pid) + "/ns/pid";
@@ -220,11 +207,9 @@ pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process,
   check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds), "socketpair");
   UniqueFd parent(fds[0]), child(dup_high(fds[1]));
   close(fds[1]);
-  plan.sync_fd = child.get();
-  plan.supervisor_sync_fd = parent.get();
-  plan.stdin_fd = process.stdin_fd;
-  plan.stdout_fd = process.stdout_fd;
-  plan.stderr_fd = process.stderr_fd;
+  builder.sync_socket(child.get(), parent.get());
+  builder.stdio(process.stdin_fd, process.stdout_fd, process.stderr_fd);
+  exec.plan = &builder.freeze();
   pid_t pid = clone_into_pid_namespace(pid_ns.get(), exec);
   child.reset();
   keep.clear();
@@ -254,8 +239,7 @@ pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process,
 }
 
 UniqueFd open_sandbox_root(const Spec& spec, const SandboxTarget& target) {
-  const ChildPlan plan = make_child_plan(spec, "/");
-  wait_until_set_up(target, plan);
+  wait_until_set_up(target, ChildPlanBuilder::for_sandbox(spec, "/").plan());
   const std::string path = "/proc/" + std::to_string(target.init_pid) + "/root";
   UniqueFd root(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) throw Error(errno, "open " + path + " (is the sandbox running?)");
