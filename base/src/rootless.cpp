@@ -131,7 +131,12 @@ bool unshare_and_map(uid_t uid, gid_t gid) {
   if (tools && pipe2(ready, O_CLOEXEC) == 0) {
     pid_t target = getpid();
     helper = fork();
-    if (helper == 0) map_with_tools(ready[0], target, uid, gid, *uids, *gids);
+    if (helper == 0) {
+      // Its copy of the write end closed, or a parent whose unshare failed (and closed its own)
+      // would leave it waiting in read() for ever, and the parent in waitpid() with it.
+      close(ready[1]);
+      map_with_tools(ready[0], target, uid, gid, *uids, *gids);
+    }
     close(ready[0]);
   }
   if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {

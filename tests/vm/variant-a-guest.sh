@@ -58,7 +58,7 @@ echo "== variant A: as root: $filter"
 echo "== variant A: sandcell as tester"
 record=$(runuser -u tester -- env HOME=/home/tester "$sandcell" run --json --memory 64m --pids 32 \
   --rootfs "$rootfs" -- /bin/sh -c 'cat /proc/self/attr/current; id -u') || failed "rootless run"
-echo "$record" | python3 -c '
+printf "%s\n" "$record" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 print("rootless:", r["isolation"].get("rootless"), "enforced:", r["enforced"], "lsm:", r["isolation"]["lsm"])
@@ -76,7 +76,8 @@ if [ ! -e $switch ]; then
   failed "this kernel has no $switch"
 else
   echo 0 >$switch
-  runuser -u tester -- env HOME=/home/tester "$sandcell" run --rootfs "$rootfs" -- /bin/true 2>/tmp/err
+  # timeout: a helper that kept its copy of a pipe's write end once hung here for ever.
+  timeout 300 runuser -u tester -- env HOME=/home/tester "$sandcell" run --rootfs "$rootfs" -- /bin/true 2>/tmp/err
   code=$?
   cat /tmp/err
   [ $code -eq 125 ] || failed "rootless run with the switch off: exit $code, not 125"
