@@ -63,15 +63,9 @@ int setup_apparmor(const SetupOptions& options) {
   const std::string path = options.profile_dir + "/sandcell";
   write_profile(path, text);
   std::cout << "wrote " << path << "\n";
-  // The sandboxes' own profile, so rootless runs (which cannot load one) enter it too.
-  const std::string sandbox_path = options.profile_dir + "/" + apparmor::kDefaultProfile;
-  write_profile(sandbox_path, apparmor::default_profile());
-  std::cout << "wrote " << sandbox_path << "\n";
   try {
     load_into_kernel(text);
     std::cout << "loaded profile sandcell: sandcell may now create user namespaces (rootless mode)\n";
-    apparmor::load_profile(apparmor::default_profile());
-    std::cout << "loaded profile " << apparmor::kDefaultProfile << ": rootless sandboxes enter it too\n";
   } catch (const Error& e) {
     if (e.code().value() != ENOSYS && e.code().value() != ENOENT) throw;
     std::cout << "not loaded: " << e.what() << "\n"
@@ -88,8 +82,7 @@ void add_setup_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<SetupOptions>();
   auto* apparmor = setup->add_subcommand(
       "apparmor", "Install and load the AppArmor profile that lets the sandcell binaries create user "
-                  "namespaces (Ubuntu >= 23.10 restricts them; rootless mode needs them), and the "
-                  "sandboxes' profile sandcell-default, which rootless sandcell cannot load itself");
+                  "namespaces (Ubuntu >= 23.10 restricts them; rootless mode needs them)");
   apparmor->add_flag("--print", options->print, "Print the profile instead of installing it");
   apparmor->add_option("--profile-dir", options->profile_dir, "Where to write it")->capture_default_str();
   apparmor->callback([&action, options] { action = [options] { return setup_apparmor(*options); }; });

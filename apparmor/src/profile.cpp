@@ -195,13 +195,6 @@ std::string default_profile() {
   return render_profile(load_profile_template(kDefaultProfile), {{"name", kDefaultProfile}, {"sandcell_binary", "sandcell"}});
 }
 
-bool profile_loaded(const std::string& name) {
-  std::ifstream profiles("/sys/kernel/security/apparmor/profiles");
-  for (std::string line; std::getline(profiles, line);)  // "name (mode)"
-    if (line.size() > name.size() && line.starts_with(name) && line.compare(name.size(), 2, " (") == 0) return true;
-  return false;
-}
-
 std::string binary_profile(const std::string& bin_dir) {
   if (!bin_dir.starts_with('/'))
     throw Error::invalid("AppArmor profile: " + bin_dir + " is not an absolute directory");

@@ -149,15 +149,12 @@ void plan_proxy_env(ChildPlan& plan) {
 }  // namespace
 
 // The host's AppArmor gets sandcell-default, loaded once per process by root; Landlock is layered
-// under it (docs/architecture.md "The sandbox"). Loading a profile needs root in the host's user
-// namespace, so rootless sandcell enters sandcell-default only when root has loaded it (`sudo
-// sandcell setup apparmor`), and has Landlock alone otherwise; the record says which.
+// under it (docs/architecture.md "The sandbox"). Rootless sandcell has Landlock alone: a process
+// in a user namespace other than the host's may neither load AppArmor profiles nor list them
+// (apparmor_parser: "Permission denied"; the kernel's policy_view_capable), so it cannot know that
+// sandcell-default is there to enter. The record says `landlock:abiN`.
 std::string plan_apparmor(const Spec& spec) {
-  if (!spec.lsm || !lsm_host().apparmor) return "";
-  if (rootless()) {
-    static const bool loaded = apparmor::profile_loaded(apparmor::kDefaultProfile);
-    return loaded ? apparmor::kDefaultProfile : "";
-  }
+  if (!spec.lsm || !lsm_host().apparmor || rootless()) return "";
   static std::once_flag loaded;
   std::call_once(loaded, [] { apparmor::load_profile(apparmor::default_profile()); });
   return apparmor::kDefaultProfile;

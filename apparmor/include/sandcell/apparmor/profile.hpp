@@ -17,13 +17,10 @@ std::string render_profile(std::string_view template_text,
 // built from one, else from /usr/share/sandcell/apparmor. Throws Error(ENOENT) when neither has it.
 std::string load_profile_template(const std::string& name);
 
-// The profile every sandbox enters where the host has AppArmor, and the sandcell-default profile
-// rendered: what the runtime loads as root and `sandcell setup apparmor` installs.
+// The profile every sandbox of a root sandcell enters where the host has AppArmor: its name, and
+// the sandcell-default template rendered, as the runtime loads it.
 constexpr const char* kDefaultProfile = "sandcell-default";
 std::string default_profile();
-
-// True when the kernel holds a profile of that name (/sys/kernel/security/apparmor/profiles).
-bool profile_loaded(const std::string& name);
 
 // The sandcell-binary profile for the executables in bin_dir (an absolute path): lets sandcell,
 // sandcell-net, sandcell-images and sandcell-serve create user namespaces where AppArmor
