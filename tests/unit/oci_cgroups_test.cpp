@@ -196,7 +196,8 @@ TEST(OciResources, V2_UsesRuncsConversionsForWeightSwapAndCpuMax) {
   EXPECT_EQ(plan.v2_controllers,
             (std::vector<std::string>{"memory", "cpu", "pids", "io", "hugetlb", "rdma"}));
   json weight = {{"blockIO", {{"weight", 500}}}};
-  const ControlWrite& w = plan_resources(weight, kV2).writes.at(0);
+  const auto weight_plan = plan_resources(weight, kV2);  // kept: w refers into it
+  const ControlWrite& w = weight_plan.writes.at(0);
   EXPECT_EQ(w.choices, (std::vector<std::pair<std::string, std::string>>{{"io.bfq.weight", "500"},
                                                                          {"io.weight", "4950"}}));
 }
