@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "sandcell/base/error.hpp"
@@ -53,6 +54,21 @@ void drop_section_headers(int fd) {
 
 }  // namespace
 
+void seal_against_writes(int fd) {
+  // F_SEAL_WRITE fails with EBUSY while a page of the file has a reference the kernel cannot
+  // account for (memfd_wait_for_pins gives up after ~150 ms) or while a writable shared mapping
+  // exists. Ours has neither for long: the pages were just written. CI's sanitizer stage once saw
+  // the EBUSY anyway (a loaded 2-core VM, a 10x larger ASan executable), and the container's
+  // create failed with it; a few more tries ride over it. Other errors are final.
+  constexpr int tries = 5;
+  for (int attempt = 1;; ++attempt) {
+    constexpr int seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+    if (fcntl(fd, F_ADD_SEALS, seals) == 0) return;
+    if (errno != EBUSY || attempt == tries) throw Error(errno, "seal the runtime copy");
+    usleep(20'000u << attempt);  // 40, 80, 160, 320 ms: ~2 s in all with the kernel's own waits
+  }
+}
+
 bool running_from_sealed_copy() {
   runtime::UniqueFd self(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
   if (!self) return false;
@@ -78,8 +94,7 @@ void reexec_from_sealed_copy(char** argv, char** envp) {
     if (n <= 0) throw Error(n < 0 ? errno : EIO, "copy the runtime into a memfd");
   }
   if (loaded > 0 && loaded < st.st_size) drop_section_headers(copy.get());
-  check(fcntl(copy.get(), F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE),
-        "seal the runtime copy");
+  seal_against_writes(copy.get());
   fexecve(copy.get(), argv, envp);
   throw Error(errno, "fexecve the sealed runtime copy");
 }

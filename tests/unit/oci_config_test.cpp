@@ -1,11 +1,18 @@
 // config.json → runtime::Spec (no root, no kernel): fields land where the engine reads them,
 // and every invalid field is named in the error.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <thread>
 
 #include "sandcell/oci/config.hpp"
 #include "sandcell/oci/lifecycle.hpp"
+#include "sandcell/oci/sealed_exe.hpp"
+#include "sandcell/base/unique_fd.hpp"
 #include "sandcell/base/error.hpp"
 
 namespace sandcell::oci {
@@ -152,6 +159,42 @@ TEST(OciSignals, NamesAndNumbers) {
   EXPECT_EQ(parse_signal("2"), 2);
   EXPECT_THROW(parse_signal("NOPE"), Error);
   EXPECT_THROW(parse_signal("0"), Error);
+}
+
+// A writable shared mapping makes F_SEAL_WRITE fail with EBUSY (as pages the kernel cannot
+// account for do, the case CI met): the seal is tried again, and holds once the mapping is gone;
+// a mapping that stays is an error that says EBUSY.
+TEST(OciSealedCopy, SealingWaitsOutABusyFileThenSealsOrSaysBusy) {
+  for (bool unmap : {true, false}) {
+    runtime::UniqueFd memfd(memfd_create("seal-test", MFD_ALLOW_SEALING | MFD_CLOEXEC));
+    ASSERT_TRUE(memfd);
+    ASSERT_EQ(ftruncate(memfd.get(), 4096), 0);
+    void* map = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get(), 0);
+    ASSERT_NE(map, MAP_FAILED);
+    ASSERT_EQ(fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_WRITE), -1);
+    ASSERT_EQ(errno, EBUSY);
+    std::thread unmapper;
+    if (unmap)
+      unmapper = std::thread([map] {
+        usleep(30'000);
+        munmap(map, 4096);
+      });
+    if (unmap) {
+      EXPECT_NO_THROW(seal_against_writes(memfd.get()));
+      unmapper.join();
+      EXPECT_EQ(fcntl(memfd.get(), F_GET_SEALS) & F_SEAL_WRITE, F_SEAL_WRITE);
+      EXPECT_EQ(write(memfd.get(), "x", 1), -1);
+    } else {
+      try {
+        seal_against_writes(memfd.get());
+        ADD_FAILURE() << "sealed a file with a writable shared mapping";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("seal the runtime copy"), std::string::npos) << e.what();
+        EXPECT_EQ(e.code().value(), EBUSY) << e.what();
+      }
+      munmap(map, 4096);
+    }
+  }
 }
 
 }  // namespace

@@ -11,6 +11,10 @@ namespace sandcell::oci {
 // and fexecve()s it with the same argv and environment (does not return then). Throws Error.
 void reexec_from_sealed_copy(char** argv, char** envp);
 
+// Adds F_SEAL_SEAL|SHRINK|GROW|WRITE to the memfd `fd`, trying again for a while when the kernel
+// answers EBUSY (a page still referenced, a writable shared mapping). Throws Error.
+void seal_against_writes(int fd);
+
 // True when /proc/self/exe carries F_SEAL_WRITE.
 bool running_from_sealed_copy();
 
