@@ -254,6 +254,7 @@ void run_start_hooks(const ChildPlan& plan) {
 
 [[noreturn]] void run_container_child(const ChildPlan& plan) {
   reset_signals();
+  leave_callers_session(plan);    // kill(0, ...) must not reach the caller's group (conmon's, ctr's)
   install_stdio(plan);
   join_namespaces(plan);          // linux.namespaces entries with a path
   join_cgroup(plan, wait_for_go(plan));  // id maps written; v1: joins with the files sent

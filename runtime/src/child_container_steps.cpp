@@ -67,7 +67,7 @@ void attach_terminal(const ChildPlan& plan) {
   send_console(plan, master);
   close(master);
   close(c.console_fd);
-  if (setsid() < 0) child_fail(plan, "setsid");
+  // A session leader already (leave_callers_session), without a controlling terminal.
   if (ioctl(slave, TIOCSCTTY, 0) < 0) child_fail(plan, "make the pty the controlling terminal");
   if (dup2(slave, 0) < 0 || dup2(slave, 1) < 0 || dup2(slave, 2) < 0) child_fail(plan, "dup2 the pty");
   close(slave);
@@ -79,6 +79,7 @@ void attach_terminal(const ChildPlan& plan) {
 [[noreturn]] void run_exec_child(const ChildPlan& plan) {
   set_not_dumpable(plan);         // CVE-2016-9962: no /proc/<pid>/fd for the container; execve resets it
   reset_signals();
+  leave_callers_session(plan);    // kill(0, ...) must not reach the caller's group
   install_stdio(plan);
   join_namespaces(plan);
   join_cgroup(plan, wait_for_go(plan));  // the container's cgroups (v1: the files sent)

@@ -73,7 +73,7 @@ void hide_command_line() {
 // exits it ends what the program left running, reports the program's wait status and exits.
 namespace {
 
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(SANDCELL_ASAN)
 int exec_program_entry(void* plan) {
   exec_program(*static_cast<const ChildPlan*>(plan));
 }
@@ -159,7 +159,7 @@ void run_program_under_init(const ChildPlan& plan, const GoMessage& go) {
   // space the init inherited from the supervisor (copying its page tables only for execve to
   // throw them away), and the init sleeps until the execve. Until then the program runs
   // exec_program() on this stack of its own and touches nothing else of the init's memory.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SANDCELL_ASAN)
   // ASan cannot follow a switch to a stack it did not make (it warns on stderr, which the
   // program's callers read): sanitizer builds fork.
   pid_t program = fork();

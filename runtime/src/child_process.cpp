@@ -20,6 +20,14 @@ void reset_signals() {
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
 }
 
+void leave_callers_session(const ChildPlan& plan) {
+  // The caller (sandcell, the API server, conmon) is not in the sandbox's pid namespace, but a
+  // process group spans namespaces: kill(0, SIGKILL), or kill(-pgid), by a sandboxed process of
+  // the caller's uid (rootless; root with --userns host) would reach every member of the
+  // caller's group. A session of its own leaves it a group of its own, as runc's init does.
+  if (setsid() < 0) child_fail(plan, "setsid");
+}
+
 void die_with_supervisor(const ChildPlan& plan) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) child_fail(plan, "prctl(PR_SET_PDEATHSIG)");
   // If the supervisor died before the line above, the signal will never come; its end of the

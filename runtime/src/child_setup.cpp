@@ -18,6 +18,7 @@ namespace sandcell::runtime {
   close(plan.supervisor_sync_fd);  // so a supervisor killed before "go" is a hang-up, not a hang
   const bool pooled_netns = enter_network_namespace(plan);  // --net none: made ahead, or made now
   reset_signals();
+  leave_callers_session(plan);    // kill(0, ...) from the sandbox must not reach the caller's group
   install_stdio(plan);
   IdmappedLayers layers = wait_for_id_maps(plan);  // own user namespace: the supervisor wrote the maps
   make_mounts_private(plan);

@@ -64,6 +64,7 @@ int mknod_exact(int dirfd, const char* name, mode_t mode, dev_t dev);
 // child_resources.cpp (CPU mask, cgroup, rlimits), child_fds.cpp, child_credentials.cpp,
 // child_confinement.cpp (LSM, seccomp), child_init.cpp (the init and exec).
 void reset_signals();
+void leave_callers_session(const ChildPlan& plan);  // setsid: kill(0) cannot reach the caller
 void restore_cpu_mask(const ChildPlan& plan);  // ChildPlan::cpus, when the supervisor pinned
 void install_stdio(const ChildPlan& plan);
 // One message of the supervisor's on the sync socket, with up to `max` fds (SCM_RIGHTS) into

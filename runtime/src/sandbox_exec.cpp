@@ -47,13 +47,6 @@ void join_sandbox_namespaces(const ExecPlan& exec) {
   }
 }
 
-// The caller (the API server) is not in the sandbox's pid namespace, but a process group spans
-// namespaces: kill(0, SIGKILL) by a process of the same uid would reach every member of the
-// caller's group. A session of its own leaves it a group of its own.
-void leave_callers_session(const ChildPlan& plan) {
-  if (setsid() < 0) child_fail(plan, "setsid");
-}
-
 // The steps of run_child() (child_setup.cpp) from the cgroup on, in its order, after joining what
 // the init made instead of making it: the same rlimits, bounding set, user, capabilities, LSM
 // (AppArmor or Landlock), no_new_privs and seccomp.

@@ -67,6 +67,25 @@ TEST(Isolation, SignalsTheProgramSendsItselfAreReportedAsThemselves) {
   EXPECT_EQ(program_stdout(r), "");
 }
 
+// A process group spans pid namespaces: were the sandbox in its caller's group, kill(0, SIGKILL)
+// by the program (root, or the caller's uid rootless) would kill the caller and its group. The
+// init starts a session of its own, so the program's group and session are the init's (1 and 1
+// inside; 0 and 0 before, ids from outside the namespace). The kill is tried for real from a
+// caller group with a sibling in it: on this host Landlock's signal scope (ABI 6) stops it too,
+// on older kernels (Debian 12's 6.1, the VM stage) only the session does.
+TEST(Isolation, ProgramIsInASessionOfItsOwn_KillZeroReachesNoCaller) {
+  auto r = run_in_sandbox({}, {"/bin/sh", "-c", "cut -d' ' -f5,6 /proc/self/stat"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(trim(program_stdout(r)), "1 1");
+
+  const std::string run = sandcell_binary() + " run --rootfs " + test_rootfs() +
+                          " -- /bin/sh -c \"kill -KILL 0; echo not reached\"";
+  std::string out = shell_output("setsid sh -c 'sleep 60 & sibling=$!; " + run +
+                                 "; echo sandcell $?; kill -0 $sibling && echo sibling alive; "
+                                 "kill $sibling'");
+  EXPECT_EQ(out, "sandcell 137\nsibling alive\n");
+}
+
 // Orphans are reaped by the init: none stays a zombie while the program runs.
 TEST(Isolation, OrphansAreReaped) {
   auto r = run_in_sandbox({}, {"/bin/sh", "-c", "(sleep 0.05 &) ; sleep 0.5; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l"});
