@@ -33,7 +33,7 @@ void ensure_standard_fds_open() {
 // sandcell-images returns normally (its stores and clients clean up in destructors), and so do
 // sanitizer builds, so LeakSanitizer still looks.
 int finish(int code) {
-#if SANDCELL_WITH_IMAGES || defined(__SANITIZE_ADDRESS__)
+#if SANDCELL_WITH_IMAGES || defined(SANDCELL_ASAN)
   return code;
 #else
   std::cout.flush();

@@ -12,7 +12,7 @@
 # mcp_request, whose executor runs on threads.
 #
 # SECONDS (default 15): explore, for finding new bugs by hand; run long and with other seeds.
-# Inputs that found new coverage are kept in build/fuzz/work/<target>/new/ (copy good ones
+# Inputs that found new coverage are kept in build/asan/work/<target>/new/ (copy good ones
 # into the seed corpus by hand).
 #
 # Seeds come from tests/fuzz/corpus/<target>/. A crash stops the script with the reproducer's
@@ -24,7 +24,7 @@
 #   scripts/fuzz.sh ci                              # what CI runs
 #   scripts/fuzz.sh 600 layer_extract               # one target for ten minutes
 #   FUZZ_SEED=7 scripts/fuzz.sh 120                 # every target, another seed
-#   build/fuzz/tests/fuzz/fuzz_dockerfile crash-1234   # replay one input
+#   build/asan/tests/fuzz/fuzz_dockerfile crash-1234   # replay one input
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -48,11 +48,11 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 
 for target in "${targets[@]}"; do
-  binary=$root/build/fuzz/tests/fuzz/fuzz_$target
+  binary=$root/build/asan/tests/fuzz/fuzz_$target
   [ -x "$binary" ] || { echo "fuzz.sh: no fuzz target '$target'" >&2; exit 2; }
   # Relative paths in a work directory of its own: fuzz_layer_extract chroots into a jail where
   # only its working directory is visible.
-  work=$root/build/fuzz/work/$target
+  work=$root/build/asan/work/$target
   rm -rf "$work/seeds"
   if [ "$mode" = ci ]; then
     rm -rf "$work/new"  # the committed seeds only, so every machine starts alike

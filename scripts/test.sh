@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, builds the `default` preset, runs every test
 # (unit, integration and hostile as root on the real kernel, then the host-clean check) with
-# CTest; then the same tests built with ASan + UBSan (the `asan` preset), then every libFuzzer
-# target over a fixed, seeded set of inputs (`scripts/fuzz.sh ci`: the same inputs on every
-# machine). Arguments go to the first ctest run only.
+# CTest; then the same tests built with ASan + UBSan (the `asan` preset, clang at -O1), then every
+# libFuzzer target over a fixed, seeded set of inputs (`scripts/fuzz.sh ci`: the same inputs on
+# every machine). The asan tree holds the fuzz targets too, and is compiled while the default tests
+# run. Arguments go to the first ctest run only.
 #
 # Beside all that, the VM stage (tests/vm, issue 31): the same integration binaries on another kind
 # of host, a pure cgroup v2 + AppArmor guest (Debian 12's kernel) under qemu, variant A's `ci`
@@ -22,10 +23,11 @@ stage() { echo "== test.sh: $1 ($(date +%T))"; }
 
 bash scripts/install-deps.sh
 cmake --preset default
-guest= vm=
-# The VM runs in a process group of its own (setsid), ended with the script whatever its exit:
-# run.sh, tail and timeout with it, and timeout takes qemu down.
-trap '[ -z "$vm" ] || kill -TERM -- "-$vm" 2>/dev/null' EXIT
+guest= vm= asan_build=
+# The VM and the sanitizer tree's build run in process groups of their own (setsid), ended with
+# the script whatever its exit: run.sh, tail and timeout with the VM (timeout takes qemu down),
+# ninja and the compilers with the build.
+trap 'for group in $vm $asan_build; do kill -TERM -- "-$group" 2>/dev/null; done' EXIT
 if [ "${SANDCELL_SKIP_VM:-}" != 1 ]; then
   mkdir -p build
   stage "VM guest (background, log: build/vm-guest.log)"
@@ -43,6 +45,14 @@ bash tests/fixtures/make-skill-images.sh build/default/cli/sandcell "$store" >"$
 images=$!
 stage "everything else"
 cmake --build --preset default
+# The sanitizer tree (ASan + UBSan tests and the fuzz targets: one clang tree) compiles while the
+# default tests run: those wait on the kernel, the mirror and sleeps far more than on the CPU, and
+# at nice 19 the compiler only gets what they leave.
+if [ "${SANDCELL_SKIP_ASAN:-}" != 1 ] || [ "${SANDCELL_SKIP_FUZZ:-}" != 1 ]; then
+  stage "sanitizer tree (background, log: build/asan-build.log)"
+  setsid bash -c 'cmake --preset asan && nice -n 19 cmake --build --preset asan' >build/asan-build.log 2>&1 &
+  asan_build=$!
+fi
 stage "waiting for the skill images"
 if ! wait "$images"; then
   cat "$store.log"
@@ -66,6 +76,16 @@ fi
 stage "default preset"
 ctest --preset default --timeout 600 "$@"
 
+if [ -n "$asan_build" ]; then
+  stage "waiting for the sanitizer tree"
+  if ! wait "$asan_build"; then
+    cat build/asan-build.log
+    echo "test.sh: building the asan preset failed" >&2
+    exit 1
+  fi
+  asan_build=
+  tail -3 build/asan-build.log
+fi
 if [ "${SANDCELL_SKIP_ASAN:-}" != 1 ]; then
   stage "asan preset"
   bash scripts/test-asan.sh
