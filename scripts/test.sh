@@ -6,9 +6,9 @@
 # every machine). The asan tree holds the fuzz targets too, and is compiled while the default tests
 # run. Arguments go to the first ctest run only.
 #
-# Beside all that, the VM stage (tests/vm, issue 31): the same integration binaries on another kind
-# of host, a pure cgroup v2 + AppArmor guest (Debian 12's kernel) under qemu, variant A's `ci`
-# set. Its guest is built while the rest compiles (debootstrap, ~7 min the first time, then cached
+# Beside all that, the VM stage (tests/vm/ci.sh, issue 31): the same integration binaries on other
+# kinds of host, a pure cgroup v2 + AppArmor guest (Debian 12's kernel) under qemu: variant A's
+# `ci` set, then variant B (systemd as PID 1, rootless limits in a delegated subtree). Its guest is built while the rest compiles (debootstrap, ~7 min the first time, then cached
 # in /var/cache/sandcell-vm), booted when the build is done, on one emulated CPU so the host's own
 # tests keep the other core, and waited for at the end. A missing qemu or a guest that cannot be
 # built fails the run; it is never skipped silently.
@@ -53,23 +53,20 @@ if [ "${SANDCELL_SKIP_ASAN:-}" != 1 ] || [ "${SANDCELL_SKIP_FUZZ:-}" != 1 ]; the
   setsid bash -c 'cmake --preset asan && nice -n 19 cmake --build --preset asan' >build/asan-build.log 2>&1 &
   asan_build=$!
 fi
-stage "waiting for the skill images"
-if ! wait "$images"; then
-  cat "$store.log"
-  echo "test.sh: building the skill images failed" >&2
+# wait_for WHAT PID LOG: waits for a background step; when it failed, prints its log and stops.
+wait_for() {
+  stage "waiting for $1"
+  wait "$2" && return 0
+  cat "$3"
+  echo "test.sh: $1 failed (log above)" >&2
   exit 1
-fi
+}
+wait_for "the skill images" "$images" "$store.log"
 cat "$store.log"
 if [ -n "$guest" ]; then
-  stage "waiting for the VM guest"
-  if ! wait "$guest"; then
-    cat build/vm-guest.log
-    echo "test.sh: building the VM guest failed (tests/vm/build-guest.sh; SANDCELL_SKIP_VM=1 skips the stage)" >&2
-    exit 1
-  fi
-  stage "VM variant A, pure cgroup v2 + AppArmor (background, log: build/vm-variant-a.log)"
-  SANDCELL_VM_CPUS=1 setsid bash tests/vm/run.sh --timeout 2400 -- sh tests/vm/variant-a-guest.sh ci \
-    >build/vm-variant-a.log 2>&1 &
+  wait_for "the VM guest (tests/vm/build-guest.sh; SANDCELL_SKIP_VM=1 skips the stage)" "$guest" build/vm-guest.log
+  stage "VM variants A and B, pure cgroup v2 + AppArmor, without and with systemd (background, log: build/vm.log)"
+  setsid bash tests/vm/ci.sh >build/vm.log 2>&1 &
   vm=$!
 fi
 # Serial: integration tests assert on host-wide state (cgroups, processes) between runs.
@@ -77,12 +74,7 @@ stage "default preset"
 ctest --preset default --timeout 600 "$@"
 
 if [ -n "$asan_build" ]; then
-  stage "waiting for the sanitizer tree"
-  if ! wait "$asan_build"; then
-    cat build/asan-build.log
-    echo "test.sh: building the asan preset failed" >&2
-    exit 1
-  fi
+  wait_for "the sanitizer tree (the asan preset)" "$asan_build" build/asan-build.log
   asan_build=
   tail -3 build/asan-build.log
 fi
@@ -95,13 +87,13 @@ if [ "${SANDCELL_SKIP_FUZZ:-}" != 1 ]; then
   bash scripts/fuzz.sh "${SANDCELL_FUZZ_SECONDS:-ci}"
 fi
 if [ -n "$vm" ]; then
-  stage "waiting for VM variant A"
+  stage "waiting for the VM stage"
   vm_status=0
   wait "$vm" || vm_status=$?
   vm=
-  cat build/vm-variant-a.log
+  cat build/vm.log
   if [ "$vm_status" -ne 0 ]; then
-    echo "test.sh: VM variant A failed (exit $vm_status; log above; SANDCELL_SKIP_VM=1 skips the stage)" >&2
+    echo "test.sh: the VM stage failed (exit $vm_status; log above; SANDCELL_SKIP_VM=1 skips the stage)" >&2
     exit 1
   fi
 fi

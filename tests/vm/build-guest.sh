@@ -2,8 +2,9 @@
 # Builds, once, the guest that tests/vm/run.sh boots, and caches it under $SANDCELL_VM_CACHE:
 #   kernel/    Debian 12's own kernel (linux-image-amd64's current package, `apt-get download`)
 #   root.img   an ext4 image of a debootstrap root (bookworm, minbase + what the tests need:
-#              apparmor, iproute2, nftables, python3 and the libraries sandcell loads) with the
-#              kernel's modules and tests/vm/guest-init as its init
+#              apparmor, iproute2, nftables, python3, systemd and the libraries sandcell loads)
+#              with the kernel's modules, tests/vm/guest-init as its init (variant A) and the
+#              systemd unit that runs the payload when systemd is PID 1 (variant B)
 #   initrd     a busybox initramfs that loads the virtio and ext4 modules and switches to root.img
 #              (the root must be a real filesystem: pivot_root fails on an initramfs root)
 # A cached guest is reused while its recipe (this script, guest-init, the package list and the
@@ -25,8 +26,10 @@ MIRROR=${SANDCELL_VM_MIRROR:-http://deb.debian.org/debian}
 
 # What the guest needs: the tests' tools, and the libraries sandcell's binaries link or dlopen
 # (ldd of cli/sandcell and the test binaries; dlopen'd: libarchive, libcurl, libnftables, libnl).
+# Variant B: systemd as init, logind and the user manager (user@UID.service) with its D-Bus.
 PACKAGES=(
   apparmor iproute2 nftables python3 kmod procps util-linux uidmap busybox-static
+  systemd dbus libpam-systemd dbus-user-session
   libarchive13 libcurl4 libnftables1 libnl-3-200 libnl-route-3-200 libhttp-parser2.9 libidn2-0
   libcpp-httplib0.11 libxml2 libicu72 libbrotli1 liblz4-1 libzstd1 libacl1 libnettle8 libssl3
   ca-certificates
@@ -44,8 +47,9 @@ kernel_package=$(apt-cache depends linux-image-amd64 2>/dev/null |
 [ -n "$kernel_package" ] || die "apt-cache knows no linux-image-amd64 (apt-get update?)"
 
 # The guest's recipe: bump GUEST_FORMAT when this script changes what it builds.
-GUEST_FORMAT=1
-recipe=$( (echo "$GUEST_FORMAT ${PACKAGES[*]}" && cat "$here/guest-init" "$here/initramfs-init") |
+GUEST_FORMAT=2
+recipe=$( (echo "$GUEST_FORMAT ${PACKAGES[*]}" && cat "$here/guest-init" "$here/guest-payload" \
+  "$here/sandcell-vm-payload.service" "$here/initramfs-init") |
   sha256sum | cut -c1-16)-$kernel_package
 if [ -f "$CACHE/recipe" ] && [ "$(cat "$CACHE/recipe")" = "$recipe" ] &&
   [ -f "$CACHE/root.img" ] && [ -f "$CACHE/initrd" ] && [ -f "$CACHE/vmlinuz" ]; then
@@ -76,6 +80,13 @@ mkdir -p "$root/lib/modules"
 cp -a "$work/kernel/lib/modules/$version" "$root/lib/modules/"
 chroot "$root" depmod -a "$version"
 install -m 0755 "$here/guest-init" "$root/sbin/sandcell-vm-init"
+install -m 0755 "$here/guest-payload" "$root/sbin/sandcell-vm-payload"
+install -m 0644 "$here/sandcell-vm-payload.service" "$root/etc/systemd/system/"
+mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
+ln -sf ../sandcell-vm-payload.service "$root/etc/systemd/system/multi-user.target.wants/"
+# The serial console carries the payload's output and the exit line: no login prompt on it.
+ln -sf /dev/null "$root/etc/systemd/system/serial-getty@ttyS0.service"
+ln -sf /dev/null "$root/etc/systemd/system/getty@tty1.service"
 echo sandcell-vm >"$root/etc/hostname"
 # The tests' unprivileged user (tests/vm/run.sh --user runs the command as it) with a subid range.
 chroot "$root" useradd --create-home --uid 1000 --shell /bin/sh tester

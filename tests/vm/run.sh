@@ -10,11 +10,14 @@
 # Writes inside the guest go to a copy-on-write layer (qemu snapshot=on): the cached guest and the
 # payload image are never changed, and nothing runs on the host after this script returns.
 #
-# Usage: sudo tests/vm/run.sh [--user root|tester] [--timeout SECONDS] [--build DIR] -- CMD [ARG...]
+# Usage: sudo tests/vm/run.sh [--user root|tester] [--init plain|systemd] [--timeout SECONDS] [--build DIR] -- CMD [ARG...]
 #   CMD runs in the source tree's root inside the guest.
+#   --init    plain: tests/vm/guest-init is PID 1 (variant A, default); systemd: systemd is, with
+#             logind and user managers, and runs CMD from a unit once the system is up (variant B)
 #   --build   the build tree (default build/default, relative to the source tree)
 # Environment: SANDCELL_VM_CACHE (see build-guest.sh), SANDCELL_VM_MEMORY (MiB, default 3072),
-#   SANDCELL_VM_CPUS (emulated CPUs, default: the host's)
+#   SANDCELL_VM_CPUS (emulated CPUs, default: the host's), SANDCELL_VM_APPEND (more kernel command
+#   line, e.g. "systemd.show_status=1 systemd.log_level=info" to watch a variant-B boot)
 set -euo pipefail
 
 die() {
@@ -30,11 +33,13 @@ usage() {
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 user=root
+init=plain
 timeout=900
 build=build/default
 while [ $# -gt 0 ]; do
   case $1 in
   --user) user=${2:?}; shift 2 ;;
+  --init) init=${2:?}; shift 2 ;;
   --timeout) timeout=${2:?}; shift 2 ;;
   --build) build=${2:?}; shift 2 ;;
   --) shift; break ;;
@@ -44,6 +49,7 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || usage
 [[ $user == root || $user == tester ]] || die "--user must be root or tester (got '$user')"
+[[ $init == plain || $init == systemd ]] || die "--init must be plain or systemd (got '$init')"
 [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds (got '$timeout')"
 [ "$(id -u)" -eq 0 ] || die "must run as root (mkfs.ext4 -d keeps owners)"
 command -v qemu-system-x86_64 >/dev/null 2>&1 || die "missing qemu-system-x86_64 (apt-get install qemu-system-x86 cpio debootstrap busybox-static)"
@@ -103,6 +109,8 @@ rm -rf "$stage"
 append="console=ttyS0 root=/dev/vda rw panic=-1 quiet loglevel=3 mitigations=off"
 append+=" cgroup_no_v1=all lsm=landlock,lockdown,yama,apparmor,bpf apparmor=1"
 append+=" sandcell.payload=$src sandcell.user=$user"
+[ "$init" = plain ] || append+=" sandcell.init=systemd systemd.show_status=0 systemd.log_level=warning"
+append+=" ${SANDCELL_VM_APPEND:-}"
 : >"$work/console.log"
 timeout --kill-after=10 "$timeout" qemu-system-x86_64 \
   -accel tcg -cpu max -smp "${SANDCELL_VM_CPUS:-$(nproc)}" -m "${SANDCELL_VM_MEMORY:-3072}" \
