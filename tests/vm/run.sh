@@ -120,9 +120,13 @@ timeout --kill-after=10 "$timeout" qemu-system-x86_64 \
   -drive "file=$work/payload.img,if=virtio,format=raw,snapshot=on" \
   </dev/null >"$work/console.log" 2>&1 &
 qemu_pid=$!
-tail -n +1 -f --pid="$qemu_pid" "$work/console.log"
+# tail in the background and `wait` here: bash runs a trap only between commands, and a TERM
+# sent to this script alone (not its group) would wait for a foreground tail, i.e. for qemu.
+tail -n +1 -f --pid="$qemu_pid" "$work/console.log" &
+tail_pid=$!
 wait "$qemu_pid" || true
 qemu_pid=
+wait "$tail_pid" || true
 
 status=$(sed -n 's/^sandcell-vm: exit \([0-9]*\).*/\1/p' "$work/console.log" | tail -1)
 if [ -z "$status" ]; then
