@@ -79,7 +79,8 @@ rootfs_builder::ImageRecord built_image(rootfs_builder::ImageStore& store, const
 // that died are removed on the way in.
 class ScratchWorkspace {
  public:
-  ScratchWorkspace(const std::string& scratch, std::optional<uint64_t> disk_bytes) {
+  ScratchWorkspace(const std::string& scratch, const std::string& disk_templates,
+                   std::optional<uint64_t> disk_bytes) {
     fs::create_directories(scratch);
     check(chmod(scratch.c_str(), 0700), "chmod 0700 " + scratch);
     std::error_code ec;
@@ -95,7 +96,7 @@ class ScratchWorkspace {
     if (!lock_ || flock(lock_.get(), LOCK_EX) != 0)
       throw Error(errno, "lock " + run_dir_ + "/lock");
     if (disk_bytes) {
-      disk_.emplace(run_dir_ + "/disk.img", run_dir_ + "/disk", *disk_bytes);
+      disk_ = WorkspaceDisk::scratch(disk_templates, run_dir_ + "/disk", *disk_bytes);
       dir_ = disk_->workspace();
     } else {
       dir_ = run_dir_ + "/workspace";
@@ -108,12 +109,12 @@ class ScratchWorkspace {
     fs::remove_all(run_dir_, ec);
   }
   const std::string& dir() const { return dir_; }
-  const WorkspaceDisk* disk() const { return disk_ ? &*disk_ : nullptr; }
+  const WorkspaceDisk* disk() const { return disk_.get(); }
 
  private:
   std::string run_dir_, dir_;
   UniqueFd lock_;
-  std::optional<WorkspaceDisk> disk_;
+  std::unique_ptr<WorkspaceDisk> disk_;
 };
 
 // The workspace's bound: the request's disk, else the skill's, else kDefaultDiskBytes, never
@@ -214,16 +215,17 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   const uint64_t disk_bytes = disk_bound(context, skill, request);
   const std::optional<std::string> unbounded = WorkspaceDisk::unavailable();
   const std::optional<uint64_t> disk = unbounded ? std::nullopt : std::optional(disk_bytes);
+  const std::string disk_templates = context.store_root + "/disk-templates";
   if (request.session) {
     SessionStore sessions(context.sessions_dir, context.session_ttl, context.session_bounds);
     sessions.expire();
-    SessionLease lease = sessions.open(*request.session, skill.name, disk);
+    SessionLease lease = sessions.open(*request.session, skill.name, disk, disk_templates);
     return run_in_workspace({skill, request, context, store, image, lease.workspace(), seccomp,
                              lease.disk(), disk_bytes,
                              unbounded.value_or("a session made before disk bounds"), userns.mode,
                              userns.warning});
   }
-  ScratchWorkspace scratch(context.store_root + "/code-runs", disk);
+  ScratchWorkspace scratch(context.store_root + "/code-runs", disk_templates, disk);
   return run_in_workspace({skill, request, context, store, image, scratch.dir(), seccomp,
                            scratch.disk(), disk_bytes, unbounded.value_or(""), userns.mode,
                            userns.warning});
