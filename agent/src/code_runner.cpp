@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <future>
 #include <regex>
 
 #include "phase.hpp"
@@ -202,6 +203,18 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   const Skill& skill = catalog.find(request.skill);
   check_request(skill, request);
   check_request_within(context.ceilings, request);
+  const uint64_t disk_bytes = disk_bound(context, skill, request);
+  const std::optional<std::string> unbounded = WorkspaceDisk::unavailable();
+  const std::optional<uint64_t> disk = unbounded ? std::nullopt : std::optional(disk_bytes);
+  const std::string disk_templates = context.store_root + "/disk-templates";
+  // A scratch workspace is made while the image is resolved, the seccomp profile compiled and
+  // the user namespace probed: its disk mostly waits on I/O (LOOP_CONFIGURE fsyncs the image
+  // file). A session's waits for its lock and may remove others: only once the call can run.
+  std::future<std::unique_ptr<ScratchWorkspace>> scratch;
+  if (!request.session)
+    scratch = std::async(std::launch::async, [&] {
+      return std::make_unique<ScratchWorkspace>(context.store_root + "/code-runs", disk_templates, disk);
+    });
   rootfs_builder::ImageStore store(context.store_root);
   // Held for the whole call: no prune between the resolve and the last phase's run.
   rootfs_builder::ImageStore::Lease store_lease = store.lease();
@@ -212,10 +225,6 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   if (seccomp) seccomp->name = context.seccomp;
   UsernsChoice userns = choose_user_namespace(context);
   if (userns.warning && context.on_warning) context.on_warning(*userns.warning);
-  const uint64_t disk_bytes = disk_bound(context, skill, request);
-  const std::optional<std::string> unbounded = WorkspaceDisk::unavailable();
-  const std::optional<uint64_t> disk = unbounded ? std::nullopt : std::optional(disk_bytes);
-  const std::string disk_templates = context.store_root + "/disk-templates";
   if (request.session) {
     SessionStore sessions(context.sessions_dir, context.session_ttl, context.session_bounds);
     sessions.expire();
@@ -225,9 +234,9 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
                              unbounded.value_or("a session made before disk bounds"), userns.mode,
                              userns.warning});
   }
-  ScratchWorkspace scratch(context.store_root + "/code-runs", disk_templates, disk);
-  return run_in_workspace({skill, request, context, store, image, scratch.dir(), seccomp,
-                           scratch.disk(), disk_bytes, unbounded.value_or(""), userns.mode,
+  const std::unique_ptr<ScratchWorkspace> workspace = scratch.get();
+  return run_in_workspace({skill, request, context, store, image, workspace->dir(), seccomp,
+                           workspace->disk(), disk_bytes, unbounded.value_or(""), userns.mode,
                            userns.warning});
 }
 
