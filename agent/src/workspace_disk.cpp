@@ -160,9 +160,12 @@ UniqueFd attach_loop(int file, const std::string& what) {
   throw Error(EBUSY, "attach a loop device to " + what + ": every free one was taken");
 }
 
-// A new image in `file` (empty), attached to a loop device. The data goes in after the attach,
-// which flushes the file (workspace_disk.hpp); the device is empty until LOOP_SET_CAPACITY, so
-// nothing (udev's blkid) can have read and cached its blocks before they were written.
+// A new image in `file` (empty), attached to a loop device. Attaching fsyncs the file
+// (LOOP_CONFIGURE): while it is empty that writes no data, and the template's blocks, copied in
+// afterwards, never get places on the host's disk unless writeback gets to them (freeing those
+// would cost a discard each on a store mounted with `discard`). The device has no size until
+// LOOP_SET_CAPACITY: nothing (udev's blkid) can have read and cached its blocks before they were
+// written.
 UniqueFd attach_new_image(int file, const std::string& what, const std::string& templates_dir,
                           uint64_t size_bytes) {
   if (size_bytes < kMinBytes)
@@ -173,6 +176,22 @@ UniqueFd attach_new_image(int file, const std::string& what, const std::string& 
   check(ftruncate(file, static_cast<off_t>(size_bytes)), "size " + what);
   check(ioctl(loop.get(), LOOP_SET_CAPACITY, 0), "LOOP_SET_CAPACITY for " + what);
   return loop;
+}
+
+// A file for a scratch image that has no name: nothing to leave behind, and no directory entry
+// for the fsync of LOOP_CONFIGURE to write out. Where the filesystem has no O_TMPFILE, a named one
+// unlinked at once.
+UniqueFd unnamed_file(const std::string& dir) {
+  UniqueFd fd(open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (fd || (errno != EOPNOTSUPP && errno != EISDIR)) {
+    if (!fd) throw Error(errno, "create an image file in " + dir);
+    return fd;
+  }
+  std::string path = dir + "/disk.img.XXXXXX";
+  fd = UniqueFd(mkostemp(path.data(), O_CLOEXEC));
+  if (!fd) throw Error(errno, "create " + path);
+  check(unlink(path.c_str()), "unlink " + path);
+  return fd;
 }
 
 struct statvfs stat_fs(const std::string& dir) {
@@ -188,11 +207,9 @@ WorkspaceDisk::WorkspaceDisk(std::string mount_dir, uint64_t size_bytes)
 
 std::unique_ptr<WorkspaceDisk> WorkspaceDisk::scratch(const std::string& templates_dir,
                                                       std::string mount_dir, uint64_t size_bytes) {
-  const std::string image = fs::path(mount_dir).parent_path().string() + "/disk.img";
-  UniqueFd file(open(image.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!file) throw Error(errno, "create " + image);
-  check(unlink(image.c_str()), "unlink " + image);  // the loop device holds it from here
-  UniqueFd loop = attach_new_image(file.get(), image, templates_dir, size_bytes);
+  const std::string dir = fs::path(mount_dir).parent_path().string();
+  UniqueFd file = unnamed_file(dir);  // the loop device holds it, and it goes with the device
+  UniqueFd loop = attach_new_image(file.get(), "an image in " + dir, templates_dir, size_bytes);
   std::unique_ptr<WorkspaceDisk> disk(new WorkspaceDisk(std::move(mount_dir), size_bytes));
   disk->mount_loop(loop.get());
   return disk;
@@ -227,9 +244,10 @@ void WorkspaceDisk::mount_loop(int loop_fd) {
   // nodev, nosuid: a file the sandbox made there must grant nothing on the host. nobarrier: no
   // flush of the image file at mount and unmount (no journal to order; workspace_disk.hpp).
   // noinit_itable: the inode tables of a sparse image read as zeros already, and zeroing them
-  // would write 16 MiB per GiB into it.
+  // would write 16 MiB per GiB into it. no_prefetch_block_bitmaps: with noinit_itable, no
+  // ext4lazyinit thread to start per mount (on a busy host, a wait for a CPU).
   if (mount(dev.c_str(), mount_dir_.c_str(), "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME,
-            "nobarrier,noinit_itable") != 0)
+            "nobarrier,noinit_itable,no_prefetch_block_bitmaps") != 0)
     throw Error(errno, "mount the workspace disk " + dev + " on " + mount_dir_);
   std::string ws = workspace();
   if (mkdir(ws.c_str(), 0755) != 0 && errno != EEXIST) {
