@@ -6,18 +6,16 @@
 // needs no host setup (project quotas need a filesystem mounted with prjquota; a tmpfs would be
 // charged to the sandbox's memory and would not outlive the call, which a session needs).
 //
-// Cheap per call (a few ms, README "Disk limits"): mke2fs runs once per size, for a template in
-// <store>/disk-templates; a new image is a copy of the template's few data blocks. Nothing of the
-// image reaches the host's disk unless the kernel's writeback gets to it: the copy is made after
-// the loop device is attached (attaching flushes the file's dirty pages, which would give its
-// blocks places on disk, and freeing those costs a discard each on a store mounted with `discard`),
-// and the filesystem runs without barriers (no flush of the image file at mount and unmount).
+// Cheap per call (README "Disk limits"): mke2fs runs once per size, for a template in
+// <store>/disk-templates; a new image is a copy of the template's few data blocks, made after the
+// loop device is attached (attaching fsyncs the file: while it is empty that writes no data), and
+// the filesystem runs without barriers. Nothing of a scratch image reaches the host's disk unless
+// the kernel's writeback gets to it.
 //
 // Loop devices are host-global: the device is attached with LO_FLAGS_AUTOCLEAR, so the kernel
 // detaches it when the mount goes: the destructor, or unmount_stale_disks
 // (sandcell/base/stale_disk_mounts.hpp) (`sandcell gc`, and every call on its way in) for a process
-// that died while mounted. A scratch workspace's image has no name once attached: it goes with the
-// loop device.
+// that died while mounted. A scratch workspace's image has no name: it goes with the loop device.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -30,7 +28,7 @@ namespace sandcell::agent {
 class WorkspaceDisk {
  public:
   // A scratch workspace's disk: a new filesystem of size_bytes mounted at `mount_dir` (created),
-  // its image unnamed (made in mount_dir's parent and unlinked at once), gone with the mount.
+  // its image an unnamed file (O_TMPFILE in mount_dir's parent), gone with the mount.
   static std::unique_ptr<WorkspaceDisk> scratch(const std::string& templates_dir,
                                                 std::string mount_dir, uint64_t size_bytes);
   // A session's disk: `image` mounted at `mount_dir`; made of size_bytes when it does not exist
