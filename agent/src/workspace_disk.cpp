@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "sandcell/base/error.hpp"
@@ -194,6 +195,29 @@ UniqueFd unnamed_file(const std::string& dir) {
   return fd;
 }
 
+// Whether a loop device still has `image` attached: the filesystem of a session's previous call,
+// whose last reference went after its unmount (a sandbox's mount namespace torn down late). Its
+// dirty blocks reach the image only when it goes; mounting the image again before would read it
+// without them.
+bool attached_to_a_loop(const std::string& image) {
+  std::error_code ec;
+  const std::string path = fs::weakly_canonical(image, ec).string();  // as the kernel names it
+  for (const auto& dev : fs::directory_iterator("/sys/block", ec)) {
+    std::ifstream backing(dev.path() / "loop/backing_file");
+    std::string file;
+    if (std::getline(backing, file) && file == path) return true;
+  }
+  return false;
+}
+
+void wait_until_detached(const std::string& image) {
+  for (int waited_ms = 0; attached_to_a_loop(image); waited_ms += 10) {
+    if (waited_ms >= 5000)
+      throw Error(EBUSY, "the workspace disk " + image + " is still attached from an earlier call");
+    usleep(10'000);
+  }
+}
+
 struct statvfs stat_fs(const std::string& dir) {
   struct statvfs st {};
   check(statvfs(dir.c_str(), &st), "statvfs " + dir);
@@ -222,6 +246,7 @@ std::unique_ptr<WorkspaceDisk> WorkspaceDisk::session(const std::string& templat
   struct stat st {};
   if (stat(image.c_str(), &st) == 0) {
     size_bytes = static_cast<uint64_t>(st.st_size);  // a session keeps the size it was made with
+    wait_until_detached(image);
     UniqueFd file(open(image.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
     if (!file) throw Error(errno, "open " + image);
     loop = attach_loop(file.get(), image);
@@ -234,6 +259,7 @@ std::unique_ptr<WorkspaceDisk> WorkspaceDisk::session(const std::string& templat
   }
   std::unique_ptr<WorkspaceDisk> disk(new WorkspaceDisk(std::move(mount_dir), size_bytes));
   disk->mount_loop(loop.get());
+  disk->kept_image_ = std::move(image);
   return disk;
 }
 
@@ -262,6 +288,11 @@ WorkspaceDisk::~WorkspaceDisk() {
   // Lazy only if something still holds it (a process of the sandbox that outlived it cannot:
   // its pid namespace is gone): the loop device detaches once the last user lets go.
   if (umount2(mount_dir_.c_str(), 0) != 0) umount2(mount_dir_.c_str(), MNT_DETACH);
+  // The session's next call attaches the image, which fsyncs it (LOOP_CONFIGURE): what this call
+  // wrote starts on its way to the disk now, while the caller reads the result, not then.
+  if (kept_image_.empty()) return;
+  UniqueFd image(open(kept_image_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (image) sync_file_range(image.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
 }
 
 uint64_t WorkspaceDisk::used_bytes() const {

@@ -56,6 +56,7 @@ class WorkspaceDisk {
   void mount_loop(int loop_fd);
 
   std::string mount_dir_;
+  std::string kept_image_;  // a session's: written back after the unmount
   uint64_t size_bytes_ = 0;
 };
 
