@@ -18,6 +18,7 @@ struct AgentFlags {
   svc::AgentOptions agent;
   std::string config_file, sandcell_bin;
   agent::RequestCeilings ceilings;
+  WorkspaceFlags workspace;
   int max_time_s = 600;
   bool no_tools = false, json = false;
 };
@@ -39,10 +40,12 @@ void print_progress(const svc::Json& r) {
 
 int run_agent_command(AgentFlags& f, const Globals& globals) {
   agent::check_ceilings(f.ceilings);
+  check_workspace_flags(f.workspace, f.ceilings);
   std::string config = f.config_file;
   if (config.empty()) config = std::getenv("SANDCELL_AGENT_CONFIG") ? std::getenv("SANDCELL_AGENT_CONFIG") : globals->store_root() + "/agent.json";
   auto model = svc::make_chat_model(svc::resolve_provider_config(f.provider, config));
-  auto executor = svc::make_subprocess_executor({f.sandcell_bin, globals->root, ceiling_args(f.ceilings)});
+  auto executor =
+      svc::make_subprocess_executor(executor_options(f.sandcell_bin, globals->root, f.ceilings, f.workspace));
   svc::Transcript transcript(globals->store_root(), svc::new_run_id());
   transcript.on_record(print_progress);
   f.agent.max_time = std::chrono::seconds(f.max_time_s);
@@ -87,6 +90,7 @@ void add_agent_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--net", f->agent.net, "Network policy of every execution (none, allow:HOSTS, full)");
   cmd->add_option("--timeout", f->agent.exec_timeout_s, "Seconds per execution (default: the skill's)");
   add_ceiling_flags(cmd, f->ceilings, true);
+  add_workspace_flags(cmd, f->workspace);
   cmd->add_flag("--no-tools", f->no_tools, "The model has no tool calling: run its fenced code blocks instead");
   cmd->add_flag("--keep-session", f->agent.keep_session, "Keep the run's session (its /workspace) afterwards");
   cmd->add_flag("--json", f->json, "Print the outcome as JSON");

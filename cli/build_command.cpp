@@ -11,7 +11,7 @@ namespace sandcell::cli {
 namespace {
 
 struct BuildFlags {
-  std::string tag, file, target, network = "host", context, memory;
+  std::string tag, file, target, network = "host", context, memory, disk;
   std::vector<std::string> build_args;
   bool no_cache = false, quiet = false;
 };
@@ -27,6 +27,7 @@ int build(const BuildFlags& f, const GlobalOptions& g) {
     throw Error::invalid("--network must be host or none, got '" + f.network + "'");
   options.host_network = f.network == "host";
   if (!f.memory.empty()) options.memory_bytes = runtime::parse_size(f.memory, "--memory");
+  if (!f.disk.empty()) options.disk_bytes = runtime::parse_size(f.disk, "--disk");
   for (const std::string& kv : f.build_args) {
     auto eq = kv.find('=');
     if (eq == std::string::npos) {  // `--build-arg NAME`: the value comes from our environment
@@ -73,6 +74,9 @@ void add_build_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--memory", f->memory,
                   "Memory of each RUN step, which also bounds what it writes (its layer is a tmpfs "
                   "charged to it) (k/m/g suffixes) [8g]");
+  cmd->add_option("--disk", f->disk,
+                  "What each RUN step may write (k/m/g); past it writes fail with ENOSPC and the "
+                  "build says so [--memory]");
   cmd->add_option("context", f->context, "Build context directory")->required()->check(CLI::ExistingDirectory);
   cmd->callback([&action, f, globals] { action = [f, globals] { return build(*f, *globals); }; });
 }

@@ -10,10 +10,12 @@ void add_mcp_command(CLI::App& app, Action& action, const Globals& globals) {
   auto options = std::make_shared<agent_service::McpServerOptions>();
   auto bin = std::make_shared<std::string>();
   auto ceilings = std::make_shared<agent::RequestCeilings>();
+  auto workspace = std::make_shared<WorkspaceFlags>();
   options->version = SANDCELL_VERSION;
   cmd->add_option("--skill", options->default_skill, "Language when a call names none")->capture_default_str();
   cmd->add_option("--max-parallel", options->max_parallel_calls, "Tool calls running at once")->capture_default_str()->check(CLI::PositiveNumber);
   add_ceiling_flags(cmd, *ceilings, true);
+  add_workspace_flags(cmd, *workspace);
   cmd->add_option(
       "--sandcell-bin", *bin,
       "The sandcell executable that runs code [$SANDCELL_BIN, sandcell-images next to this one]");
@@ -22,11 +24,13 @@ void add_mcp_command(CLI::App& app, Action& action, const Globals& globals) {
       "  {\"mcpServers\": {\"sandcell\": {\"command\": \"sandcell\", \"args\": [\"mcp\"]}}}\n"
       "Protocol: JSON-RPC 2.0, one message per line on stdin/stdout, logs on stderr;\n"
       "versions 2024-11-05 to 2025-11-25 (initialize) and 2026-07-28 (server/discover, _meta).");
-  cmd->callback([&action, options, bin, ceilings, globals] {
-    action = [options, bin, ceilings, globals] {
+  cmd->callback([&action, options, bin, ceilings, workspace, globals] {
+    action = [options, bin, ceilings, workspace, globals] {
       agent::check_ceilings(*ceilings);  // a bad one fails here, not at the first call
+      check_workspace_flags(*workspace, *ceilings);
       options->allowed_net = ceilings->net.value_or("full");
-      auto executor = agent_service::make_subprocess_executor({*bin, globals->root, ceiling_args(*ceilings)});
+      auto executor = agent_service::make_subprocess_executor(
+          executor_options(*bin, globals->root, *ceilings, *workspace));
       return agent_service::serve_mcp_stdio(*executor, *options);
     };
   });

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include "sandcell/base/error.hpp"
+#include "sandcell/runtime/spec.hpp"
+
 namespace sandcell::cli {
 
 void add_ceiling_flags(CLI::App* cmd, agent::RequestCeilings& c, bool server_defaults) {
@@ -40,6 +43,39 @@ std::vector<std::string> ceiling_args(const agent::RequestCeilings& c) {
                              {"--allowed-net", c.net}})
     if (value) args.insert(args.end(), {flag, *value});
   return args;
+}
+
+void add_workspace_flags(CLI::App* cmd, WorkspaceFlags& f) {
+  cmd->add_option("--disk", f.disk,
+                  "Workspace bound of a request that asks for none (k/m/g), at most --max-disk "
+                  "[1g, lowered to --max-disk]");
+  cmd->add_option("--sessions-max", f.sessions_max,
+                  "At most this many sessions; a new one removes the least recently used idle "
+                  "ones, or is refused [64]");
+  cmd->add_option("--sessions-max-bytes", f.sessions_max_bytes,
+                  "The sessions' disk bounds together at most this (k/m/g) [16g]");
+}
+
+void check_workspace_flags(const WorkspaceFlags& f, const agent::RequestCeilings& ceilings) {
+  if (f.sessions_max) runtime::parse_positive_number(*f.sessions_max, "--sessions-max");
+  if (f.sessions_max_bytes) runtime::parse_size(*f.sessions_max_bytes, "--sessions-max-bytes");
+  if (!f.disk) return;
+  const uint64_t disk = runtime::parse_size(*f.disk, "--disk");
+  if (ceilings.disk && disk > runtime::parse_size(*ceilings.disk, "--max-disk"))
+    throw Error::invalid("--disk " + *f.disk + " is over --max-disk " + *ceilings.disk);
+}
+
+agent_service::SubprocessExecutorOptions executor_options(const std::string& sandcell_bin,
+                                                          const std::string& root,
+                                                          const agent::RequestCeilings& ceilings,
+                                                          const WorkspaceFlags& workspace) {
+  agent_service::SubprocessExecutorOptions options{
+      .sandcell_bin = sandcell_bin, .root = root, .code_flags = ceiling_args(ceilings),
+      .default_disk = workspace.disk};
+  for (auto [flag, value] : {std::pair{"--sessions-max", workspace.sessions_max},
+                             {"--sessions-max-bytes", workspace.sessions_max_bytes}})
+    if (value) options.code_flags.insert(options.code_flags.end(), {flag, *value});
+  return options;
 }
 
 }  // namespace sandcell::cli

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "sandcell/agent/request_ceilings.hpp"
+#include "sandcell/agent_service/executor.hpp"
 
 namespace sandcell::cli {
 
@@ -17,5 +18,22 @@ void add_ceiling_flags(CLI::App* cmd, agent::RequestCeilings& ceilings, bool ser
 
 // The same ceilings as `sandcell code` flags, for the executor's command line.
 std::vector<std::string> ceiling_args(const agent::RequestCeilings& ceilings);
+
+// A server's workspaces (README "Disk limits"): `--disk`, the bound of a request that asks for
+// none, and the bounds on sessions (`--sessions-max`, `--sessions-max-bytes`), which every
+// `sandcell code` the server starts applies.
+struct WorkspaceFlags {
+  std::optional<std::string> disk, sessions_max, sessions_max_bytes;
+};
+void add_workspace_flags(CLI::App* cmd, WorkspaceFlags& flags);
+// Throws Error::invalid on a bad size or count, or a --disk over --max-disk (every request that
+// asks for no disk would be refused).
+void check_workspace_flags(const WorkspaceFlags& flags, const agent::RequestCeilings& ceilings);
+// What a server's executor runs `sandcell code` with: the ceilings, the session bounds, and
+// --disk for requests without one.
+agent_service::SubprocessExecutorOptions executor_options(const std::string& sandcell_bin,
+                                                          const std::string& root,
+                                                          const agent::RequestCeilings& ceilings,
+                                                          const WorkspaceFlags& workspace);
 
 }  // namespace sandcell::cli

@@ -23,6 +23,7 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
   auto options = std::make_shared<agent_service::HttpApiOptions>();
   auto bin = std::make_shared<std::string>();
   auto ceilings = std::make_shared<agent::RequestCeilings>();
+  auto workspace = std::make_shared<WorkspaceFlags>();
   auto max_body_mb = std::make_shared<size_t>(32);
   options->max_running = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   auto docker = std::make_shared<std::pair<std::string, std::string>>();  // --docker-api, its group
@@ -42,6 +43,7 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--skill", options->default_skill, "Skill for file transfers without ?skill=")->capture_default_str();
   add_ceiling_flags(cmd, *ceilings, true);
+  add_workspace_flags(cmd, *workspace);
   cmd->add_option(
       "--sandcell-bin", *bin,
       "The sandcell executable that runs code [$SANDCELL_BIN, sandcell-images next to this one]");
@@ -64,7 +66,7 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
     action = []() -> int { hand_over_to("sandcell-serve", "the Docker API lives in sandcell-serve"); };
 #endif
   });
-  cmd->callback([&action, options, bin, ceilings, max_body_mb, globals, docker] {
+  cmd->callback([&action, options, bin, ceilings, workspace, max_body_mb, globals, docker] {
     if (options->listen.empty() == docker->first.empty())
       throw CLI::ValidationError("serve", "give one of --listen (sandcell's API) or --docker-api (Docker's)");
 #if SANDCELL_SERVES_HTTP
@@ -75,11 +77,13 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
       };
       return;
     }
-    action = [options, bin, ceilings, max_body_mb, globals] {
+    action = [options, bin, ceilings, workspace, max_body_mb, globals] {
       if (options->token.empty() && std::getenv("SANDCELL_TOKEN")) options->token = std::getenv("SANDCELL_TOKEN");
       options->max_body_bytes = *max_body_mb << 20;
       agent::check_ceilings(*ceilings);  // a bad one fails here, not at the first request
-      auto executor = agent_service::make_subprocess_executor({*bin, globals->root, ceiling_args(*ceilings)});
+      check_workspace_flags(*workspace, *ceilings);
+      auto executor = agent_service::make_subprocess_executor(
+          executor_options(*bin, globals->root, *ceilings, *workspace));
       return agent_service::serve_http_until_signal(*executor, *options);
     };
 #else

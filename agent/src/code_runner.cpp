@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <future>
 #include <regex>
 
 #include "phase.hpp"
@@ -79,7 +80,8 @@ rootfs_builder::ImageRecord built_image(rootfs_builder::ImageStore& store, const
 // that died are removed on the way in.
 class ScratchWorkspace {
  public:
-  ScratchWorkspace(const std::string& scratch, std::optional<uint64_t> disk_bytes) {
+  ScratchWorkspace(const std::string& scratch, const std::string& disk_templates,
+                   std::optional<uint64_t> disk_bytes) {
     fs::create_directories(scratch);
     check(chmod(scratch.c_str(), 0700), "chmod 0700 " + scratch);
     std::error_code ec;
@@ -95,7 +97,7 @@ class ScratchWorkspace {
     if (!lock_ || flock(lock_.get(), LOCK_EX) != 0)
       throw Error(errno, "lock " + run_dir_ + "/lock");
     if (disk_bytes) {
-      disk_.emplace(run_dir_ + "/disk.img", run_dir_ + "/disk", *disk_bytes);
+      disk_ = WorkspaceDisk::scratch(disk_templates, run_dir_ + "/disk", *disk_bytes);
       dir_ = disk_->workspace();
     } else {
       dir_ = run_dir_ + "/workspace";
@@ -108,12 +110,12 @@ class ScratchWorkspace {
     fs::remove_all(run_dir_, ec);
   }
   const std::string& dir() const { return dir_; }
-  const WorkspaceDisk* disk() const { return disk_ ? &*disk_ : nullptr; }
+  const WorkspaceDisk* disk() const { return disk_.get(); }
 
  private:
   std::string run_dir_, dir_;
   UniqueFd lock_;
-  std::optional<WorkspaceDisk> disk_;
+  std::unique_ptr<WorkspaceDisk> disk_;
 };
 
 // The workspace's bound: the request's disk, else the skill's, else kDefaultDiskBytes, never
@@ -201,6 +203,18 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   const Skill& skill = catalog.find(request.skill);
   check_request(skill, request);
   check_request_within(context.ceilings, request);
+  const uint64_t disk_bytes = disk_bound(context, skill, request);
+  const std::optional<std::string> unbounded = WorkspaceDisk::unavailable();
+  const std::optional<uint64_t> disk = unbounded ? std::nullopt : std::optional(disk_bytes);
+  const std::string disk_templates = context.store_root + "/disk-templates";
+  // A scratch workspace is made while the image is resolved, the seccomp profile compiled and
+  // the user namespace probed: its disk mostly waits on I/O (LOOP_CONFIGURE fsyncs the image
+  // file). A session's waits for its lock and may remove others: only once the call can run.
+  std::future<std::unique_ptr<ScratchWorkspace>> scratch;
+  if (!request.session)
+    scratch = std::async(std::launch::async, [&] {
+      return std::make_unique<ScratchWorkspace>(context.store_root + "/code-runs", disk_templates, disk);
+    });
   rootfs_builder::ImageStore store(context.store_root);
   // Held for the whole call: no prune between the resolve and the last phase's run.
   rootfs_builder::ImageStore::Lease store_lease = store.lease();
@@ -211,21 +225,18 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   if (seccomp) seccomp->name = context.seccomp;
   UsernsChoice userns = choose_user_namespace(context);
   if (userns.warning && context.on_warning) context.on_warning(*userns.warning);
-  const uint64_t disk_bytes = disk_bound(context, skill, request);
-  const std::optional<std::string> unbounded = WorkspaceDisk::unavailable();
-  const std::optional<uint64_t> disk = unbounded ? std::nullopt : std::optional(disk_bytes);
   if (request.session) {
     SessionStore sessions(context.sessions_dir, context.session_ttl, context.session_bounds);
     sessions.expire();
-    SessionLease lease = sessions.open(*request.session, skill.name, disk);
+    SessionLease lease = sessions.open(*request.session, skill.name, disk, disk_templates);
     return run_in_workspace({skill, request, context, store, image, lease.workspace(), seccomp,
                              lease.disk(), disk_bytes,
                              unbounded.value_or("a session made before disk bounds"), userns.mode,
                              userns.warning});
   }
-  ScratchWorkspace scratch(context.store_root + "/code-runs", disk);
-  return run_in_workspace({skill, request, context, store, image, scratch.dir(), seccomp,
-                           scratch.disk(), disk_bytes, unbounded.value_or(""), userns.mode,
+  const std::unique_ptr<ScratchWorkspace> workspace = scratch.get();
+  return run_in_workspace({skill, request, context, store, image, workspace->dir(), seccomp,
+                           workspace->disk(), disk_bytes, unbounded.value_or(""), userns.mode,
                            userns.warning});
 }
 

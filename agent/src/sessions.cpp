@@ -164,7 +164,8 @@ void SessionStore::check_id(const std::string& id) {
 }
 
 SessionLease SessionStore::open(const std::string& id, const std::string& skill,
-                                std::optional<uint64_t> disk_bytes) {
+                                std::optional<uint64_t> disk_bytes,
+                                const std::string& disk_templates) {
   check_id(id);
   std::string dir = dir_ + "/" + id;
   fs::create_directories(dir_);
@@ -186,7 +187,7 @@ SessionLease SessionStore::open(const std::string& id, const std::string& skill,
   // A session keeps what it was made with: a disk, or (made before disk bounds, or where none can
   // be mounted) a plain directory.
   if (disk_bytes && (is_new || fs::exists(dir + "/disk.img"))) {
-    auto disk = std::make_unique<WorkspaceDisk>(dir + "/disk.img", dir + "/disk", *disk_bytes);
+    auto disk = WorkspaceDisk::session(disk_templates, dir + "/disk.img", dir + "/disk", *disk_bytes);
     std::string workspace = disk->workspace();
     return SessionLease(workspace, std::move(lock), std::move(disk));
   }

@@ -6,11 +6,18 @@
 // needs no host setup (project quotas need a filesystem mounted with prjquota; a tmpfs would be
 // charged to the sandbox's memory and would not outlive the call, which a session needs).
 //
+// Cheap per call (README "Disk limits"): mke2fs runs once per size, for a template in
+// <store>/disk-templates; a new image is a copy of the template's few data blocks, made after the
+// loop device is attached (attaching fsyncs the file: while it is empty that writes no data), and
+// the filesystem runs without barriers. Nothing of a scratch image reaches the host's disk unless
+// the kernel's writeback gets to it.
+//
 // Loop devices are host-global: the device is attached with LO_FLAGS_AUTOCLEAR, so the kernel
 // detaches it when the mount goes: the destructor, or unmount_stale_disks
 // (sandcell/base/stale_disk_mounts.hpp) (`sandcell gc`, and every call on its way in) for a process
-// that died while mounted.
+// that died while mounted. A scratch workspace's image has no name: it goes with the loop device.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,14 +27,19 @@ namespace sandcell::agent {
 
 class WorkspaceDisk {
  public:
-  // Makes `image` (sparse, size_bytes, one inode per 16 KiB) unless it exists, and mounts it at
-  // `mount_dir` (created). The workspace is its directory "workspace" (lost+found stays out of
-  // sight).
-  WorkspaceDisk(std::string image, std::string mount_dir, uint64_t size_bytes);
+  // A scratch workspace's disk: a new filesystem of size_bytes mounted at `mount_dir` (created),
+  // its image an unnamed file (O_TMPFILE in mount_dir's parent), gone with the mount.
+  static std::unique_ptr<WorkspaceDisk> scratch(const std::string& templates_dir,
+                                                std::string mount_dir, uint64_t size_bytes);
+  // A session's disk: `image` mounted at `mount_dir`; made of size_bytes when it does not exist
+  // (a session keeps the size it was made with), and kept.
+  static std::unique_ptr<WorkspaceDisk> session(const std::string& templates_dir, std::string image,
+                                                std::string mount_dir, uint64_t size_bytes);
   ~WorkspaceDisk();  // unmounts; the loop device detaches with the mount (LO_FLAGS_AUTOCLEAR)
   WorkspaceDisk(const WorkspaceDisk&) = delete;
   WorkspaceDisk& operator=(const WorkspaceDisk&) = delete;
 
+  // The workspace is its directory "workspace" (lost+found stays out of sight).
   std::string workspace() const { return mount_dir_ + "/workspace"; }
   uint64_t size_bytes() const { return size_bytes_; }  // the image's size: the bound
   uint64_t used_bytes() const;
@@ -40,7 +52,11 @@ class WorkspaceDisk {
   static std::optional<std::string> unavailable();
 
  private:
-  std::string image_, mount_dir_;
+  WorkspaceDisk(std::string mount_dir, uint64_t size_bytes);
+  void mount_loop(int loop_fd);
+
+  std::string mount_dir_;
+  std::string kept_image_;  // a session's: written back after the unmount
   uint64_t size_bytes_ = 0;
 };
 

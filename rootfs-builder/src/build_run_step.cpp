@@ -4,8 +4,11 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <iostream>
 
@@ -120,12 +123,25 @@ class StepTmpfs {
       throw Error(errno, "mount a tmpfs for the RUN step's layer on " + dir_);
   }
   ~StepTmpfs() { ::umount2(dir_.c_str(), MNT_DETACH); }
+  // Less than 1 MiB or no inode left: a write or a file creation of the step got ENOSPC.
+  bool full() const {
+    struct statvfs st {};
+    return statvfs(dir_.c_str(), &st) == 0 &&
+           (static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize < (1u << 20) || st.f_favail == 0);
+  }
   StepTmpfs(const StepTmpfs&) = delete;
   StepTmpfs& operator=(const StepTmpfs&) = delete;
 
  private:
   std::string dir_;
 };
+
+// Why a failed step's writes stopped: the bound it reached, by the flag that sets it.
+std::string layer_full(const BuildOptions& options, std::uint64_t bytes) {
+  const std::string flag = options.disk_bytes && *options.disk_bytes <= options.memory_bytes ? "--disk" : "--memory";
+  return ": its writes filled the step's layer (" + flag + " " + std::to_string(bytes) +
+         " bytes): No space left on device";
+}
 
 bool directory_is_empty(const std::string& dir) {
   return fs::is_empty(dir);
@@ -145,7 +161,8 @@ CachedStep run_step(BuildContext& ctx, const ImageState& state, const StageScope
   std::vector<std::string> lowers = unpacked_layers_top_first(ctx.store, state);
   if (lowers.empty()) lowers.push_back(empty_lower(ctx.store));
   ScratchDir scratch(ctx.store.tmp_dir(), "run");
-  StepTmpfs layer_fs(scratch.path() + "/fs", ctx.options.memory_bytes);  // unmounted before scratch goes
+  const std::uint64_t layer_bytes = std::min(ctx.options.memory_bytes, ctx.options.disk_bytes.value_or(UINT64_MAX));
+  StepTmpfs layer_fs(scratch.path() + "/fs", layer_bytes);  // unmounted before scratch goes
   fs::create_directories(scratch.path() + "/fs/upper");
   fs::create_directories(scratch.path() + "/fs/work");
   runtime::Spec spec = run_spec(ctx, state, lowers);
@@ -162,7 +179,8 @@ CachedStep run_step(BuildContext& ctx, const ImageState& state, const StageScope
   if (result.status != runtime::Status::Ok)
     throw Error::invalid(where + ": RUN failed (" + runtime::to_string(result.status) +
                          (result.exit_code ? ", exit code " + std::to_string(*result.exit_code) : "") +
-                         (result.error.empty() ? "" : ": " + result.error) + ")");
+                         (result.error.empty() ? "" : ": " + result.error) + ")" +
+                         (layer_fs.full() ? layer_full(ctx.options, layer_bytes) : ""));
   drop_mount_points(spec.rootfs_upper_dir);
   return layer_from_directory(ctx, spec.rootfs_upper_dir);
 }

@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -192,6 +193,23 @@ TEST_F(HostileDisk, CodeHasADefaultBoundOfOneGibibyte) {
   EXPECT_EQ(r.record["status"], "ok") << r.out;
   EXPECT_EQ(report(r)["limits"]["disk_bytes"], 1024 * kMiB);
   EXPECT_EQ(report(r)["enforced"]["disk_bytes"], "ext4-loop");
+}
+
+// Each size gets a formatted template in the store (mke2fs once per size, not per call): requests
+// of ever new sizes cannot fill the store with them, the least recently used go past eight.
+TEST_F(HostileDisk, EverNewSizesKeepAtMostEightTemplates) {
+  for (int mib = 9; mib <= 18; ++mib) {
+    CliRun r = code("echo hi\n", {"--disk", std::to_string(mib) + "m"});
+    ASSERT_EQ(r.record["status"], "ok") << r.out << r.err;
+    EXPECT_EQ(report(r)["limits"]["disk_bytes"], mib * kMiB);
+  }
+  std::vector<std::string> templates;
+  for (const auto& e : fs::directory_iterator(fs::path(store()) / "disk-templates"))
+    templates.push_back(e.path().filename());
+  EXPECT_EQ(templates.size(), 8u);
+  EXPECT_NE(std::find(templates.begin(), templates.end(), "ext4-" + std::to_string(18 * kMiB) + ".img"),
+            templates.end()) << "the newest stays";
+  EXPECT_TRUE(nothing_left_in_code_runs());
 }
 
 // The servers' request contract: "disk" in the request, within the operator's --max-disk.

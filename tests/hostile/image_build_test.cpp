@@ -278,6 +278,23 @@ TEST_F(HostileBuild, ARunStepWritesIntoMemoryItsLimitBoundsNotTheStoresDisk) {
   EXPECT_EQ(run_image({"t:2", "/bin/busybox", "stat", "-c", "%s", "/mid"}), "8388608\n");
 }
 
+// `build --disk`: what a RUN step may write, below its memory. A step writing past it fails with
+// ENOSPC inside, and the build's error says which bound the layer reached.
+TEST_F(HostileBuild, ARunStepWritingPastDiskFailsWithENOSPCAndSaysSo) {
+  dockerfile(std::string("FROM scratch\n") + kBusybox +
+             "RUN [\"/bin/busybox\", \"dd\", \"if=/dev/zero\", \"of=/big\", \"bs=1M\", \"count=64\"]\n");
+  CliRun b = run_sandcell({"build", "--memory", "256m", "--disk", "16m", "-t", "t:1", context()});
+  EXPECT_EQ(b.exit_code, 125) << b.err;
+  EXPECT_NE(b.err.find("No space left on device"), std::string::npos) << b.err;  // dd's own words
+  EXPECT_NE(b.err.find("RUN failed (exit_nonzero, exit code 1): its writes filled the step's layer (--disk 16777216 bytes)"),
+            std::string::npos) << b.err;
+  dockerfile(std::string("FROM scratch\n") + kBusybox +
+             "RUN [\"/bin/busybox\", \"dd\", \"if=/dev/zero\", \"of=/mid\", \"bs=1M\", \"count=8\"]\n");
+  CliRun ok = run_sandcell({"build", "--memory", "256m", "--disk", "16m", "-t", "t:2", context()});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(run_image({"t:2", "/bin/busybox", "stat", "-c", "%s", "/mid"}), "8388608\n");
+}
+
 // Issue 37 item 9: a build killed mid-step (SIGKILL, a crash) left <store>/tmp/copy-*, run-*
 // behind for good: `sandcell gc` never looked there, prune only after a day. A live builder holds
 // each temporary (flock); gc removes those nobody holds. Failed steps leave nothing either.

@@ -3,6 +3,9 @@
 // version (-32022), and a tools/call that runs in a real sandbox.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -104,6 +107,57 @@ TEST(McpStateless, RunCodeNetIsOfferedAndHeldToTheOperatorsLimit) {
   EXPECT_EQ(refused["isError"], true) << refused;
   EXPECT_NE(refused.dump().find("net full is over the operator's limit (--allowed-net allow:pypi.org)"), std::string::npos)
       << refused;
+}
+
+json run_code_call(int id, const json& arguments) {
+  return {{"jsonrpc", "2.0"},
+          {"id", id},
+          {"method", "tools/call"},
+          {"params", {{"_meta", meta("2026-07-28")}, {"name", "run_code"}, {"arguments", arguments}}}};
+}
+
+// The MiB of /workspace's filesystem a run_code answer printed ("stdout:\nN\n").
+int workspace_mib(const json& answer) {
+  const std::string text = answer["result"]["content"][0].value("text", "");
+  return text.rfind("stdout:\n", 0) == 0 ? std::atoi(text.c_str() + 8) : -1;
+}
+
+// The server's workspace flags reach every run: --disk bounds a call that asks for no disk, a
+// call's own "disk" is kept within --max-disk, and --sessions-max holds across calls (a second
+// session removes the idle first one). README "Disk limits".
+TEST(McpStateless, DiskAndSessionBoundsReachEveryRun) {
+  char dir[] = "/tmp/sc-mcp-sessions-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  setenv("SANDCELL_SESSIONS", dir, 1);
+  const std::string size = "import os; s = os.statvfs('/workspace'); print(s.f_blocks * s.f_frsize >> 20)";
+  Finished r;
+  auto answers = converse({run_code_call(1, {{"language", "python"}, {"code", size}}),
+                           run_code_call(2, {{"language", "python"}, {"code", size}, {"disk", "24m"}}),
+                           run_code_call(3, {{"language", "python"}, {"code", size}, {"disk", "64m"}}),
+                           run_code_call(4, {{"language", "python"}, {"code", "x = 1"}, {"session", "first"}}),
+                           run_code_call(5, {{"language", "python"}, {"code", "x = 2"}, {"session", "second"}})},
+                          r, {"--disk", "16m", "--max-disk", "32m", "--sessions-max", "1", "--max-parallel", "1"});
+  unsetenv("SANDCELL_SESSIONS");
+  std::vector<std::string> sessions;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) sessions.push_back(e.path().filename());
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(workspace_mib(answers.at(1)), 12) << answers.at(1);  // ext4's own metadata takes some
+  EXPECT_LE(workspace_mib(answers.at(1)), 16) << answers.at(1);
+  EXPECT_GE(workspace_mib(answers.at(2)), 20) << answers.at(2);
+  EXPECT_LE(workspace_mib(answers.at(2)), 24) << answers.at(2);
+  EXPECT_NE(answers.at(3).dump().find("over the operator's limit (--max-disk 32m)"), std::string::npos)
+      << answers.at(3);
+  EXPECT_EQ(answers.at(4)["result"]["isError"], false) << answers.at(4);
+  EXPECT_EQ(answers.at(5)["result"]["isError"], false) << answers.at(5);
+  EXPECT_EQ(sessions, std::vector<std::string>{"second"});
+}
+
+// A --disk no request could be given (over --max-disk) fails at start, not at every call.
+TEST(McpStateless, ADiskDefaultOverTheCeilingIsRefusedAtStart) {
+  Finished r = run_sandcell_with_store({"mcp", "--disk", "64m", "--max-disk", "32m"}, "");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--disk 64m is over --max-disk 32m"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -77,5 +77,25 @@ TEST(SubprocessExecutor, RunsPassTheOperatorCeilings) {
   EXPECT_EQ(text.str(), "code\n--request-json\n-\n--max-memory\n2g\n--allowed-net\nnone\n");
 }
 
+// The operator's --disk is the bound of a request that names none; a request's own "disk" is
+// kept (`sandcell code` checks it against --max-disk), and so is one the server did not set.
+TEST(SubprocessExecutor, ARequestWithoutDiskGetsTheOperatorsDefault) {
+  ScratchDir dir;
+  const fs::path fake = dir.path / "sandcell";
+  const fs::path request = dir.path / "request";
+  std::ofstream(fake) << "#!/bin/sh\ncat > " << request.string() << "\necho '{\"status\":\"ok\"}'\n";
+  chmod(fake.c_str(), 0755);
+  auto sent = [&](const SubprocessExecutorOptions& options, const Json& r) {
+    make_subprocess_executor(options)->run(r);
+    std::ifstream in(request);
+    return Json::parse(in);
+  };
+  const SubprocessExecutorOptions with_default{.sandcell_bin = fake.string(), .default_disk = "64m"};
+  EXPECT_EQ(sent(with_default, Json{{"code", "x"}})["disk"], "64m");
+  EXPECT_EQ(sent(with_default, Json{{"code", "x"}, {"disk", nullptr}})["disk"], "64m");
+  EXPECT_EQ(sent(with_default, Json{{"code", "x"}, {"disk", "16m"}})["disk"], "16m");
+  EXPECT_FALSE(sent({.sandcell_bin = fake.string()}, Json{{"code", "x"}}).contains("disk"));
+}
+
 }  // namespace
 }  // namespace sandcell::agent_service

@@ -60,10 +60,10 @@ class SessionStore {
   // Throws Error::invalid.
   static void check_id(const std::string& id);
 
-  // Creates the session on first use (with a disk of disk_bytes, unless unset: a plain
-  // directory); waits while another call holds it.
+  // Creates the session on first use (with a disk of disk_bytes, a copy of its template in
+  // disk_templates, unless unset: a plain directory); waits while another call holds it.
   SessionLease open(const std::string& id, const std::string& skill,
-                    std::optional<uint64_t> disk_bytes);
+                    std::optional<uint64_t> disk_bytes, const std::string& disk_templates);
   std::vector<SessionInfo> list() const;
   // Throws Error::invalid when there is no such session.
   void remove(const std::string& id);

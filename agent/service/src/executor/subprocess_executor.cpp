@@ -38,7 +38,7 @@ class SubprocessExecutor final : public Executor {
 
   Json run(const Json& request, std::stop_token stop) override {
     std::string out;
-    ChildOutcome outcome = run_child(code_argv(false), request.dump(),
+    ChildOutcome outcome = run_child(code_argv(false), with_defaults(request).dump(),
                                      [&](std::string_view chunk) { out.append(chunk); }, stop);
     return parse_json_answer(out, outcome, "sandcell code");
   }
@@ -54,7 +54,7 @@ class SubprocessExecutor final : public Executor {
       else if ((type == "stdout" || type == "stderr") && event.contains("data"))
         sink(type, event["data"].get<std::string>());
     };
-    ChildOutcome outcome = run_child(code_argv(true), request.dump(),
+    ChildOutcome outcome = run_child(code_argv(true), with_defaults(request).dump(),
                                      [&](std::string_view chunk) {
                                        pending.append(chunk);
                                        for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
@@ -81,6 +81,17 @@ class SubprocessExecutor final : public Executor {
   }
 
  private:
+  // A request that names no disk bound gets the operator's --disk (`sandcell code` checks it
+  // against --max-disk like any other).
+  Json with_defaults(const Json& request) const {
+    if (!options_.default_disk || !request.is_object() ||
+        (request.contains("disk") && !request["disk"].is_null()))
+      return request;
+    Json r = request;
+    r["disk"] = *options_.default_disk;
+    return r;
+  }
+
   std::vector<std::string> argv(std::initializer_list<std::string> verb) const {
     std::vector<std::string> args{options_.sandcell_bin};
     if (!options_.root.empty()) args.insert(args.end(), {"--root", options_.root});

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "sandcell/rootfs_builder/dockerfile.hpp"
@@ -25,6 +26,9 @@ struct BuildOptions {
   // A RUN step's memory limit, which also bounds what it may write: its writable layer is a
   // tmpfs of this size whose pages are charged to the step's memory cgroup.
   std::uint64_t memory_bytes = 8ull << 30;
+  // What a RUN step may write (`--disk`): the size of that tmpfs, when smaller than memory_bytes;
+  // past it the step's writes fail with ENOSPC and the build says the bound was reached.
+  std::optional<std::uint64_t> disk_bytes;
   // Step lines ("[2/5] RUN make") and RUN output; default: stderr.
   std::function<void(const std::string&)> progress;
   // FROM an image the store lacks: fetches it (`sandcell pull`) and returns the name the store

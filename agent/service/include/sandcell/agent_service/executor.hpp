@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -40,8 +41,10 @@ struct SubprocessExecutorOptions {
   std::string sandcell_bin{};  // the `sandcell` executable to spawn
   std::string root{};          // passed as `--root` when not empty
   // After `code --request-json -`: the operator's ceilings (`--max-memory 2g`...), which no
-  // request can lift.
+  // request can lift, and the bounds on sessions (`--sessions-max 64`...).
   std::vector<std::string> code_flags{};
+  // The operator's `--disk`: the workspace bound of a request that asks for none ("disk").
+  std::optional<std::string> default_disk{};
 };
 
 // $SANDCELL_BIN, else sandcell_bin_in() the running executable's directory.
