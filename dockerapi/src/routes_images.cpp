@@ -49,11 +49,11 @@ HttpReply inspect_image(const ApiContext& api, const std::string& name) {
   if (!record.name.empty()) tags.push_back(record.name);
   return json_reply(200, {{"Id", record.manifest.config.digest}, {"RepoTags", tags},
                           {"RepoDigests", {repository_of(record.name.empty() ? name : record.name) + "@" + record.manifest_digest}},
-                          {"Created", record.config.created}, {"Size", size}, {"VirtualSize", size},
+                          {"Created", record.config.created.empty() ? "0001-01-01T00:00:00Z" : record.config.created}, {"Size", size}, {"VirtualSize", size},
                           {"Architecture", record.config.architecture}, {"Os", record.config.os},
                           {"Author", record.config.author}, {"Config", config},
                           {"RootFS", {{"Type", "layers"}, {"Layers", record.config.diff_ids}}},
-                          {"Metadata", {{"LastTagTime", ""}}}});
+                          {"Metadata", {{"LastTagTime", "0001-01-01T00:00:00Z"}}}});
 }
 
 // The tags of one image (its config digest, Docker's image ID).
