@@ -1,5 +1,6 @@
 #pragma once
 // The Engine API's endpoints, by group. Each returns the reply or throws ApiError.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ std::string image_name(const Segments& path, size_t trailing);
 // The image a client named; ApiError 404 when the store has none.
 rootfs_builder::ImageRecord resolve_image(const rootfs_builder::ImageStore& store, const std::string& name);
 
+// A file (open, at its start) streamed as the body: a saved image, a container's tar.
+HttpReply streamed_file(std::shared_ptr<runtime::UniqueFd> file, const char* content_type);
 // The ids of the containers whose mounts name the volume.
 std::vector<std::string> volume_users(const ApiContext& api, const std::string& name);
 

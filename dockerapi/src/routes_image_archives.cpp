@@ -18,20 +18,6 @@ namespace {
 
 using runtime::UniqueFd;
 
-// A file streamed as the body, from its start.
-HttpReply streamed_file(std::shared_ptr<UniqueFd> file, const char* content_type) {
-  HttpReply reply;
-  reply.content_type = content_type;
-  reply.stream = [file](char* buffer, size_t size) -> size_t {
-    for (;;) {
-      ssize_t n = read(file->get(), buffer, size);
-      if (n < 0 && errno == EINTR) continue;
-      return n < 0 ? 0 : static_cast<size_t>(n);
-    }
-  };
-  return reply;
-}
-
 HttpReply save_images(const ApiContext& api, const std::vector<std::string>& names) {
   if (names.empty()) throw bad_request("give the images to save (names)");
   rootfs_builder::ImageStore store(api.store_root);
@@ -81,6 +67,19 @@ HttpReply load_images(const ApiContext& api, const HttpRequest& request) {
 }
 
 }  // namespace
+
+HttpReply streamed_file(std::shared_ptr<runtime::UniqueFd> file, const char* content_type) {
+  HttpReply reply;
+  reply.content_type = content_type;
+  reply.stream = [file](char* buffer, size_t size) -> size_t {
+    for (;;) {
+      ssize_t n = read(file->get(), buffer, size);
+      if (n < 0 && errno == EINTR) continue;
+      return n < 0 ? 0 : static_cast<size_t>(n);
+    }
+  };
+  return reply;
+}
 
 std::optional<HttpReply> image_archive_route(const ApiContext& api, const HttpRequest& request,
                                              const Segments& path) {
