@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 
 #include "api_error.hpp"
@@ -53,7 +55,7 @@ HttpReply load_images(const ApiContext& api, const HttpRequest& request) {
   std::vector<std::string> loaded;
   try {
     // A compressed archive may unpack to more than it weighs, but not without bound.
-    loaded = rootfs_builder::load_images(store, body_path, 4 * api.max_load_bytes);
+    loaded = rootfs_builder::load_images(store, body_path, std::min(api.max_load_bytes, UINT64_MAX / 4) * 4);
   } catch (const Error& e) {
     store.prune_if_idle();  // the blobs of the images that came before the failure
     std::string message = e.what();
