@@ -190,11 +190,28 @@ json inspect_mounts(const json& mounts, const VolumeStore& volumes) {
   return out;
 }
 
-bool mounts_volume(const json& mounts, const std::string& name) {
-  if (!mounts.is_array()) return false;
-  for (const json& m : mounts)
-    if (m.value("Type", "") == "volume" && m.value("Source", "") == name) return true;
-  return false;
+std::vector<std::string> volume_users(const ContainerStore& containers, const std::string& name) {
+  std::vector<std::string> users;
+  for (const ContainerDir& container : containers.list()) {
+    try {
+      for (const json& m : container.create_request()["HostConfig"].value("Mounts", json::array()))
+        if (m.value("Type", "") == "volume" && m.value("Source", "") == name) {
+          users.push_back(container.id());
+          break;
+        }
+    } catch (const Error&) {  // removed meanwhile
+    } catch (const json::exception&) {
+    }
+  }
+  return users;
+}
+
+void remove_anonymous_volumes(const json& mounts, const VolumeStore& volumes, const ContainerStore& containers) {
+  for (const json& m : mounts) {
+    if (m.value("Type", "") != "volume") continue;
+    std::optional<Volume> volume = volumes.find(m.value("Source", ""));
+    if (volume && volume->anonymous && volume_users(containers, volume->name).empty()) volumes.remove(volume->name);
+  }
 }
 
 }  // namespace sandcell::dockerapi

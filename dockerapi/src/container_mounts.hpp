@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "container_store.hpp"
 #include "sandcell/runtime/spec.hpp"
 #include "volume_store.hpp"
 
@@ -23,7 +24,10 @@ void create_volumes(nlohmann::json& mounts, const VolumeStore& volumes);
 void apply_mounts(const nlohmann::json& mounts, const VolumeStore& volumes, runtime::Spec& spec);
 // `docker inspect`'s top-level Mounts.
 nlohmann::json inspect_mounts(const nlohmann::json& mounts, const VolumeStore& volumes);
-// Whether a container's stored list names the volume.
-bool mounts_volume(const nlohmann::json& mounts, const std::string& name);
+// The ids of the containers whose stored lists name the volume.
+std::vector<std::string> volume_users(const ContainerStore& containers, const std::string& name);
+// `rm -v`, `run --rm`: the anonymous volumes of a removed container's list that no other names.
+void remove_anonymous_volumes(const nlohmann::json& mounts, const VolumeStore& volumes,
+                              const ContainerStore& containers);
 
 }  // namespace sandcell::dockerapi

@@ -37,8 +37,6 @@ rootfs_builder::ImageRecord resolve_image(const rootfs_builder::ImageStore& stor
 
 // A file (open, at its start) streamed as the body: a saved image, a container's tar.
 HttpReply streamed_file(std::shared_ptr<runtime::UniqueFd> file, const char* content_type);
-// The ids of the containers whose mounts name the volume.
-std::vector<std::string> volume_users(const ApiContext& api, const std::string& name);
 
 std::optional<HttpReply> system_route(const ApiContext& api, const HttpRequest& request, const Segments& path);
 std::optional<HttpReply> image_route(const ApiContext& api, const HttpRequest& request, const Segments& path);

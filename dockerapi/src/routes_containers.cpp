@@ -143,15 +143,6 @@ HttpReply kill_container(const ContainerDir& c, const HttpRequest& request) {
   return no_content();
 }
 
-// `rm -v`: the anonymous volumes the container made go with it, unless another uses them.
-void remove_anonymous_volumes(const ApiContext& api, const json& mounts) {
-  for (const json& m : mounts) {
-    if (m.value("Type", "") != "volume") continue;
-    std::optional<Volume> volume = api.volumes.find(m.value("Source", ""));
-    if (volume && volume->anonymous && volume_users(api, volume->name).empty()) api.volumes.remove(volume->name);
-  }
-}
-
 HttpReply remove(const ApiContext& api, const ContainerDir& c, const HttpRequest& request) {
   if (c.state().status == "running") {
     if (!request.flag("force"))
@@ -161,7 +152,7 @@ HttpReply remove(const ApiContext& api, const ContainerDir& c, const HttpRequest
   }
   json mounts = c.create_request()["HostConfig"].value("Mounts", json::array());
   api.containers.remove(c);
-  if (request.flag("v")) remove_anonymous_volumes(api, mounts);
+  if (request.flag("v")) remove_anonymous_volumes(mounts, api.volumes, api.containers);
   return no_content();
 }
 

@@ -48,7 +48,7 @@ HttpReply list_volumes(const ApiContext& api, const HttpRequest& request) {
   json out = json::array();
   for (const Volume& volume : api.volumes.list()) {
     if (!name.empty() && volume.name.find(name) == std::string::npos) continue;
-    bool used = !volume_users(api, volume.name).empty();
+    bool used = !volume_users(api.containers, volume.name).empty();
     if ((dangling == "true" || dangling == "1") && used) continue;
     if ((dangling == "false" || dangling == "0") && !used) continue;
     out.push_back(VolumeStore::to_json(volume));
@@ -58,7 +58,7 @@ HttpReply list_volumes(const ApiContext& api, const HttpRequest& request) {
 
 HttpReply remove_volume(const ApiContext& api, const std::string& name) {
   Volume volume = api.volumes.get(name);
-  std::vector<std::string> users = volume_users(api, volume.name);
+  std::vector<std::string> users = volume_users(api.containers, volume.name);
   if (!users.empty())
     throw conflict("remove " + name + ": volume is in use - [" + users[0] + "]");
   api.volumes.remove(volume.name);
@@ -75,7 +75,7 @@ HttpReply prune_volumes(const ApiContext& api, const HttpRequest& request) {
   json deleted = json::array();
   uint64_t bytes = 0;
   for (const Volume& volume : api.volumes.list()) {
-    if ((!volume.anonymous && !all) || !volume_users(api, volume.name).empty()) continue;
+    if ((!volume.anonymous && !all) || !volume_users(api.containers, volume.name).empty()) continue;
     bytes += api.volumes.remove(volume.name);
     deleted.push_back(volume.name);
   }
@@ -83,19 +83,6 @@ HttpReply prune_volumes(const ApiContext& api, const HttpRequest& request) {
 }
 
 }  // namespace
-
-std::vector<std::string> volume_users(const ApiContext& api, const std::string& name) {
-  std::vector<std::string> users;
-  for (const ContainerDir& container : api.containers.list()) {
-    try {
-      if (mounts_volume(container.create_request()["HostConfig"].value("Mounts", json::array()), name))
-        users.push_back(container.id());
-    } catch (const Error&) {  // removed meanwhile
-    } catch (const json::exception&) {
-    }
-  }
-  return users;
-}
 
 std::optional<HttpReply> volume_route(const ApiContext& api, const HttpRequest& request, const Segments& path) {
   if (path.empty() || path[0] != "volumes") return std::nullopt;

@@ -124,13 +124,22 @@ TEST_F(DockerApiMounts, NamedVolumesKeepDataBetweenContainersAndAreNosuidNodev) 
   EXPECT_FALSE(fs::exists(fs::path(volumes_dir()) / "data"));
   EXPECT_EQ(docker({"volume", "ls", "-q"}).out, "");
 
-  // Anonymous volumes: made without a name, gone with `rm -v` or `volume prune`.
+  // Anonymous volumes: made without a name, gone with `rm -v`, `run --rm` or `volume prune`.
   ASSERT_EQ(docker({"create", "--name", "anon", "--network", "none", "--mount", "type=volume,target=/a", "bb:1", "true"})
                 .exit_code, 0);
   std::string anonymous = inspect("anon")["Mounts"][0]["Name"];
   EXPECT_EQ(anonymous.size(), 64u);
   ASSERT_EQ(docker({"rm", "-v", "anon"}).exit_code, 0);
   EXPECT_EQ(docker({"volume", "ls", "-q"}).out, "");
+  CliRun removed = docker({"run", "--rm", "--network", "none", "--mount", "type=volume,target=/a", "bb:1", "true"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  // The supervisor removes them just after the container, which is what `run --rm` waits for.
+  std::string left = "?";
+  for (int i = 0; i < 250 && !left.empty(); ++i) {
+    left = docker({"volume", "ls", "-q"}).out;
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(left, "");
   ASSERT_EQ(docker({"volume", "create", "named"}).exit_code, 0);
   ASSERT_EQ(docker({"create", "--network", "none", "--mount", "type=volume,target=/a", "bb:1", "true"}).exit_code, 0);
   for (const std::string& id : lines(docker({"ps", "-aq"}).out)) docker({"rm", id});
