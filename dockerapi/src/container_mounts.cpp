@@ -131,7 +131,7 @@ json mounts_entry(const json& m, uint64_t memory_limit) {
 
 }  // namespace
 
-json checked_mounts(const json& host, uint64_t memory_limit) {
+json checked_mounts(const json& host, const json& config_volumes, uint64_t memory_limit) {
   json out = json::array();
   json binds = host.value("Binds", json::array()), mounts = host.value("Mounts", json::array()),
        tmpfs = host.value("Tmpfs", json::object());
@@ -153,6 +153,12 @@ json checked_mounts(const json& host, uint64_t memory_limit) {
   for (const json& m : out)
     if (!targets.insert(m["Target"].get<std::string>()).second)
       throw bad_request("Duplicate mount point: " + m["Target"].get<std::string>());
+  if (config_volumes.is_null()) return out;
+  if (!config_volumes.is_object()) throw bad_request("Config.Volumes must be an object");
+  for (auto& [path, ignored] : config_volumes.items()) {
+    json anonymous = volume_mount("Config.Volumes", "", path, false);
+    if (targets.insert(anonymous["Target"].get<std::string>()).second) out.push_back(anonymous);
+  }
   return out;
 }
 

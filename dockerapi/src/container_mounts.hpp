@@ -16,7 +16,9 @@ namespace sandcell::dockerapi {
 // The stored list: [{"Type":"volume","Source":NAME,"Target":PATH,"ReadOnly":B},
 // {"Type":"tmpfs","Target":PATH,"SizeBytes":N,"Mode":M,"ReadOnly":B,"NoExec":B}]. Throws ApiError
 // 400 naming the field for anything refused or malformed. Volumes are not made here.
-nlohmann::json checked_mounts(const nlohmann::json& host, uint64_t memory_limit);
+// Config.Volumes (`-v /path`: {"/path": {}}) asks for an anonymous volume at each path no other
+// mount covers.
+nlohmann::json checked_mounts(const nlohmann::json& host, const nlohmann::json& config_volumes, uint64_t memory_limit);
 // Makes the volumes a checked list names that do not exist yet (anonymous ones get their name).
 void create_volumes(nlohmann::json& mounts, const VolumeStore& volumes);
 

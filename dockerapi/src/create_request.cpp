@@ -166,7 +166,7 @@ json check_create_request(const std::string& body_text, const std::string& name,
     }
     request["ImageID"] = record.manifest.config.digest;
     uint64_t memory = stored_host.value("Memory", runtime::default_limits().memory_bytes.value_or(0));
-    json mounts = checked_mounts(host, memory);
+    json mounts = checked_mounts(host, body.value("Volumes", json()), memory);
     create_volumes(mounts, volumes);
     request["HostConfig"]["Mounts"] = mounts;
     return request;

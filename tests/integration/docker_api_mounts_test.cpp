@@ -140,6 +140,15 @@ TEST_F(DockerApiMounts, NamedVolumesKeepDataBetweenContainersAndAreNosuidNodev) 
     if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(left, "");
+  // `-v /path` (Config.Volumes) is an anonymous volume too; `-v x:/path` with a one-letter name
+  // reaches it as the path "x:/path" (the CLI's reading), which is no path: refused, not ignored.
+  ASSERT_EQ(docker({"create", "--name", "dashv", "--network", "none", "-v", "/anon", "bb:1", "true"}).exit_code, 0);
+  EXPECT_EQ(inspect("dashv")["Mounts"][0]["Destination"], "/anon");
+  ASSERT_EQ(docker({"rm", "-v", "dashv"}).exit_code, 0);
+  CliRun letter = docker({"create", "--network", "none", "-v", "x:/x", "bb:1", "true"});
+  EXPECT_NE(letter.exit_code, 0);
+  EXPECT_NE(letter.err.find("Config.Volumes: the mount target must be an absolute path"), std::string::npos) << letter.err;
+  EXPECT_EQ(docker({"volume", "ls", "-q"}).out, "");
   ASSERT_EQ(docker({"volume", "create", "named"}).exit_code, 0);
   ASSERT_EQ(docker({"create", "--network", "none", "--mount", "type=volume,target=/a", "bb:1", "true"}).exit_code, 0);
   for (const std::string& id : lines(docker({"ps", "-aq"}).out)) docker({"rm", id});
