@@ -12,11 +12,21 @@
 #include "commands.hpp"
 #include "request_ceiling_flags.hpp"
 #include "sandcell/agent_service/http_api.hpp"
+#include "sandcell/runtime/spec.hpp"
 #if SANDCELL_SERVES_HTTP
 #include "sandcell/dockerapi/server.hpp"
 #endif
 
 namespace sandcell::cli {
+namespace {
+
+// The --docker-api flags, as given (sandcell-images parses them too, without the library).
+struct DockerApiFlags {
+  std::string listen, group;
+  std::string max_load = "4g";
+};
+
+}  // namespace
 
 void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
   auto* cmd = app.add_subcommand("serve", "Serve the code runner over HTTP (JSON, NDJSON streaming)");
@@ -26,11 +36,14 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
   auto workspace = std::make_shared<WorkspaceFlags>();
   auto max_body_mb = std::make_shared<size_t>(32);
   options->max_running = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-  auto docker = std::make_shared<std::pair<std::string, std::string>>();  // --docker-api, its group
+  auto docker = std::make_shared<DockerApiFlags>();
   cmd->add_option("--listen", options->listen, "HOST:PORT or unix:PATH");
-  cmd->add_option("--docker-api", docker->first,
+  cmd->add_option("--docker-api", docker->listen,
                   "Serve the Docker Engine API instead, on unix:PATH (docker CLI, docker-py: DOCKER_HOST=unix://PATH)");
-  cmd->add_option("--docker-api-group", docker->second, "Group that may use the --docker-api socket (0660) [root]");
+  cmd->add_option("--docker-api-group", docker->group, "Group that may use the --docker-api socket (0660) [root]");
+  cmd->add_option("--docker-api-max-load", docker->max_load,
+                  "Largest image archive `docker load` may send (bytes, k/m/g); more gets 413")
+      ->capture_default_str();
   cmd->add_option("--token", options->token, "Bearer token clients must send on TCP [$SANDCELL_TOKEN]");
   cmd->add_option("--max-running", options->max_running, "Executions at once [CPU count]")->check(CLI::PositiveNumber);
   cmd->add_option("--max-queued", options->max_queued, "Executions waiting; more get 429")->capture_default_str()->check(CLI::NonNegativeNumber);
@@ -67,13 +80,17 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
 #endif
   });
   cmd->callback([&action, options, bin, ceilings, workspace, max_body_mb, globals, docker] {
-    if (options->listen.empty() == docker->first.empty())
+    if (options->listen.empty() == docker->listen.empty())
       throw CLI::ValidationError("serve", "give one of --listen (sandcell's API) or --docker-api (Docker's)");
 #if SANDCELL_SERVES_HTTP
-    if (!docker->first.empty()) {
+    if (!docker->listen.empty()) {
       action = [docker, globals] {
-        return dockerapi::serve_docker_api_until_signal(
-            {.listen = docker->first, .group = docker->second, .store_root = globals->store_root(), .supervisor_exe = {}});
+        uint64_t max_load = runtime::parse_size(docker->max_load, "--docker-api-max-load");
+        return dockerapi::serve_docker_api_until_signal({.listen = docker->listen,
+                                                         .group = docker->group,
+                                                         .store_root = globals->store_root(),
+                                                         .supervisor_exe = {},
+                                                         .max_load_bytes = max_load});
       };
       return;
     }

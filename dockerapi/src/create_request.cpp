@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "api_error.hpp"
+#include "container_mounts.hpp"
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/oci/lifecycle.hpp"
@@ -50,7 +51,7 @@ void refuse_weakening(const json& host) {
 // Fields sandcell will map but does not yet: refused rather than ignored.
 void refuse_not_yet(const json& config, const json& host) {
   if (is_set(config, "Tty")) throw bad_request("Config.Tty is not supported by sandcell's Docker API yet");
-  for (const char* field : {"Binds", "Mounts", "Tmpfs", "Ulimits", "ReadonlyRootfs", "CpuShares", "ShmSize",
+  for (const char* field : {"Ulimits", "ReadonlyRootfs", "CpuShares", "ShmSize",
                             "CpusetCpus", "CpusetMems", "BlkioWeight", "MemoryReservation", "KernelMemory",
                             "PortBindings", "PublishAllPorts", "ExtraHosts", "Dns", "DnsSearch", "DnsOptions",
                             "GroupAdd", "Init"})
@@ -134,7 +135,7 @@ json checked_config(const json& body, const std::string& image) {
 }  // namespace
 
 json check_create_request(const std::string& body_text, const std::string& name,
-                          const rootfs_builder::ImageStore& images) {
+                          const rootfs_builder::ImageStore& images, const VolumeStore& volumes) {
   static const std::regex kName("[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}");
   if (!name.empty() && !std::regex_match(name, kName))
     throw bad_request("Invalid container name (" + name + "), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed");
@@ -164,6 +165,10 @@ json check_create_request(const std::string& body_text, const std::string& name,
       throw not_found("No such image: " + image);
     }
     request["ImageID"] = record.manifest.config.digest;
+    uint64_t memory = stored_host.value("Memory", runtime::default_limits().memory_bytes.value_or(0));
+    json mounts = checked_mounts(host, body.value("Volumes", json()), memory);
+    create_volumes(mounts, volumes);
+    request["HostConfig"]["Mounts"] = mounts;
     return request;
   } catch (const json::exception& e) {
     throw bad_request(std::string("wrong type in the request: ") + e.what());
@@ -198,6 +203,7 @@ runtime::Spec spec_for_container(const json& request, rootfs_builder::ImageStore
   if (host.contains("NanoCpus")) spec.limits.cpus = host["NanoCpus"].get<double>() / 1e9;
   if (host.contains("PidsLimit")) spec.limits.pids = host["PidsLimit"].get<uint64_t>();
   spec.network = host.value("NetworkMode", "none") == "none" ? runtime::NetworkMode::None : runtime::NetworkMode::Full;
+  apply_mounts(host.value("Mounts", json::array()), VolumeStore(images.root() + "/docker/volumes"), spec);
   spec.rootfs_upper_dir = container_dir + "/upper";
   spec.rootfs_work_dir = container_dir + "/work";
   return spec;

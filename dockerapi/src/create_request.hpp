@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sandcell/runtime/spec.hpp"
+#include "volume_store.hpp"
 
 namespace sandcell::rootfs_builder {
 class ImageStore;
@@ -15,11 +16,12 @@ namespace sandcell::dockerapi {
 
 // Returns the request to store (create.json): Name, Image, ImageID, Config, HostConfig (the
 // mapped subset). Throws ApiError: 400 for a bad or refused field, 404 for a missing image.
+// The volumes it names are made once everything else checked.
 nlohmann::json check_create_request(const std::string& body, const std::string& name,
-                                    const rootfs_builder::ImageStore& images);
+                                    const rootfs_builder::ImageStore& images, const VolumeStore& volumes);
 
-// The sandbox a stored request runs in: the image applied, limits, network, the container's
-// writable layer under `container_dir`.
+// The sandbox a stored request runs in: the image applied, limits, network, mounts (volumes under
+// <images.root()>/docker/volumes), the container's writable layer under `container_dir`.
 runtime::Spec spec_for_container(const nlohmann::json& request, rootfs_builder::ImageStore& images,
                                  const std::string& container_dir);
 

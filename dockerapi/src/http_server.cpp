@@ -1,10 +1,12 @@
 // libmicrohttpd glue: collects each request and hands it to the routes; sends what they answer.
 #include "http_server.hpp"
 
-#include <microhttpd.h>
 #include <fcntl.h>
+#include <microhttpd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,18 +18,56 @@ namespace sandcell::dockerapi {
 struct ServerState {
   size_t max_body_bytes;
   HttpRoutes routes;
+  SpoolRule spool;
 };
 
 namespace {
 
 struct PendingRequest {
   HttpRequest request;
+  uint64_t max_body_bytes = 0;
   bool too_large = false;
+  std::string spool_error;  // the spool file could not be made or written: a 500 naming it
 };
 
 MHD_Result collect_query(void* cls, MHD_ValueKind, const char* key, const char* value) {
-  static_cast<HttpRequest*>(cls)->query[key] = value == nullptr ? "" : value;
+  static_cast<HttpRequest*>(cls)->query.emplace(key, value == nullptr ? "" : value);
   return MHD_YES;
+}
+
+// A spooled route's file, made before the first byte arrives.
+void open_spool(PendingRequest& pending, const BodySpool& spool) {
+  pending.max_body_bytes = spool.max_bytes;
+  int fd = ::open(spool.dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    pending.spool_error = "spool the request body in " + spool.dir + ": " + std::strerror(errno);
+    return;
+  }
+  pending.request.body_file = std::make_shared<runtime::UniqueFd>(fd);
+}
+
+void append_body(PendingRequest& pending, const char* data, size_t size) {
+  HttpRequest& request = pending.request;
+  uint64_t held = request.body_file ? request.body_bytes : request.body.size();
+  if (held + size > pending.max_body_bytes) {  // counted, the excess dropped
+    pending.too_large = true;
+    return;
+  }
+  if (!request.body_file) {
+    request.body.append(data, size);
+    return;
+  }
+  while (size > 0 && pending.spool_error.empty()) {
+    ssize_t n = ::write(request.body_file->get(), data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      pending.spool_error = std::string("spool the request body: ") + std::strerror(errno);
+      return;
+    }
+    request.body_bytes += static_cast<uint64_t>(n);
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
 }
 
 MHD_Result queue_buffer(MHD_Connection* connection, int status, const std::string& body, const std::string& type,
@@ -84,7 +124,7 @@ MHD_Result send_reply(MHD_Connection* connection, HttpReply reply) {
 
 std::string error_body(const std::string& message) { return nlohmann::json{{"message", message}}.dump() + "\n"; }
 
-MHD_Result answer_too_large(MHD_Connection* connection, size_t max_body_bytes) {
+MHD_Result answer_too_large(MHD_Connection* connection, uint64_t max_body_bytes) {
   return queue_buffer(connection, 413, error_body("request body larger than " + std::to_string(max_body_bytes) + " bytes"),
                       "application/json", {});
 }
@@ -101,22 +141,26 @@ MHD_Result answer(void* cls, MHD_Connection* connection, const char* url, const 
     const char* upgrade = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
     pending->request.upgrade = upgrade != nullptr && strcasecmp(upgrade, "tcp") == 0;
     *req_cls = pending;
+    pending->max_body_bytes = state->max_body_bytes;
+    std::optional<BodySpool> spool = state->spool ? state->spool(pending->request) : std::nullopt;
+    if (spool) open_spool(*pending, *spool);
     // Too large by its Content-Length: answered before the body is read (no 100 Continue);
     // MHD then closes the connection.
     const char* length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (length != nullptr && std::strtoull(length, nullptr, 10) > state->max_body_bytes) {
+    if (length != nullptr && std::strtoull(length, nullptr, 10) > pending->max_body_bytes) {
       pending->too_large = true;
-      return answer_too_large(connection, state->max_body_bytes);
+      return answer_too_large(connection, pending->max_body_bytes);
     }
     return MHD_YES;
   }
-  if (*upload_data_size > 0) {  // a chunked body without a length: counted, the excess dropped
-    if (pending->request.body.size() + *upload_data_size > state->max_body_bytes) pending->too_large = true;
-    else pending->request.body.append(upload_data, *upload_data_size);
+  if (*upload_data_size > 0) {
+    append_body(*pending, upload_data, *upload_data_size);
     *upload_data_size = 0;
     return MHD_YES;
   }
-  if (pending->too_large) return answer_too_large(connection, state->max_body_bytes);
+  if (pending->too_large) return answer_too_large(connection, pending->max_body_bytes);
+  if (!pending->spool_error.empty())
+    return queue_buffer(connection, 500, error_body(pending->spool_error), "application/json", {});
   HttpReply reply;
   try {
     reply = state->routes(pending->request);
@@ -140,6 +184,13 @@ std::optional<std::string> HttpRequest::param(const std::string& name) const {
   return it->second;
 }
 
+std::vector<std::string> HttpRequest::params(const std::string& name) const {
+  std::vector<std::string> out;
+  auto [first, last] = query.equal_range(name);
+  for (auto it = first; it != last; ++it) out.push_back(it->second);
+  return out;
+}
+
 bool HttpRequest::flag(const std::string& name) const {
   auto value = param(name);
   return value && (*value == "1" || *value == "true" || *value == "True");
@@ -150,8 +201,8 @@ struct HttpServer::Daemon {
   MHD_Daemon* mhd = nullptr;
 };
 
-HttpServer::HttpServer(int listen_fd, size_t max_body_bytes, HttpRoutes routes)
-    : daemon_(std::make_unique<Daemon>(Daemon{.state = {max_body_bytes, std::move(routes)}})) {
+HttpServer::HttpServer(int listen_fd, size_t max_body_bytes, HttpRoutes routes, SpoolRule spool)
+    : daemon_(std::make_unique<Daemon>(Daemon{.state = {max_body_bytes, std::move(routes), std::move(spool)}})) {
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_UPGRADE |
                    MHD_USE_ERROR_LOG;
   daemon_->mhd = MHD_start_daemon(flags, 0, nullptr, nullptr, answer, &daemon_->state,

@@ -6,6 +6,7 @@
 
 #include "api_error.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/rootfs_builder/store.hpp"
 
 namespace sandcell::dockerapi {
 namespace {
@@ -24,6 +25,19 @@ Segments split_path(const std::string& path) {
 
 HttpReply error_reply(int status, const std::string& message) { return json_reply(status, {{"message", message}}); }
 
+// The path's segments without a leading "vX.Y"; nullopt for a version we do not serve.
+std::optional<Segments> unversioned(const std::string& request_path) {
+  static const std::regex kVersion("v([0-9]+)\\.([0-9]+)");
+  Segments path = split_path(request_path);
+  std::smatch version;
+  if (!path.empty() && std::regex_match(path[0], version, kVersion)) {
+    int major = std::stoi(version[1]), minor = std::stoi(version[2]);
+    if (major != 1 || minor < 24) return std::nullopt;
+    path.erase(path.begin());
+  }
+  return path;
+}
+
 }  // namespace
 
 int64_t unix_time(const std::string& rfc3339) {
@@ -39,23 +53,27 @@ HttpReply json_reply(int status, const nlohmann::json& body) {
   return reply;
 }
 
+std::optional<BodySpool> body_spool(const ApiContext& api, const HttpRequest& request) {
+  std::optional<Segments> path = unversioned(request.path);
+  if (!path || request.method != "POST" || *path != Segments{"images", "load"}) return std::nullopt;
+  return BodySpool{.dir = rootfs_builder::ImageStore(api.store_root).tmp_dir(), .max_bytes = api.max_load_bytes};
+}
+
 HttpReply route(const ApiContext& api, const HttpRequest& request) {
-  static const std::regex kVersion("v([0-9]+)\\.([0-9]+)");
-  Segments path = split_path(request.path);
-  std::smatch version;
-  if (!path.empty() && std::regex_match(path[0], version, kVersion)) {
-    int major = std::stoi(version[1]), minor = std::stoi(version[2]);
-    if (major != 1 || minor < 24)
-      return error_reply(400, "client version " + path[0].substr(1) + " is too old. Minimum supported API version is " +
-                                  kMinApiVersion + ", please upgrade your client to a newer version");
-    path.erase(path.begin());
-  }
+  std::optional<Segments> versioned = unversioned(request.path);
+  if (!versioned)
+    return error_reply(400, "client version " + split_path(request.path)[0].substr(1) +
+                                " is too old. Minimum supported API version is " + kMinApiVersion +
+                                ", please upgrade your client to a newer version");
+  const Segments& path = *versioned;
   HttpReply reply;
   try {
     std::optional<HttpReply> answered = system_route(api, request, path);
+    if (!answered) answered = image_archive_route(api, request, path);
     if (!answered) answered = image_route(api, request, path);
     if (!answered) answered = exec_route(api, request, path);
     if (!answered) answered = archive_route(api, request, path);
+    if (!answered) answered = volume_route(api, request, path);
     if (!answered) answered = container_route(api, request, path);
     if (!answered)
       return error_reply(501, request.method + " " + request.path + " is not implemented by sandcell's Docker API");

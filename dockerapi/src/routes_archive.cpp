@@ -47,15 +47,8 @@ HttpReply get_archive(const ApiContext& api, const ContainerDir& container,
   UniqueFd root = container_root(api, container);
   ContainerPathStat stat = stat_in_container(root.get(), path);
   auto tar = std::make_shared<UniqueFd>(tar_from_container(root.get(), path, container.path()));
-  HttpReply reply = stat_reply(stat);
-  reply.content_type = "application/x-tar";
-  reply.stream = [tar](char* buffer, size_t size) -> size_t {
-    for (;;) {
-      ssize_t n = read(tar->get(), buffer, size);
-      if (n < 0 && errno == EINTR) continue;
-      return n < 0 ? 0 : static_cast<size_t>(n);
-    }
-  };
+  HttpReply reply = streamed_file(tar, "application/x-tar");
+  reply.headers = stat_reply(stat).headers;
   return reply;
 }
 

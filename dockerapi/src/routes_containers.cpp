@@ -8,6 +8,7 @@
 
 #include "api_error.hpp"
 #include "container_io.hpp"
+#include "container_mounts.hpp"
 #include "container_processes.hpp"
 #include "create_request.hpp"
 #include "routes.hpp"
@@ -43,7 +44,7 @@ json record_of(const ContainerDir& c) {
   return json::parse(in, nullptr, false);
 }
 
-json inspect_json(const ContainerDir& c) {
+json inspect_json(const ApiContext& api, const ContainerDir& c) {
   json request = c.create_request();
   ContainerState state = c.state();
   json config = request["Config"];
@@ -64,7 +65,7 @@ json inspect_json(const ContainerDir& c) {
           {"Args", args.size() > 1 ? json(std::vector<std::string>(args.begin() + 1, args.end())) : json::array()},
           {"State", state_to_json(state)}, {"Image", request["ImageID"]}, {"Name", "/" + request.value("Name", "")},
           {"RestartCount", 0}, {"Driver", "overlay"}, {"Platform", "linux"}, {"Config", config},
-          {"HostConfig", host}, {"Mounts", json::array()},
+          {"HostConfig", host}, {"Mounts", inspect_mounts(host.value("Mounts", json::array()), api.volumes)},
           {"NetworkSettings", {{"Networks", {{host.value("NetworkMode", "none"), json::object()}}}}},
           {"Sandcell", record_of(c)}};
 }
@@ -102,7 +103,7 @@ HttpReply list(const ApiContext& api, const HttpRequest& request) {
 
 HttpReply create(const ApiContext& api, const HttpRequest& request) {
   rootfs_builder::ImageStore images(api.store_root);
-  json checked = check_create_request(request.body, request.param("name").value_or(""), images);
+  json checked = check_create_request(request.body, request.param("name").value_or(""), images, api.volumes);
   ContainerDir c = api.containers.create(checked);
   return json_reply(201, {{"Id", c.id()}, {"Warnings", json::array()}});
 }
@@ -149,7 +150,9 @@ HttpReply remove(const ApiContext& api, const ContainerDir& c, const HttpRequest
     signal_container(c, SIGKILL);
     if (!wait_for_exit(c, 10000)) throw ApiError{500, "container " + c.id() + " did not stop after SIGKILL"};
   }
+  json mounts = c.create_request()["HostConfig"].value("Mounts", json::array());
   api.containers.remove(c);
+  if (request.flag("v")) remove_anonymous_volumes(mounts, api.volumes, api.containers);
   return no_content();
 }
 
@@ -194,7 +197,7 @@ std::optional<HttpReply> container_route(const ApiContext& api, const HttpReques
   if (path.size() == 2 && method == "DELETE") return remove(api, api.containers.find(path[1]), request);
   if (path.size() != 3) return std::nullopt;
   const std::string& verb = path[2];
-  if (method == "GET" && verb == "json") return json_reply(200, inspect_json(api.containers.find(path[1])));
+  if (method == "GET" && verb == "json") return json_reply(200, inspect_json(api, api.containers.find(path[1])));
   if (method == "GET" && verb == "logs") return logs(api.containers.find(path[1]), request);
   if (method != "POST") return std::nullopt;
   if (verb == "start") return start(api, api.containers.find(path[1]));

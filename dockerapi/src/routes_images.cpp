@@ -1,4 +1,6 @@
-// Images from sandcell's store in Docker's shapes: list and inspect.
+// Images from sandcell's store in Docker's shapes: list, inspect, tag, delete, history, prune.
+// Save and load are routes_image_archives.cpp.
+#include <algorithm>
 #include <ctime>
 #include <map>
 
@@ -36,12 +38,7 @@ HttpReply list_images(const ApiContext& api) {
 
 HttpReply inspect_image(const ApiContext& api, const std::string& name) {
   rootfs_builder::ImageStore store(api.store_root);
-  rootfs_builder::ImageRecord record;
-  try {
-    record = store.resolve(name);
-  } catch (const Error&) {
-    throw not_found("No such image: " + name);
-  }
+  rootfs_builder::ImageRecord record = resolve_image(store, name);
   const rootfs_builder::ContainerConfig& c = record.config.config;
   int64_t size = record.manifest.config.size;
   for (const auto& layer : record.manifest.layers) size += layer.size;
@@ -52,23 +49,193 @@ HttpReply inspect_image(const ApiContext& api, const std::string& name) {
   if (!record.name.empty()) tags.push_back(record.name);
   return json_reply(200, {{"Id", record.manifest.config.digest}, {"RepoTags", tags},
                           {"RepoDigests", {repository_of(record.name.empty() ? name : record.name) + "@" + record.manifest_digest}},
-                          {"Created", record.config.created}, {"Size", size}, {"VirtualSize", size},
+                          {"Created", record.config.created.empty() ? "0001-01-01T00:00:00Z" : record.config.created}, {"Size", size}, {"VirtualSize", size},
                           {"Architecture", record.config.architecture}, {"Os", record.config.os},
                           {"Author", record.config.author}, {"Config", config},
                           {"RootFS", {{"Type", "layers"}, {"Layers", record.config.diff_ids}}},
-                          {"Metadata", {{"LastTagTime", ""}}}});
+                          {"Metadata", {{"LastTagTime", "0001-01-01T00:00:00Z"}}}});
+}
+
+// The tags of one image (its config digest, Docker's image ID).
+std::vector<std::string> tags_of(const rootfs_builder::ImageStore& store, const std::string& image_id) {
+  std::vector<std::string> tags;
+  for (const rootfs_builder::ImageSummary& image : store.list())
+    if (image.config_digest == image_id) tags.push_back(image.name);
+  return tags;
+}
+
+// The store's own test for an ID (sha256:..., or 12 to 64 hex digits): such a name is never a tag.
+bool names_an_id(const std::string& name) {
+  bool hex = name.size() >= 12 && name.size() <= 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos;
+  return hex || name.starts_with("sha256:");
+}
+
+struct ImageUsers {
+  std::vector<std::string> running, stopped;  // container ids
+};
+
+// The containers pinned to an image: they run on its layers, and start from them (create.json).
+ImageUsers containers_using(const ApiContext& api, const std::string& image_id) {
+  ImageUsers users;
+  for (const ContainerDir& container : api.containers.list()) {
+    try {
+      if (container.create_request().value("ImageID", "") != image_id) continue;
+      (container.state().status == "running" ? users.running : users.stopped).push_back(container.id());
+    } catch (const Error&) {  // removed meanwhile
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  return users;
+}
+
+HttpReply tag_image(const ApiContext& api, const std::string& source, const HttpRequest& request) {
+  std::string repo = request.param("repo").value_or("");
+  if (repo.empty()) throw bad_request("repository name (repo) is required");
+  std::string tag = request.param("tag").value_or("");
+  rootfs_builder::ImageStore store(api.store_root);
+  rootfs_builder::ImageRecord record = resolve_image(store, source);
+  std::string target = rootfs_builder::parse_reference(repo + ":" + (tag.empty() ? "latest" : tag)).str();
+  store.set_tag(target, record.manifest_digest);
+  HttpReply reply;
+  reply.status = 201;
+  reply.body = "";
+  return reply;
+}
+
+// Docker's conflicts (daemon/images/image_delete.go): a running container is a hard one, force
+// or not; a stopped container or more than one tag (deleting by ID) need force. Unlike Docker,
+// a forced delete does not keep the image for the stopped container: it can no longer start
+// (docs/docker-api.md, "Known differences").
+void check_delete_conflicts(const ApiContext& api, const std::string& name, const std::string& image_id,
+                            const std::vector<std::string>& doomed_tags, bool last_tag, bool force) {
+  std::string short_id = image_id.substr(7, 12);
+  if (doomed_tags.size() > 1 && !force)
+    throw conflict("conflict: unable to delete " + short_id +
+                   " (must be forced) - image is referenced in multiple repositories");
+  if (!last_tag) return;
+  ImageUsers users = containers_using(api, image_id);
+  if (!users.running.empty())
+    throw conflict("conflict: unable to delete " + name + " (cannot be forced) - image is being used by running container " +
+                   users.running[0].substr(0, 12));
+  if (!users.stopped.empty() && !force)
+    throw conflict("conflict: unable to remove repository reference \"" + name + "\" (must force) - container " +
+                   users.stopped[0].substr(0, 12) + " is using its referenced image " + short_id);
+}
+
+HttpReply delete_image(const ApiContext& api, const std::string& name, bool force) {
+  rootfs_builder::ImageStore store(api.store_root);
+  rootfs_builder::ImageRecord record = resolve_image(store, name);
+  const std::string image_id = record.manifest.config.digest;
+  std::vector<std::string> tags = tags_of(store, image_id);
+  // By tag: that tag alone (the image stays while another names it); by ID: every tag.
+  std::vector<std::string> doomed = tags;
+  if (!names_an_id(name)) doomed = {rootfs_builder::parse_reference(name).str()};
+  bool last_tag = doomed.size() == tags.size();
+  check_delete_conflicts(api, name, image_id, doomed, last_tag, force);
+  nlohmann::json out = nlohmann::json::array();
+  for (const std::string& tag : doomed) {
+    store.remove(tag);
+    out.push_back({{"Untagged", tag}});
+  }
+  if (last_tag) {
+    out.push_back({{"Deleted", image_id}});
+    // Its blobs and unpacked layers go now unless a run, build or pull holds the store (prune
+    // would wait for them): then with the next prune.
+    store.prune_if_idle();
+  }
+  return json_reply(200, out);
+}
+
+HttpReply image_history(const ApiContext& api, const std::string& name) {
+  rootfs_builder::ImageStore store(api.store_root);
+  rootfs_builder::ImageRecord record = resolve_image(store, name);
+  const auto& layers = record.manifest.layers;
+  nlohmann::json out = nlohmann::json::array();
+  size_t layer = 0;
+  for (const rootfs_builder::HistoryEntry& step : record.config.history) {
+    int64_t size = !step.empty_layer && layer < layers.size() ? layers[layer++].size : 0;
+    out.push_back({{"Id", "<missing>"}, {"Created", unix_time(step.created)}, {"CreatedBy", step.created_by},
+                   {"Tags", nullptr}, {"Size", size}, {"Comment", step.comment}});
+  }
+  if (out.empty())  // an image without history: its layers, as Docker shows them
+    for (const auto& l : layers)
+      out.push_back({{"Id", "<missing>"}, {"Created", unix_time(record.config.created)}, {"CreatedBy", ""},
+                     {"Tags", nullptr}, {"Size", l.size}, {"Comment", ""}});
+  std::reverse(out.begin(), out.end());  // newest first
+  if (!out.empty()) {
+    out[0]["Id"] = record.manifest.config.digest;
+    out[0]["Tags"] = tags_of(store, record.manifest.config.digest);
+  }
+  return json_reply(200, out);
+}
+
+// A filter's values in either of Docker's shapes: {"k":{"v":true}} or {"k":["v"]}.
+std::vector<std::string> filter_values(const nlohmann::json& filters, const std::string& key) {
+  std::vector<std::string> out;
+  auto it = filters.find(key);
+  if (it == filters.end()) return out;
+  if (it->is_object())
+    for (auto& [value, on] : it->items()) out.push_back(value);
+  else if (it->is_array())
+    for (const auto& value : *it)
+      if (value.is_string()) out.push_back(value.get<std::string>());
+  return out;
+}
+
+// `docker image prune`: the store keeps no untagged images, so there are no dangling ones to
+// untag; `-a` (dangling=false) untags every image no container is pinned to. Then the blobs
+// and layers no tag holds go, unless a run, build or pull holds the store (they would wait).
+HttpReply prune_images(const ApiContext& api, const HttpRequest& request) {
+  nlohmann::json filters = nlohmann::json::parse(request.param("filters").value_or("{}"), nullptr, false);
+  if (!filters.is_object()) throw bad_request("filters must be a JSON object");
+  for (auto& [key, value] : filters.items())
+    if (key != "dangling") throw bad_request("image prune filter " + key + " is not supported by sandcell (dangling)");
+  std::vector<std::string> dangling = filter_values(filters, "dangling");
+  bool all = !dangling.empty() && (dangling[0] == "false" || dangling[0] == "0");
+  rootfs_builder::ImageStore store(api.store_root);
+  nlohmann::json deleted = nlohmann::json::array();
+  if (all) {
+    std::map<std::string, std::vector<std::string>> by_id;
+    for (const rootfs_builder::ImageSummary& image : store.list()) by_id[image.config_digest].push_back(image.name);
+    for (const auto& [id, tags] : by_id) {
+      ImageUsers users = containers_using(api, id);
+      if (!users.running.empty() || !users.stopped.empty()) continue;
+      for (const std::string& tag : tags) store.remove(tag), deleted.push_back({{"Untagged", tag}});
+      deleted.push_back({{"Deleted", id}});
+    }
+  }
+  std::optional<rootfs_builder::PruneStats> stats = store.prune_if_idle();
+  return json_reply(200, {{"ImagesDeleted", deleted.empty() ? nlohmann::json() : deleted},
+                          {"SpaceReclaimed", stats ? stats->bytes_freed : 0}});
 }
 
 }  // namespace
 
+rootfs_builder::ImageRecord resolve_image(const rootfs_builder::ImageStore& store, const std::string& name) {
+  try {
+    return store.resolve(name);
+  } catch (const Error&) {
+    throw not_found("No such image: " + name);
+  }
+}
+
+std::string image_name(const Segments& path, size_t trailing) {
+  std::string name = path.at(1);
+  for (size_t i = 2; i + trailing < path.size(); ++i) name += "/" + path[i];
+  return name;
+}
+
 std::optional<HttpReply> image_route(const ApiContext& api, const HttpRequest& request, const Segments& path) {
   if (path.empty() || path[0] != "images") return std::nullopt;
-  if (path.size() == 2 && path[1] == "json" && request.method == "GET") return list_images(api);
-  if (path.size() >= 3 && path.back() == "json" && request.method == "GET") {
-    std::string name = path[1];
-    for (size_t i = 2; i + 1 < path.size(); ++i) name += "/" + path[i];
-    return inspect_image(api, name);
-  }
+  const std::string& method = request.method;
+  if (path.size() == 2 && path[1] == "json" && method == "GET") return list_images(api);
+  if (path.size() == 2 && path[1] == "prune" && method == "POST") return prune_images(api, request);
+  if (path.size() >= 2 && method == "DELETE") return delete_image(api, image_name(path, 0), request.flag("force"));
+  if (path.size() < 3) return std::nullopt;
+  const std::string& action = path.back();
+  if (action == "json" && method == "GET") return inspect_image(api, image_name(path, 1));
+  if (action == "tag" && method == "POST") return tag_image(api, image_name(path, 1), request);
+  if (action == "history" && method == "GET") return image_history(api, image_name(path, 1));
   return std::nullopt;
 }
 

@@ -75,14 +75,18 @@ int serve_docker_api_until_signal(const DockerApiOptions& options) {
   UniqueFd listener = listen_on(options.listen, options.group);
   ApiContext api{.store_root = options.store_root,
                  .supervisor_exe = options.supervisor_exe.empty() ? "/proc/self/exe" : options.supervisor_exe,
-                 .containers = ContainerStore(options.store_root + "/docker/containers")};
+                 .containers = ContainerStore(options.store_root + "/docker/containers"),
+                 .volumes = VolumeStore(options.store_root + "/docker/volumes"),
+                 .max_load_bytes = options.max_load_bytes};
   if (api.supervisor_exe == "/proc/self/exe") {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) api.supervisor_exe.assign(exe, static_cast<size_t>(n));
   }
   {
-    HttpServer server(listener.get(), kMaxBodyBytes, [&api](const HttpRequest& request) { return route(api, request); });
+    HttpServer server(
+        listener.get(), kMaxBodyBytes, [&api](const HttpRequest& request) { return route(api, request); },
+        [&api](const HttpRequest& request) { return body_spool(api, request); });
     fprintf(stderr, "sandcell: Docker API on %s\n", options.listen.c_str());
     int sig = 0;
     sigwait(&stop_signals, &sig);

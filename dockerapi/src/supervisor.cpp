@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "container_mounts.hpp"
 #include "container_store.hpp"
 #include "create_request.hpp"
 #include "sandcell/base/error.hpp"
@@ -99,6 +100,17 @@ void record_failure(const ContainerDir& container, ContainerState state, const s
   container.write_exit(state.exit_code);
 }
 
+// AutoRemove (`run --rm`): the container, then its anonymous volumes no other container names.
+void remove_container(const ContainerDir& container, const nlohmann::json& request, const std::string& store_root) {
+  std::filesystem::remove_all(container.path());
+  try {
+    remove_anonymous_volumes(request["HostConfig"].value("Mounts", nlohmann::json::array()),
+                             VolumeStore(store_root + "/docker/volumes"),
+                             ContainerStore(store_root + "/docker/containers"));
+  } catch (const std::exception&) {  // left for `docker volume prune`
+  }
+}
+
 int supervise(const ContainerDir& container, const std::string& store_root) {
   nlohmann::json request = container.create_request();
   ContainerState state;
@@ -122,7 +134,7 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
   } catch (const std::exception& e) {
     record_failure(container, state, e.what());
   }
-  if (request["HostConfig"].value("AutoRemove", false)) std::filesystem::remove_all(container.path());
+  if (request["HostConfig"].value("AutoRemove", false)) remove_container(container, request, store_root);
   return 0;
 }
 

@@ -117,9 +117,12 @@ std::string read_member(const std::string& root, const std::string& rel) {
   return read_file(open_member(root, rel).path());
 }
 
-std::string extract_bundle(const std::string& archive_path, const std::string& dest) {
-  ExtractOptions options{
-      .whiteouts = WhiteoutHandling::Keep, .preserve_owner = false, .opaque_xattr = {}, .max_bytes = {}};
+std::string extract_bundle(const std::string& archive_path, const std::string& dest,
+                           std::optional<uint64_t> max_bytes) {
+  ExtractOptions options{.whiteouts = WhiteoutHandling::Keep,
+                         .preserve_owner = false,
+                         .opaque_xattr = {},
+                         .max_bytes = max_bytes};
   ExtractStats stats = extract_layer(archive_path, dest, options);
   if (!stats.rejected.empty())
     throw Error::invalid(archive_path + ": refusing archive entry " + stats.rejected[0].path +

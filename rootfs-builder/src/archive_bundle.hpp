@@ -1,6 +1,8 @@
 #pragma once
 // Pieces shared by the docker-archive and oci-archive readers and writers.
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,8 +40,10 @@ ArchiveMember open_member(const std::string& root, const std::string& rel);
 std::string read_member(const std::string& root, const std::string& rel);
 
 // Extracts an archive to be loaded into a fresh temp dir in the store (no whiteout handling,
-// no ownership). Throws when the archive has hostile entries.
-std::string extract_bundle(const std::string& archive_path, const std::string& dest);
+// no ownership). Throws when the archive has hostile entries or unpacks to more than max_bytes
+// (nullopt: extract_layer's default bound).
+std::string extract_bundle(const std::string& archive_path, const std::string& dest,
+                           std::optional<uint64_t> max_bytes = {});
 
 // Stores a layer file (gzip kept as is, anything else recompressed with gzip) after checking
 // its uncompressed content against expected_diff_id (when not empty). Returns the descriptor.

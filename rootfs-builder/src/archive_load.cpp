@@ -40,10 +40,11 @@ void save_images(ImageStore& store, const std::vector<std::string>& names,
   bundle.commit(out_path);
 }
 
-std::vector<std::string> load_images(ImageStore& store, const std::string& in_path) {
+std::vector<std::string> load_images(ImageStore& store, const std::string& in_path,
+                                     std::optional<uint64_t> max_unpacked_bytes) {
   store.require_free(file_bytes(in_path), "loading " + in_path);  // at least its own size, unpacked
   TempDir dir(store.tmp_dir(), "load-");
-  extract_bundle(in_path, dir.path());
+  extract_bundle(in_path, dir.path(), max_unpacked_bytes);
   // Docker 25+ archives have both: manifest.json is the one that covers every docker version.
   if (::access((dir.path() + "/manifest.json").c_str(), F_OK) == 0)
     return load_docker_archive(store, dir.path());

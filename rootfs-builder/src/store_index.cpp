@@ -14,13 +14,16 @@
 
 namespace sandcell::rootfs_builder {
 
-FileLock::FileLock(const std::string& path, bool exclusive)
+FileLock::FileLock(const std::string& path, bool exclusive, Wait wait)
     : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
   if (fd_ < 0) throw Error(errno, "open lock " + path);
-  while (::flock(fd_, exclusive ? LOCK_EX : LOCK_SH) != 0) {
+  int operation = (exclusive ? LOCK_EX : LOCK_SH) | (wait == Wait::No ? LOCK_NB : 0);
+  while (::flock(fd_, operation) != 0) {
     if (errno == EINTR) continue;
     int err = errno;
     ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK && wait == Wait::No) return;
     throw Error(err, "flock " + path);
   }
 }

@@ -11,10 +11,13 @@ namespace sandcell::rootfs_builder {
 // flock(2) on a lock file, released on scope exit.
 class FileLock {
  public:
-  FileLock(const std::string& path, bool exclusive);
+  enum class Wait { Yes, No };
+  // Wait::No: held() tells whether the lock was free.
+  FileLock(const std::string& path, bool exclusive, Wait wait = Wait::Yes);
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
+  bool held() const { return fd_ >= 0; }
   int release();  // hands the locked fd to the caller
 
  private:

@@ -92,6 +92,16 @@ std::vector<std::string> ImageStore::unpacked_layers(const ImageRecord& image) {
 
 PruneStats ImageStore::prune() {
   FileLock gc(root_ + "/gc.lock", true);  // no build between blob and tag, no run on a layer
+  return prune_holding_gc_lock();
+}
+
+std::optional<PruneStats> ImageStore::prune_if_idle() {
+  FileLock gc(root_ + "/gc.lock", true, FileLock::Wait::No);
+  if (!gc.held()) return std::nullopt;
+  return prune_holding_gc_lock();
+}
+
+PruneStats ImageStore::prune_holding_gc_lock() {
   FileLock index_lock(root_ + "/index.json.lock", true);
   FileLock layers_lock(root_ + "/layers/.lock", true);
   Referenced refs = referenced_by_tags(*this, OciIndex::load(root_ + "/index.json"));

@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -276,6 +277,28 @@ void mount_rootfs(const ChildPlan& plan) {
 
 namespace {
 
+// Every bind is nosuid,nodev (what a sandbox wrote into a volume must not become a setuid or
+// device file for the next), read-only when asked. A remount inside a user namespace must keep
+// the flags the source's mount has locked (noexec, the atime mode: EPERM otherwise), so the
+// source's flags are carried over, as runc does.
+void remount_bind(const ChildPlan& plan, int target_fd, bool read_only, const char* what) {
+  struct statfs st {};
+  if (fstatfs(target_fd, &st) < 0) child_fail(plan, "statfs %s", what);
+  unsigned long flags = kNoSuidDev | (read_only || (st.f_flags & ST_RDONLY) ? MS_RDONLY : 0);
+  if (st.f_flags & ST_NOEXEC) flags |= MS_NOEXEC;
+  if (st.f_flags & ST_NODIRATIME) flags |= MS_NODIRATIME;
+  if (st.f_flags & ST_NOATIME)
+    flags |= MS_NOATIME;
+  else if (st.f_flags & ST_RELATIME)
+    flags |= MS_RELATIME;
+  else
+    flags |= MS_STRICTATIME;
+  char target[64];
+  snprintf(target, sizeof target, "/proc/self/fd/%d", target_fd);
+  if (mount(nullptr, target, nullptr, MS_BIND | MS_REMOUNT | flags, nullptr) < 0)
+    child_fail(plan, "remount the bind mount at %s nosuid,nodev%s", what, read_only ? ",ro" : "");
+}
+
 // --userns=auto: the supervisor cloned the bind source (open_tree) while it could still reach
 // it; as the namespace's root the child may not be able to walk the path itself.
 void attach_tree(const ChildPlan& plan, int tree_fd, int target_fd, const char* what) {
@@ -298,17 +321,15 @@ void apply_declared_mounts(const ChildPlan& plan) {
         attach_tree(plan, m.tree_fd, target, dst);
       else
         mount_at_fd(plan, m.source.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr, dst);
-      if (m.read_only) {
-        // A bind mount ignores flags on creation; they apply through a remount of the new
-        // mount, which a fresh lookup reaches (the old fd still names what lies beneath).
-        close(target);
-        target = open_beneath(rootfd, dst, O_PATH, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-        if (target < 0) child_fail(plan, "reopen %s", dst);
-        remount_read_only(plan, target, kNoSuidDev, dst);
-      }
+      // A bind mount ignores flags on creation; they apply through a remount of the new
+      // mount, which a fresh lookup reaches (the old fd still names what lies beneath).
+      close(target);
+      target = open_beneath(rootfd, dst, O_PATH, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+      if (target < 0) child_fail(plan, "reopen %s", dst);
+      remount_bind(plan, target, m.read_only, dst);
     } else {
-      mount_at_fd(plan, "tmpfs", target, "tmpfs", kNoSuidDev | (m.read_only ? MS_RDONLY : 0),
-                  m.data.c_str(), dst);
+      mount_at_fd(plan, "tmpfs", target, "tmpfs",
+                  kNoSuidDev | (m.read_only ? MS_RDONLY : 0) | (m.no_exec ? MS_NOEXEC : 0), m.data.c_str(), dst);
     }
     close(target);
   }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -101,10 +102,15 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
   }
   for (const TmpfsMount& tmpfs : spec.tmpfs_mounts) {
     check_sandbox_path(tmpfs.destination, "Spec::tmpfs_mounts destination");
+    if (tmpfs.mode > 07777) throw Error::invalid("Spec::tmpfs_mounts mode must be at most 07777");
+    char mode[16];
+    snprintf(mode, sizeof mode, "%o", static_cast<unsigned>(tmpfs.mode));
     mounts.push_back({.kind = PlannedMount::Kind::Tmpfs,
                       .source = "tmpfs",
                       .destination = tmpfs.destination,
-                      .data = "mode=1777,size=" + std::to_string(tmpfs.size_bytes)});
+                      .data = std::string("mode=") + mode + ",size=" + std::to_string(tmpfs.size_bytes),
+                      .read_only = tmpfs.read_only,
+                      .no_exec = tmpfs.no_exec});
   }
   // Parents before children: /a must be mounted before /a/b lands on top of it.
   std::stable_sort(mounts.begin(), mounts.end(), mounted_before);
@@ -121,7 +127,8 @@ apparmor::LandlockPlan plan_landlock(const Spec& spec) {
   if (spec.cwd != "/") landlock.writable.push_back(spec.cwd);
   for (const BindMount& bind : spec.bind_mounts)
     if (!bind.read_only) landlock.writable.push_back(bind.destination);
-  for (const TmpfsMount& tmpfs : spec.tmpfs_mounts) landlock.writable.push_back(tmpfs.destination);
+  for (const TmpfsMount& tmpfs : spec.tmpfs_mounts)
+    if (!tmpfs.read_only) landlock.writable.push_back(tmpfs.destination);
   landlock.deny_tcp = spec.network == NetworkMode::None;
   return landlock;
 }

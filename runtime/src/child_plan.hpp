@@ -25,6 +25,7 @@ struct PlannedMount {
   std::string destination;  // absolute path inside the sandbox root
   std::string data;         // mount(2) data (tmpfs options)
   bool read_only = false;
+  bool no_exec = false;  // tmpfs: noexec
   bool source_is_dir = true;
   int tree_fd = -1;    // --userns=auto: a detached clone of the source (detach_bind_sources)
   bool idmap = false;  // --userns=auto: the supervisor idmaps tree_fd (BindMount::idmap)

@@ -24,7 +24,7 @@ std::string mountinfo() {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-std::string trimmed(std::string text) {
+std::string stdout_line(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text;
 }
@@ -57,7 +57,7 @@ class NetnsPool : public ::testing::Test {
   std::string namespace_of_run(const std::vector<std::string>& flags = {}) {
     CliRun r = run(flags, {"readlink", "/proc/self/ns/net"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    return r.record.is_object() ? trimmed(r.record.value("stdout", "")) : "";
+    return r.record.is_object() ? stdout_line(r.record.value("stdout", "")) : "";
   }
 
   CliRun gc() { return sandcell({"gc"}); }
@@ -166,7 +166,7 @@ TEST_F(NetnsPool, TurnedOffItIsNeitherUsedNorFilled) {
                                 "/proc/self/ns/net"};
   CliRun off = run_program(argv);
   ASSERT_EQ(off.exit_code, 0) << off.out << off.err;
-  EXPECT_NE(trimmed(off.record.value("stdout", "")), before.begin()->second);
+  EXPECT_NE(stdout_line(off.record.value("stdout", "")), before.begin()->second);
   EXPECT_EQ(ready(), before);
   gc();
   off = run_program(argv);
@@ -185,7 +185,7 @@ TEST_F(NetnsPool, RunsAtTheSameTimeNeverShareANamespace) {
     for (auto& future : runs) {
       CliRun r = future.get();
       ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-      EXPECT_TRUE(seen.insert(trimmed(r.record.value("stdout", ""))).second)
+      EXPECT_TRUE(seen.insert(stdout_line(r.record.value("stdout", ""))).second)
           << "two sandboxes alive together in one namespace";
     }
     // Each run adds one only when it found no other: never more than the runs at once.

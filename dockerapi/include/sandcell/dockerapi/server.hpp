@@ -1,5 +1,6 @@
 #pragma once
 // `sandcell serve --docker-api unix:PATH`: the Docker Engine API (docs/docker-api.md).
+#include <cstdint>
 #include <string>
 
 namespace sandcell::dockerapi {
@@ -9,6 +10,8 @@ struct DockerApiOptions {
   std::string group;           // the socket's group (0660); empty: root's
   std::string store_root;      // image store; containers live under <store_root>/docker/containers
   std::string supervisor_exe;  // runs `docker-container-supervisor DIR`; empty: /proc/self/exe
+  // `docker load`'s archive, spooled to a file in the store (not memory): larger gets 413.
+  uint64_t max_load_bytes = 4ull << 30;
 };
 
 // Serves until SIGINT/SIGTERM; running containers keep running (their supervisors are not ours).

@@ -1,5 +1,7 @@
 #pragma once
 // Moving images in and out of the store as files: `sandcell save`, `load`, `import`.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,8 +27,10 @@ void save_images(ImageStore& store, const std::vector<std::string>& names,
 // Loads a docker save archive (legacy <id>/layer.tar or Docker 25+ layout) or an OCI archive,
 // gzip-compressed or plain. Layers are verified against the config's diff_ids and stored
 // gzip-compressed. Returns the names tagged ("name:tag"); an untagged image is reported by its
-// manifest digest (and goes with the next prune).
-std::vector<std::string> load_images(ImageStore& store, const std::string& in_path);
+// manifest digest (and goes with the next prune). max_unpacked_bytes bounds what the archive
+// may unpack to (a gzip bomb); nullopt: 200 times its size, at least 1 GiB (layer_tar.hpp).
+std::vector<std::string> load_images(ImageStore& store, const std::string& in_path,
+                                     std::optional<uint64_t> max_unpacked_bytes = {});
 
 // A root filesystem tarball as a single-layer image with a default config (`docker import`).
 // Returns the manifest digest.

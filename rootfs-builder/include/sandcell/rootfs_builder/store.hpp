@@ -8,6 +8,7 @@
 // index.json updates hold a flock, so parallel builds don't lose each other's tags; any tool
 // reading OCI layouts (skopeo oci:<root>:name:tag, umoci) can read the store.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,8 +80,11 @@ class ImageStore {
   ImageRecord resolve(const std::string& name) const;
   void tag(const std::string& source, const std::string& target);
   void remove(const std::string& name);  // untags; blobs stay until prune()
-  // Deletes blobs and unpacked layers no tag references, and stale temp files.
+  // Deletes blobs and unpacked layers no tag references, and stale temp files. Waits while a
+  // lease is held (a build, a pull, a run).
   PruneStats prune();
+  // The same now, or nullopt without waiting when a lease is held (the Docker API's rmi).
+  std::optional<PruneStats> prune_if_idle();
   std::vector<ImageSummary> list() const;
 
   // The directory of layer `diff_id` unpacked (overlay whiteouts, see layer_tar.hpp), made on
@@ -105,6 +109,7 @@ class ImageStore {
   Lease lease() const;
 
  private:
+  PruneStats prune_holding_gc_lock();
   std::string root_;
 };
 

@@ -45,9 +45,14 @@ struct BindMount {
   bool idmap = false;
 };
 
+// Always nosuid,nodev. Its pages are charged to the memory cgroup of whoever writes them: the
+// sandbox's memory limit bounds what its tmpfs mounts hold, whatever their size.
 struct TmpfsMount {
   std::string destination;
   uint64_t size_bytes = 64ull << 20;
+  mode_t mode = 01777;
+  bool read_only = false;
+  bool no_exec = false;
 };
 
 struct Rlimit {

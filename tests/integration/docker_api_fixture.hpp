@@ -1,0 +1,133 @@
+#pragma once
+// The fixture of the Docker Engine API tests (docker_api*_test.cpp): each test starts its own
+// `sandcell serve --docker-api` on a private socket with a private store holding a busybox image
+// (bb:1), and leaves no container, supervisor or socket behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "sandcell_cli.hpp"
+
+namespace sandcell::test {
+
+namespace fs = std::filesystem;
+
+class DockerApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sandcell-docker-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "ctx");
+    fs::copy_file(test_rootfs() + "/bin/busybox", dir_ / "ctx/busybox");
+    std::ofstream(dir_ / "ctx/Dockerfile")
+        << "FROM scratch\nCOPY busybox /bin/busybox\n"
+           // /tmp: the one place Landlock lets the program write
+           "RUN [\"/bin/busybox\", \"sh\", \"-c\", \"/bin/busybox --install -s /bin && "
+           "mkdir -m 1777 /tmp\"]\nCMD [\"sh\"]\n";
+    CliRun built = run_sandcell({"--root", store(), "build", "-q", "-t", "bb:1", (dir_ / "ctx").string()});
+    ASSERT_EQ(built.exit_code, 0) << built.err;
+    setenv("DOCKER_HOST", ("unix://" + socket_path()).c_str(), 1);
+    start_server();
+  }
+
+  void TearDown() override {
+    // Whatever a failed test left running goes, through the API, before the server stops.
+    for (const std::string& id : lines(docker({"ps", "-aq"}).out)) docker({"rm", "-f", id});
+    stop_server();
+    unsetenv("DOCKER_HOST");
+    // A `run --rm` returns once the container is removed; its supervisor exits just after, so
+    // it gets a moment (sanitizer builds are slow), but must not stay.
+    const std::string supervisors = serve_binary() + " --root " + store();
+    for (int i = 0; i < 500 && !processes_matching(supervisors).empty(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(processes_matching(supervisors).empty()) << "a supervisor was left";
+    fs::remove_all(dir_);
+  }
+
+  std::string store() const { return dir_ / "store"; }
+  std::string socket_path() const { return dir_ / "docker.sock"; }
+  static std::string serve_binary() { return fs::path(sandcell_binary()).parent_path() / "sandcell-serve"; }
+
+  void start_server(const std::vector<std::string>& flags = {}) {
+    std::vector<std::string> args{"--root", store(), "serve", "--docker-api", "unix:" + socket_path()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    server_ = spawn_sandcell(args);
+    for (int i = 0; i < 200 && !fs::exists(socket_path()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(fs::exists(socket_path()));
+  }
+
+  void stop_server() {
+    if (server_ <= 0) return;
+    kill(server_, SIGTERM);
+    int status = 0;
+    waitpid(server_, &status, 0);
+    server_ = -1;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the server did not stop cleanly on SIGTERM";
+  }
+
+  static CliRun docker(const std::vector<std::string>& args, const std::string& input = "") {
+    std::vector<std::string> full{"/usr/bin/timeout", "60", "/usr/bin/docker"};
+    full.insert(full.end(), args.begin(), args.end());
+    return run_program(full, input);
+  }
+
+  // An API request with curl: the status code, then the body.
+  std::pair<int, nlohmann::json> request(const std::string& method, const std::string& path,
+                                         const std::string& body = "") const {
+    std::string body_file = dir_ / "body.json";
+    std::ofstream(body_file, std::ios::binary) << body;
+    return send_file(method, path, body_file, "application/json");
+  }
+
+  // The same with a file as the body; `chunked`: without a Content-Length.
+  std::pair<int, nlohmann::json> send_file(const std::string& method, const std::string& path,
+                                           const std::string& body_file, const std::string& content_type,
+                                           bool chunked = false) const {
+    std::vector<std::string> args{"/usr/bin/curl", "-s", "--unix-socket", socket_path(), "-X", method, "-H",
+                                  "Content-Type: " + content_type, "--data-binary", "@" + body_file,
+                                  "-w", "\n%{http_code}", "http://docker" + path};
+    if (chunked) args.insert(args.begin() + 1, {"-H", "Transfer-Encoding: chunked"});
+    CliRun r = run_program(args);
+    size_t newline = r.out.rfind('\n');
+    int status = newline == std::string::npos ? 0 : std::atoi(r.out.c_str() + newline + 1);
+    return {status, nlohmann::json::parse(r.out.substr(0, newline == std::string::npos ? 0 : newline), nullptr, false)};
+  }
+
+  nlohmann::json inspect(const std::string& name) const {
+    CliRun r = docker({"inspect", name});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    return j.is_array() && !j.empty() ? j[0] : nlohmann::json();
+  }
+
+  static std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) out.push_back(line);
+    return out;
+  }
+
+  size_t containers_on_disk() const {
+    size_t n = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(store() + "/docker/containers", ec))
+      if (entry.is_directory()) ++n;
+    return n;
+  }
+
+  fs::path dir_;
+  pid_t server_ = -1;
+};
+
+}  // namespace sandcell::test
