@@ -2,7 +2,9 @@
 // The seam between the agent layer and the code runner. One call runs one code request of the
 // `sandcell code --request-json` contract and returns its result object; the real executor
 // spawns that command per call, tests substitute their own.
+#include <chrono>
 #include <filesystem>
+#include <map>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -36,12 +38,22 @@ class Executor {
   virtual void remove_session(const std::string& id) = 0;
 };
 
+// The warm pool (docs/architecture.md, "The warm pool"); no sizes: off, every request cold.
+struct PoolOptions {
+  std::map<std::string, int> sizes{};  // skill, as requests name it → prepared sandboxes
+  uint64_t memory_bytes = 1ull << 30;  // the prepared sandboxes' memory together
+  std::chrono::seconds idle{600};      // one prepared longer ago is replaced
+};
+// "python=4,node=1" (`--pool`); throws Error::invalid.
+std::map<std::string, int> parse_pool_sizes(const std::string& text);
+
 struct SubprocessExecutorOptions {
   std::string sandcell_bin{};  // the `sandcell` executable to spawn
   std::string root{};          // passed as `--root` when not empty
   // After `code --request-json -`: the operator's ceilings (`--max-memory 2g`...), which no
   // request can lift.
   std::vector<std::string> code_flags{};
+  PoolOptions pool{};
 };
 
 // $SANDCELL_BIN, else sandcell_bin_in() the running executable's directory.
