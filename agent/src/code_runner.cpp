@@ -271,7 +271,7 @@ std::string read_all(int fd) {
 
 // What a request asks of the sandbox beyond the supervisor's limits, as phase_spec makes it.
 runtime::Limits request_limits(const RunnerContext& ctx, const Skill& skill, const CodeRequest& r) {
-  runtime::Limits limits;
+  runtime::Limits limits = runtime::default_spec().limits;
   apply_limit_args(merge(skill.limits, r.limits), limits);
   clamp_to_ceilings(ctx.ceilings, limits);
   return limits;

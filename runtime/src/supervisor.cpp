@@ -153,6 +153,13 @@ class Loop {
       stop([&] { outcome_.interrupted_by = SIGTERM; });
       return;
     }
+    if (denials_) {
+      if (denials_->answer_pending()) {
+        stop([&] { outcome_.seccomp_kill = denials_->kill_reason(); });
+        return;
+      }
+      denials_->restart();
+    }
     outcome_.handed_over_at = std::chrono::steady_clock::now();
     outcome_.cpu_ns_at_hand_over = run_.cgroup.usage().cpu_ns;
     outcome_.terms = *terms;

@@ -36,7 +36,7 @@ def _sandcell_pool_run():
         tb = e.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
             tb = tb.tb_next
-        sys.excepthook(type(e), e, tb)
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
         if isinstance(e, KeyboardInterrupt):
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)

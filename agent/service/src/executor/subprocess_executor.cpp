@@ -141,6 +141,8 @@ class SubprocessExecutor final : public Executor {
       throw Error::invalid("remove session " + id + ": " + first_line(outcome.stderr_text));
   }
 
+  size_t pool_ready(const std::string& skill) const override { return pool_ ? pool_->ready_count(skill) : 0; }
+
  private:
   std::optional<StartedChild> take_member(const Json& request) {
     if (!pool_) return std::nullopt;

@@ -104,7 +104,8 @@ void WarmPool::refill(Clock::time_point now) {
     if (auto retry = retry_after_.find(skill); retry != retry_after_.end() && now < retry->second) continue;
     if (memory + memory_estimate_[skill] > options_.memory_bytes) continue;
     try {
-      members_.push_back({.skill = skill, .child = start_child(member_argv_(skill)), .started = now});
+      members_.push_back({.skill = skill, .child = start_child(member_argv_(skill)), .started = now,
+                          .ready = false, .memory_bytes = 0, .line = {}});
     } catch (const Error& e) {
       std::cerr << "sandcell: warm pool: cannot start a " << skill << " sandbox: " << e.what() << "\n";
       retry_after_[skill] = now + kRetryAfterFailure;

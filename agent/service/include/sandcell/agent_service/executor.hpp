@@ -36,6 +36,11 @@ class Executor {
   virtual Json list_skills() = 0;
   virtual Json list_sessions() = 0;
   virtual void remove_session(const std::string& id) = 0;
+  // The warm pool's prepared sandboxes of `skill` ready now (0 without a pool).
+  virtual size_t pool_ready(const std::string& skill) const {
+    (void)skill;
+    return 0;
+  }
 };
 
 // The warm pool (docs/architecture.md, "The warm pool"); no sizes: off, every request cold.
