@@ -135,7 +135,9 @@ TEST(PoolE2E, ExhaustionInAPooledSandboxHasTheColdStatus) {
     json a = cold->run(request);
     json b = warm->run(request);
     ASSERT_TRUE(pooled(b)) << b;
-    if (!status.empty()) EXPECT_EQ(a["status"], status) << a;
+    if (!status.empty()) {
+      EXPECT_EQ(a["status"], status) << a;
+    }
     EXPECT_EQ(a["status"], b["status"]) << request << "\ncold: " << a << "\npooled: " << b;
     EXPECT_EQ(a["report"]["limits"], b["report"]["limits"]);
   }
