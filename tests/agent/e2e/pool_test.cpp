@@ -47,13 +47,22 @@ json comparable(const json& r) {
           {"error", r["error"]},   {"files", r["files"]},         {"artifacts", r["artifacts"]}};
 }
 
+// One line that names the sandbox (its namespaces, and its init's start time: namespace inodes
+// are reused once a sandbox is gone), then whether anything a previous request left is there:
+// files in the workspace, the root, /dev/shm, a mark in the interpreter. Leaves all of them.
 const char* kIdentity =
-    "import os\n"
+    "import builtins, os, time\n"
     "print(os.readlink('/proc/self/ns/pid'), os.readlink('/proc/self/ns/mnt'), os.readlink('/proc/self/ns/net'),\n"
-    "      os.readlink('/proc/self/ns/uts'), open('/proc/self/cgroup').read().replace('\\n', ' '))\n"
-    "print(os.path.exists('/workspace/left.txt'), os.path.exists('/tmp/left.txt'))\n"
+    "      os.readlink('/proc/self/ns/uts'), open('/proc/1/stat').read().split()[21])\n"
+    "print(os.path.exists('/workspace/left.txt'), os.path.exists('/tmp/left.txt'), os.path.exists('/dev/shm/left'),\n"
+    "      hasattr(builtins, 'left'))\n"
     "open('/workspace/left.txt', 'w').write('x')\n"
-    "open('/tmp/left.txt', 'w').write('x')\n";
+    "open('/tmp/left.txt', 'w').write('x')\n"
+    "builtins.left = 1\n"
+    "try:\n"
+    "    open('/dev/shm/left', 'w').write('x')\n"
+    "except OSError:\n"
+    "    pass\n";
 
 TEST(PoolE2E, PooledRunGivesTheColdResult) {
   auto cold = executor({});
@@ -97,7 +106,7 @@ TEST(PoolE2E, APooledSandboxServesOneRequestAndSeesNothingOfAnother) {
     std::string out = r["stdout"];
     std::string first = out.substr(0, out.find('\n'));
     EXPECT_TRUE(seen.insert(first).second) << "namespaces or cgroup seen twice: " << first;
-    EXPECT_EQ(out.substr(out.find('\n') + 1), "False False\n") << "a previous request's files are visible";
+    EXPECT_EQ(out.substr(out.find('\n') + 1), "False False False False\n") << "a previous request's files are visible";
   }
 }
 
@@ -106,7 +115,10 @@ TEST(PoolE2E, ConcurrentRequestsNeverShareASandbox) {
   wait_ready(*warm, 3);
   std::vector<std::future<json>> replies;
   for (int i = 0; i < 6; ++i)  // more than the pool holds: the rest run cold
-    replies.push_back(std::async(std::launch::async, [&] { return warm->run({{"skill", "python"}, {"code", kIdentity}}); }));
+    replies.push_back(std::async(std::launch::async, [&] {
+      // Alive at the same time, so that even the namespace inodes must differ.
+      return warm->run({{"skill", "python"}, {"code", std::string(kIdentity) + "time.sleep(3)\n"}});
+    }));
   std::set<std::string> seen;
   int n_pooled = 0;
   for (auto& reply : replies) {
@@ -115,7 +127,7 @@ TEST(PoolE2E, ConcurrentRequestsNeverShareASandbox) {
     n_pooled += pooled(r);
     std::string out = r["stdout"];
     EXPECT_TRUE(seen.insert(out.substr(0, out.find('\n'))).second) << out;
-    EXPECT_EQ(out.substr(out.find('\n') + 1), "False False\n");
+    EXPECT_EQ(out.substr(out.find('\n') + 1), "False False False False\n");
   }
   EXPECT_GE(n_pooled, 1);
   EXPECT_LE(n_pooled, 6);
