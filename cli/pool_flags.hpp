@@ -4,7 +4,9 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "sandcell/agent/skill.hpp"
 #include "sandcell/agent_service/executor.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/runtime/spec.hpp"
 
 namespace sandcell::cli {
@@ -25,11 +27,17 @@ inline void add_pool_flags(CLI::App* cmd, PoolFlags& f) {
       ->check(CLI::PositiveNumber);
 }
 
-// Throws Error::invalid for a bad --pool or --pool-memory.
+// Throws Error::invalid for a bad --pool or --pool-memory, or a skill that cannot be pooled.
 inline agent_service::PoolOptions pool_options(const PoolFlags& f) {
   agent_service::PoolOptions options;
   if (f.sizes.empty()) return options;
   options.sizes = agent_service::parse_pool_sizes(f.sizes);
+  const agent::SkillCatalog catalog(agent::resolve_skills_dir(""));  // the members' own
+  for (const auto& [name, count] : options.sizes) {
+    const agent::Skill& skill = catalog.find(name);
+    if (skill.name != name) throw Error::invalid("--pool " + name + ": name the skill, '" + skill.name + "'");
+    agent::pool_command(skill);  // no pool_run, or a compile phase
+  }
   options.memory_bytes = runtime::parse_size(f.memory, "--pool-memory");
   options.idle = std::chrono::seconds(f.idle_seconds);
   return options;

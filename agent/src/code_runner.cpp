@@ -338,6 +338,12 @@ PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string
   // The request, read and written into the workspace while the interpreter starts.
   std::thread reader([pending, request_fd, event_fd = event.get(), &catalog, &context, &skill, &ws, &hooks,
                       disk_bytes] {
+    // Interrupts are the supervisor's (its signalfd): delivered here, SIGTERM would end the
+    // member with the default action, leaving its sandbox to die and its workspace behind.
+    sigset_t interrupts;
+    sigemptyset(&interrupts);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&interrupts, sig);
+    pthread_sigmask(SIG_BLOCK, &interrupts, nullptr);
     std::string text = read_all(request_fd);
     std::unique_lock lock(pending->mutex);
     if (pending->closed) return;

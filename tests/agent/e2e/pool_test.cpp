@@ -4,6 +4,7 @@
 // pids and time exhaustion with the cold status; concurrent requests never share a sandbox; a
 // killed server leaves nothing `sandcell gc` does not remove; without a pool nothing changes.
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 #include <httplib.h>
 
 #include <filesystem>
@@ -153,6 +154,56 @@ TEST(PoolE2E, ExhaustionInAPooledSandboxHasTheColdStatus) {
     EXPECT_EQ(a["status"], b["status"]) << request << "\ncold: " << a << "\npooled: " << b;
     EXPECT_EQ(a["report"]["limits"], b["report"]["limits"]);
   }
+}
+
+// Streaming (serve's "stream": true, MCP's progress): the same events and result as cold.
+TEST(PoolE2E, AStreamedPooledRunGivesTheColdEventsAndResult) {
+  auto cold = executor({});
+  auto warm = executor(python_pool(1));
+  const json request{{"skill", "python"},
+                     {"code", "import sys\nfor i in range(3):\n    print(i, flush=True)\n    print(-i, file=sys.stderr, flush=True)\n"}};
+  auto streamed = [&](Executor& e) {
+    std::string out, err;
+    json result = e.run_streaming(request, [&](std::string_view stream, std::string_view data) {
+      (stream == "stdout" ? out : err).append(data);
+    });
+    return std::tuple{result, out, err};
+  };
+  wait_ready(*warm, 1);
+  auto [a, a_out, a_err] = streamed(*cold);
+  auto [b, b_out, b_err] = streamed(*warm);
+  EXPECT_TRUE(pooled(b)) << b;
+  EXPECT_EQ(a_out, "0\n1\n2\n");
+  EXPECT_EQ(a_out, b_out);
+  EXPECT_EQ(a_err, b_err);
+  EXPECT_EQ(comparable(a), comparable(b));
+}
+
+// Cancelling a pooled run kills its sandbox and says so, as cold (CancelE2E); as a subreaper this
+// test would inherit any process of the run that outlived its member.
+TEST(PoolE2E, StoppingAPooledRunKillsItsSandbox) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  {
+    auto warm = executor(python_pool(1));
+    wait_ready(*warm, 1);
+    std::stop_source stop;
+    std::string out;
+    json result = warm->run_streaming(
+        {{"skill", "python"}, {"code", "import time\nprint('started', flush=True)\ntime.sleep(600)\nprint('not reached')\n"},
+         {"timeout", 900}},
+        [&](std::string_view stream, std::string_view data) {
+          if (stream == "stdout") out.append(data);
+          if (out.find("started\n") != std::string::npos) stop.request_stop();
+        },
+        stop.get_token());
+    EXPECT_EQ(out, "started\n");
+    EXPECT_TRUE(pooled(result)) << result;
+    EXPECT_NE(result.value("status", ""), "ok") << result;
+    EXPECT_NE(result.dump().find("interrupted"), std::string::npos) << result;
+  }  // the pool's own members are cancelled and reaped here
+  for (int i = 0; i < 100 && !children_of(getpid()).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(children_of(getpid()).empty()) << "a process of the pool outlived it";
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
 }
 
 // The wall deadline starts at the hand-over, not when the sandbox was prepared.

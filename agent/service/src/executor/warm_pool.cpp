@@ -19,6 +19,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kRetryAfterFailure = std::chrono::seconds(5);
+constexpr auto kMaxStart = std::chrono::seconds(120);  // not ready by then: stuck, replaced
 constexpr size_t kMaxReadyLine = 4096;
 
 void reap(StartedChild& child) {
@@ -143,7 +144,11 @@ void WarmPool::maintain(std::stop_token stop) {
       std::lock_guard lock(mutex_);
       const Clock::time_point now = Clock::now();
       for (auto it = members_.begin(); it != members_.end();) {
-        if (it->ready && now - it->started > options_.idle) {
+        if (it->ready ? now - it->started > options_.idle : now - it->started > kMaxStart) {
+          if (!it->ready) {
+            std::cerr << "sandcell: warm pool: a " << it->skill << " sandbox was not ready in time\n";
+            retry_after_[it->skill] = now + kRetryAfterFailure;
+          }
           ending_.push_back(std::move(it->child));  // replaced below by a fresh one
           it = members_.erase(it);
         } else {
