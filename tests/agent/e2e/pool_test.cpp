@@ -8,6 +8,8 @@
 #include <httplib.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <future>
 #include <set>
 #include <thread>
@@ -204,6 +206,43 @@ TEST(PoolE2E, StoppingAPooledRunKillsItsSandbox) {
   for (int i = 0; i < 100 && !children_of(getpid()).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_TRUE(children_of(getpid()).empty()) << "a process of the pool outlived it";
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+}
+
+// The cpu.shares (v1) or cpu.weight (v2) file of every run's cgroup, with its value.
+std::map<std::string, std::string> cpu_share_files() {
+  std::map<std::string, std::string> found;
+  std::error_code ec;
+  for (const char* root : {"/sys/fs/cgroup/cpu/sandcell", "/sys/fs/cgroup/cpu,cpuacct/sandcell", "/sys/fs/cgroup/sandcell"})
+    for (const auto& e : fs::directory_iterator(root, ec))
+      for (const char* name : {"/cpu.shares", "/cpu.weight"}) {
+        std::ifstream in(e.path().string() + name);
+        std::string value;
+        if (in >> value) found[e.path().string() + name] = value;
+      }
+  return found;
+}
+
+// A prepared sandbox yields the CPU to running requests until its hand-over, then has the
+// default share a cold run has.
+TEST(PoolE2E, APreparedSandboxHasALowCpuShareUntilItsHandOver) {
+  auto warm = executor(python_pool(1));
+  wait_ready(*warm, 1);
+  std::vector<std::string> low;
+  for (const auto& [file, value] : cpu_share_files())
+    if (value == "16" || value == "1") low.push_back(file);
+  ASSERT_EQ(low.size(), 1u) << "the prepared sandbox's cgroup";
+  auto reply = std::async(std::launch::async, [&] {
+    return warm->run({{"skill", "python"}, {"code", "import time\nprint('x', flush=True)\ntime.sleep(3)\n"}});
+  });
+  std::string during;
+  for (int i = 0; i < 100 && during != "1024" && during != "100"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream in(low[0]);
+    in >> during;
+  }
+  EXPECT_TRUE(during == "1024" || during == "100") << low[0] << ": " << during;
+  json r = reply.get();
+  EXPECT_TRUE(pooled(r)) << r;
 }
 
 // The wall deadline starts at the hand-over, not when the sandbox was prepared.
