@@ -384,7 +384,8 @@ PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string
       }
     }
     // Handed over only once the interpreter is ready: its "ready" byte is not the program's output.
-    pending->ready_or_closed.wait(lock, [&] { return pending->ready || pending->closed; });
+    // A refusal or a cancel needs no wait.
+    if (pending->request) pending->ready_or_closed.wait(lock, [&] { return pending->ready || pending->closed; });
     if (pending->closed) return;
     if (pending->request && hooks.on_request) hooks.on_request(pending->stream);
     uint64_t one = 1;
