@@ -27,6 +27,7 @@ using nlohmann::json;
 struct CodeFlags {
   std::string skill, file, session, packages, request_json, stdin_file, report, skills_dir, sessions_dir;
   std::string seccomp = "code", artifacts_dir;
+  std::string pool_member;  // the warm pool's prepared sandbox of this skill (hidden)
   std::optional<std::string> net, userns;
   std::optional<double> session_ttl;
   std::optional<std::string> sessions_max, sessions_max_bytes;
@@ -139,7 +140,38 @@ int code(const CodeFlags& f, const GlobalOptions& g) {
   return out.finish(result, f.gets, {f.artifacts_dir, catalog.find(request.skill).artifacts, f.artifacts_dotfiles});
 }
 
+// `code --pool-member SKILL`, started by a server's warm pool (docs/architecture.md, "The warm
+// pool"): stdout says {"ready": true, "memory_bytes": N} once the interpreter waits, then what
+// `code --request-json [--stream]` prints for the one request stdin brings, or {"pool_refused"}
+// / {"pool_failed"} when nothing of it ran (the server then runs it cold).
+int pool_member(const CodeFlags& f, const GlobalOptions& g) {
+  agent::SkillCatalog catalog(agent::resolve_skills_dir(f.skills_dir));
+  agent::RunnerContext ctx = runner_context(f, g);
+  std::optional<CodeOutput> out;  // the request says which: contract or stream
+  runtime::OutputSink sink;
+  ctx.on_output = [&](runtime::Stream s, std::span<const char> data) {
+    if (sink) sink(s, data);
+  };
+  ctx.on_warning = [](const std::string& warning) { std::cerr << "sandcell: warning: " << warning << "\n"; };
+  agent::PoolMemberHooks hooks{
+      .on_ready = [](uint64_t memory_bytes) {
+        std::cout << json{{"ready", true}, {"memory_bytes", memory_bytes}}.dump() << std::endl;
+      },
+      .on_request = [&](bool stream) {
+        out.emplace(stream ? CodeOutput::Mode::Stream : CodeOutput::Mode::Contract);
+        sink = out->sink();
+      }};
+  agent::PoolMemberOutcome outcome = agent::run_pool_member(catalog, f.pool_member, ctx, STDIN_FILENO, hooks);
+  if (outcome.result && out)
+    return out->finish(*outcome.result, {}, {"", catalog.find(f.pool_member).artifacts, false});
+  json answer = outcome.refused.empty() ? json{{"pool_failed", in_flag_terms(outcome.failed)}}
+                                        : json{{"pool_refused", in_flag_terms(outcome.refused)}};
+  std::cout << answer.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
+  return 0;
+}
+
 int code_or_error(const CodeFlags& f, const GlobalOptions& g) {
+  if (!f.pool_member.empty()) return pool_member(f, g);
   if (f.request_json.empty()) return code(f, g);
   try {
     return code(f, g);
@@ -197,6 +229,7 @@ void add_code_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_flag("--artifacts-dotfiles", f->artifacts_dotfiles, "With --artifacts-dir: save names starting with '.' too");
   cmd->add_option("--request-json", f->request_json, "Read one JSON request (FILE or -) and print one JSON result "
                                                      "(the agent contract; agent/README.md)");
+  cmd->add_option("--pool-member", f->pool_member, "")->group("");  // a server's warm pool starts it
   cmd->add_flag("--stream", f->stream, "With --request-json: newline-delimited JSON events as output arrives");
   cmd->add_option("--skills-dir", f->skills_dir, "Skills directory [$SANDCELL_SKILLS, the source tree, /usr/share/sandcell/skills]");
   cmd->add_option("--sessions-dir", f->sessions_dir, "Sessions directory [$SANDCELL_SESSIONS, ROOT/sessions]");

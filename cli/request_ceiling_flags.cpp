@@ -68,10 +68,11 @@ void check_workspace_flags(const WorkspaceFlags& f, const agent::RequestCeilings
 agent_service::SubprocessExecutorOptions executor_options(const std::string& sandcell_bin,
                                                           const std::string& root,
                                                           const agent::RequestCeilings& ceilings,
-                                                          const WorkspaceFlags& workspace) {
+                                                          const WorkspaceFlags& workspace,
+                                                          agent_service::PoolOptions pool) {
   agent_service::SubprocessExecutorOptions options{
       .sandcell_bin = sandcell_bin, .root = root, .code_flags = ceiling_args(ceilings),
-      .default_disk = workspace.disk};
+      .default_disk = workspace.disk, .pool = std::move(pool)};
   for (auto [flag, value] : {std::pair{"--sessions-max", workspace.sessions_max},
                              {"--sessions-max-bytes", workspace.sessions_max_bytes}})
     if (value) options.code_flags.insert(options.code_flags.end(), {flag, *value});

@@ -30,10 +30,11 @@ void add_workspace_flags(CLI::App* cmd, WorkspaceFlags& flags);
 // asks for no disk would be refused).
 void check_workspace_flags(const WorkspaceFlags& flags, const agent::RequestCeilings& ceilings);
 // What a server's executor runs `sandcell code` with: the ceilings, the session bounds, and
-// --disk for requests without one.
+// --disk for requests without one; `pool`: the warm pool's (none: every request cold).
 agent_service::SubprocessExecutorOptions executor_options(const std::string& sandcell_bin,
                                                           const std::string& root,
                                                           const agent::RequestCeilings& ceilings,
-                                                          const WorkspaceFlags& workspace);
+                                                          const WorkspaceFlags& workspace,
+                                                          agent_service::PoolOptions pool = {});
 
 }  // namespace sandcell::cli

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "commands.hpp"
+#include "pool_flags.hpp"
 #include "request_ceiling_flags.hpp"
 #include "sandcell/agent_service/http_api.hpp"
 #include "sandcell/runtime/spec.hpp"
@@ -57,6 +58,8 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--skill", options->default_skill, "Skill for file transfers without ?skill=")->capture_default_str();
   add_ceiling_flags(cmd, *ceilings, true);
   add_workspace_flags(cmd, *workspace);
+  auto pool = std::make_shared<PoolFlags>();
+  add_pool_flags(cmd, *pool);
   cmd->add_option(
       "--sandcell-bin", *bin,
       "The sandcell executable that runs code [$SANDCELL_BIN, sandcell-images next to this one]");
@@ -79,7 +82,7 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
     action = []() -> int { hand_over_to("sandcell-serve", "the Docker API lives in sandcell-serve"); };
 #endif
   });
-  cmd->callback([&action, options, bin, ceilings, workspace, max_body_mb, globals, docker] {
+  cmd->callback([&action, options, bin, ceilings, workspace, max_body_mb, globals, docker, pool] {
     if (options->listen.empty() == docker->listen.empty())
       throw CLI::ValidationError("serve", "give one of --listen (sandcell's API) or --docker-api (Docker's)");
 #if SANDCELL_SERVES_HTTP
@@ -94,13 +97,13 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
       };
       return;
     }
-    action = [options, bin, ceilings, workspace, max_body_mb, globals] {
+    action = [options, bin, ceilings, workspace, max_body_mb, globals, pool] {
       if (options->token.empty() && std::getenv("SANDCELL_TOKEN")) options->token = std::getenv("SANDCELL_TOKEN");
       options->max_body_bytes = *max_body_mb << 20;
       agent::check_ceilings(*ceilings);  // a bad one fails here, not at the first request
       check_workspace_flags(*workspace, *ceilings);
       auto executor = agent_service::make_subprocess_executor(
-          executor_options(*bin, globals->root, *ceilings, *workspace));
+          executor_options(*bin, globals->root, *ceilings, *workspace, pool_options(*pool)));
       return agent_service::serve_http_until_signal(*executor, *options);
     };
 #else

@@ -1,7 +1,9 @@
 // run_code(): check the request, prepare the workspace, run install → compile → run, collect.
 #include "sandcell/agent/code_runner.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -9,11 +11,18 @@
 
 #include <filesystem>
 #include <future>
+#include <fstream>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "phase.hpp"
 #include "sandcell/agent/error_classifier.hpp"
 #include "sandcell/agent/sessions.hpp"
+#include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 #include "workspace_disk.hpp"
@@ -238,6 +247,238 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   return run_in_workspace({skill, request, context, store, image, workspace->dir(), seccomp,
                            workspace->disk(), disk_bytes, unbounded.value_or(""), userns.mode,
                            userns.warning});
+}
+
+namespace {
+
+// A request's stdin reaches a pooled program through its stdin pipe, after the go byte, written
+// at once: it must fit the pipe's buffer (64 KiB). Larger ones run cold.
+constexpr size_t kMaxPooledStdin = 60000;
+
+// The request of a pooled sandbox, shared between the thread that reads it and the supervisor.
+struct PendingRequest {
+  std::mutex mutex;
+  std::condition_variable ready_or_closed;
+  bool closed = false;  // the member is done: the reader must touch nothing more
+  bool arrived = false;
+  std::optional<CodeRequest> request;
+  bool stream = false;
+  std::string refused;
+  runtime::HandOverTerms terms;
+  Workspace::Snapshot before;
+  std::chrono::steady_clock::time_point ready_at, handed_at;
+  bool ready = false;
+};
+
+std::string read_all(int fd) {
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return text;
+    text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > (kMaxInputBytes + kMaxCodeBytes) * 2) return {};  // no request is this big
+  }
+}
+
+// What a request asks of the sandbox beyond the supervisor's limits, as phase_spec makes it.
+runtime::Limits request_limits(const RunnerContext& ctx, const Skill& skill, const CodeRequest& r) {
+  runtime::Limits limits = runtime::default_spec().limits;
+  apply_limit_args(merge(skill.limits, r.limits), limits);
+  clamp_to_ceilings(ctx.ceilings, limits);
+  return limits;
+}
+
+// Why the prepared sandbox cannot run `r` exactly as a cold run would; empty: it can.
+std::string not_poolable(const SkillCatalog& catalog, const RunnerContext& ctx, const Skill& skill,
+                         const CodeRequest& r, uint64_t disk_bytes) {
+  if (catalog.find(r.skill).name != skill.name) return "another skill";
+  if (r.session) return "a session";
+  if (!r.packages.empty()) return "packages";
+  if (r.net) return "a network policy";
+  if (!r.env.empty()) return "an environment";
+  if (r.stdin_data && r.stdin_data->size() > kMaxPooledStdin) return "a large stdin";
+  const runtime::Limits asked = request_limits(ctx, skill, r);
+  const runtime::Limits prepared = request_limits(ctx, skill, CodeRequest{});
+  if (asked.memory_bytes != prepared.memory_bytes || asked.pids != prepared.pids || asked.cpus != prepared.cpus)
+    return "memory, pids or cpus limits of its own";
+  if (disk_bound(ctx, skill, r) != disk_bytes) return "a disk limit of its own";
+  return {};
+}
+
+// A prepared sandbox yields the CPU to the requests running meanwhile (its interpreter's start and
+// preloads are ~0.3-0.6 s of a core) and gets the default share back at its hand-over: cpu.shares
+// on v1, cpu.weight on v2, in the run's own cgroup (sibling of the other runs' under sandcell/).
+// Where neither exists (no cgroups, or no cpu controller) nothing is written.
+void set_cpu_share(const std::vector<std::string>& paths, bool low) {
+  for (const std::string& dir : paths)
+    for (const auto& [name, value] : {std::pair{"/cpu.shares", low ? "16" : "1024"}, std::pair{"/cpu.weight", low ? "1" : "100"}}) {
+      UniqueFd fd(open((dir + name).c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+      if (!fd) continue;
+      ssize_t ignored = write(fd.get(), value, strlen(value));
+      (void)ignored;
+    }
+}
+
+uint64_t cgroup_memory(const std::vector<std::string>& paths) {
+  for (const std::string& dir : paths)
+    for (const char* name : {"/memory.current", "/memory.usage_in_bytes"}) {
+      std::ifstream in(dir + name);
+      uint64_t bytes = 0;
+      if (in >> bytes) return bytes;
+    }
+  return 0;
+}
+
+}  // namespace
+
+PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string& skill_name,
+                                  const RunnerContext& context, int request_fd, const PoolMemberHooks& hooks) {
+  const Skill& skill = catalog.find(skill_name);
+  const std::vector<std::string> argv = pool_command(skill);
+  rootfs_builder::ImageStore store(context.store_root);
+  rootfs_builder::ImageStore::Lease store_lease = store.lease();
+  const rootfs_builder::ImageRecord image = built_image(store, skill);
+  auto seccomp = seccomp::compile_profile_arg(context.seccomp, {}, {.report_denials = true},
+                                              context.seccomp_cache_dir.empty() ? seccomp::default_cache_dir()
+                                                                                : context.seccomp_cache_dir);
+  if (seccomp) seccomp->name = context.seccomp;
+  UsernsChoice userns = choose_user_namespace(context);
+  const CodeRequest defaults{.skill = skill.name};
+  const uint64_t disk_bytes = disk_bound(context, skill, defaults);
+  const std::optional<std::string> unbounded = WorkspaceDisk::unavailable();
+  std::optional<uint64_t> disk;  // (not a ?: of optionals: g++ 12 then warns maybe-uninitialized)
+  if (!unbounded) disk = disk_bytes;
+  ScratchWorkspace scratch(context.store_root + "/code-runs", context.store_root + "/disk-templates", disk);
+  Workspace ws(scratch.dir());
+  ws.make_dirs(".sandcell");
+  const PhaseContext ctx{skill, defaults, context, store, image, scratch.dir(), seccomp,
+                         scratch.disk(), disk_bytes, unbounded.value_or(""), userns.mode, userns.warning};
+
+  int stdin_pipe[2];
+  check(pipe2(stdin_pipe, O_CLOEXEC), "pipe for the pooled program's stdin");
+  UniqueFd stdin_read(stdin_pipe[0]), stdin_write(stdin_pipe[1]);
+  UniqueFd event(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!event) throw Error(errno, "eventfd");
+  auto pending = std::make_shared<PendingRequest>();
+
+  // The request, read and written into the workspace while the interpreter starts.
+  std::thread reader([pending, request_fd, event_fd = event.get(), &catalog, &context, &skill, &ws, &hooks,
+                      disk_bytes] {
+    // Interrupts are the supervisor's (its signalfd): delivered here, SIGTERM would end the
+    // member with the default action, leaving its sandbox to die and its workspace behind.
+    sigset_t interrupts;
+    sigemptyset(&interrupts);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&interrupts, sig);
+    pthread_sigmask(SIG_BLOCK, &interrupts, nullptr);
+    std::string text = read_all(request_fd);
+    std::unique_lock lock(pending->mutex);
+    if (pending->closed) return;
+    pending->arrived = !text.empty();
+    if (pending->arrived) {
+      try {
+        nlohmann::json message = parse_bounded_json(text);
+        CodeRequest r = parse_code_request(message.at("request"));
+        check_request(skill, r);
+        check_request_within(context.ceilings, r);
+        pending->refused = not_poolable(catalog, context, skill, r, disk_bytes);
+        if (pending->refused.empty()) {
+          prepare_workspace(ws, skill, r);
+          pending->before = ws.snapshot(skill.artifacts, context.bounds);
+          const runtime::Limits limits = request_limits(context, skill, r);
+          pending->terms = {limits.wall_s, limits.cpu_s, limits.output_bytes};
+          pending->stream = message.value("stream", false);
+          pending->request = std::move(r);
+        }
+      } catch (const std::exception& e) {
+        pending->refused = e.what();
+      }
+    }
+    // Handed over only once the interpreter is ready: its "ready" byte is not the program's output.
+    // A refusal or a cancel needs no wait.
+    if (pending->request) pending->ready_or_closed.wait(lock, [&] { return pending->ready || pending->closed; });
+    if (pending->closed) return;
+    if (pending->request && hooks.on_request) hooks.on_request(pending->stream);
+    uint64_t one = 1;
+    ssize_t ignored = write(event_fd, &one, sizeof one);
+    (void)ignored;
+  });
+
+  std::vector<std::string> cgroup_paths;
+  PooledPhase pooled;
+  pooled.hand_over.fd = event.get();
+  pooled.hand_over.take = [&]() -> std::optional<runtime::HandOverTerms> {
+    std::lock_guard lock(pending->mutex);
+    if (!pending->request) return std::nullopt;
+    return pending->terms;
+  };
+  pooled.hand_over.go = [&] {
+    set_cpu_share(cgroup_paths, false);
+    std::string bytes(1, '\0');
+    {
+      std::lock_guard lock(pending->mutex);
+      pending->handed_at = std::chrono::steady_clock::now();
+      if (pending->request->stdin_data) bytes += *pending->request->stdin_data;
+    }
+    for (size_t done = 0; done < bytes.size();) {  // fits the pipe's buffer: kMaxPooledStdin
+      ssize_t n = write(stdin_write.get(), bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // the program is gone; the supervisor sees it
+      done += static_cast<size_t>(n);
+    }
+    stdin_write.reset();
+  };
+  pooled.on_started = [&](pid_t, const std::vector<std::string>& paths) {
+    cgroup_paths = paths;
+    set_cpu_share(cgroup_paths, true);
+  };
+  pooled.before = [&](runtime::Stream s, std::span<const char> data) {
+    bool now_ready = false;
+    {
+      std::lock_guard lock(pending->mutex);
+      if (s == runtime::Stream::Stdout && !pending->ready && !data.empty() && data[0] == '\0') {
+        pending->ready = now_ready = true;
+        pending->ready_at = std::chrono::steady_clock::now();
+        pending->ready_or_closed.notify_all();
+      }
+    }
+    if (now_ready && hooks.on_ready) hooks.on_ready(cgroup_memory(cgroup_paths));
+  };
+  PhaseResult phase = run_phase(ctx, "run", argv, stdin_read.get(), true, &pooled);
+
+  PoolMemberOutcome outcome;
+  {
+    std::lock_guard lock(pending->mutex);
+    pending->closed = true;
+    pending->ready_or_closed.notify_all();
+    if (!phase.result.pooled) {
+      outcome.refused = pending->refused;
+      if (outcome.refused.empty())
+        outcome.failed = pending->arrived ? "the prepared sandbox ended before its request: " + phase.result.error
+                                          : "cancelled before a request";
+    }
+  }
+  if (pending->arrived || phase.result.pooled) {
+    reader.join();
+  } else {
+    reader.detach();  // still waiting for a request that will not run; it touches nothing now
+  }
+  if (!phase.result.pooled) {
+    if (outcome.failed.size() > 0 && !phase.stderr_text.empty()) outcome.failed += " " + phase.stderr_text;
+    return outcome;
+  }
+  const CodeRequest& request = *pending->request;
+  phase.result.pool_wait_ms = static_cast<uint64_t>(std::max<int64_t>(
+      0, std::chrono::duration_cast<std::chrono::milliseconds>(pending->handed_at - pending->ready_at).count()));
+  CodeResult result{.skill = skill.name, .session = std::nullopt};
+  result.phases.push_back(std::move(phase));
+  ws.strip_privileges();
+  result.error = classify_failure(skill.errors, result.phases.back());
+  result.artifacts = ws.changed_files(pending->before, ws.snapshot(skill.artifacts, context.bounds), context.bounds);
+  for (const std::string& path : request.get) result.files.push_back(ws.read_file(path, kMaxGetBytes));
+  outcome.result = std::move(result);
+  return outcome;
 }
 
 }  // namespace sandcell::agent

@@ -61,7 +61,7 @@ void set_env(runtime::Spec& spec, const std::vector<std::string>& env) {
 }  // namespace
 
 PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const std::vector<std::string>& argv,
-                      int stdin_fd, bool stream) {
+                      int stdin_fd, bool stream, const PooledPhase* pooled) {
   runtime::Spec spec = phase_spec(ctx);
   rootfs_builder::ImageRunRequest image_request{.command = argv, .user = std::nullopt, .workdir = std::string("/workspace")};
   rootfs_builder::apply_resolved_image(ctx.store, ctx.skill.image(), ctx.image, image_request,
@@ -71,7 +71,19 @@ PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const st
   runtime::RunOptions options;
   options.stdin_fd = stdin_fd;
   options.state_root = ctx.runner.state_root;
+  bool handed_over = false;  // both on the supervisor's thread
+  runtime::HandOver hand_over;
+  if (pooled) {
+    hand_over = pooled->hand_over;
+    hand_over.go = [&] {
+      handed_over = true;
+      pooled->hand_over.go();
+    };
+    options.hand_over = &hand_over;
+    options.on_started = pooled->on_started;
+  }
   options.output = [&](runtime::Stream s, std::span<const char> data) {
+    if (pooled && !handed_over) return pooled->before(s, data);
     (s == runtime::Stream::Stdout ? phase.stdout_text : phase.stderr_text).append(data.data(), data.size());
     if (stream && ctx.runner.on_output) ctx.runner.on_output(s, data);
   };

@@ -1,7 +1,9 @@
 #pragma once
 // One phase of a code call (install, compile, run): a sandbox of the skill's image with the
 // workspace bind-mounted at /workspace.
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,9 +41,18 @@ struct UsernsChoice {
 // kernel refuses this process a user namespace (then Host, and why, as a warning).
 UsernsChoice choose_user_namespace(const RunnerContext& runner);
 
+// A phase in a prepared sandbox of the warm pool (docs/architecture.md, "The warm pool").
+struct PooledPhase {
+  runtime::HandOver hand_over;
+  // Output before the hand-over (the bootstrap's, not the program's); supervisor thread.
+  std::function<void(runtime::Stream, std::span<const char>)> before;
+  std::function<void(pid_t init, const std::vector<std::string>& cgroup_paths)> on_started;
+};
+
 // stdin_fd: -1 for /dev/null. `stream`: pass output to runner.on_output as it arrives.
+// `pooled`: run it as a prepared sandbox that waits for its hand-over.
 PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const std::vector<std::string>& argv,
-                      int stdin_fd, bool stream);
+                      int stdin_fd, bool stream, const PooledPhase* pooled = nullptr);
 
 // The skill's install template with "{packages}" expanded (or the names appended).
 std::vector<std::string> install_command(const Skill& skill, const std::vector<std::string>& packages);

@@ -20,7 +20,8 @@ using nlohmann::json;
 
 const std::vector<std::string> kSkillFields = {
     "name",        "description", "aliases", "source_file", "compile",   "run",
-    "session_run", "install",     "limits",  "network",     "artifacts", "errors"};
+    "session_run", "install",     "limits",  "network",     "artifacts", "errors",
+    "pool_run",    "pool_script", "preload"};
 
 std::string text_field(const json& j, const char* key, const std::string& file, bool required) {
   if (!j.contains(key)) {
@@ -110,8 +111,37 @@ Skill load_skill(const std::string& dir) {
   if (std::string net = text_field(j, "network", file, false); !net.empty()) s.network = net;
   if (std::string a = text_field(j, "artifacts", file, false); !a.empty()) s.artifacts = a;
   if (std::string e = text_field(j, "errors", file, false); !e.empty()) s.errors = e;
+  s.pool_run = words_field(j, "pool_run", file);
+  s.pool_script = text_field(j, "pool_script", file, false);
+  if (s.pool_script.find('/') != std::string::npos || s.pool_script.rfind(".", 0) == 0)
+    throw Error::invalid(file + ": \"pool_script\" must be a plain file name in the skill's folder");
+  s.preload = words_field(j, "preload", file);
+  for (const std::string& module : s.preload)
+    if (module.empty() || module.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-@/") != std::string::npos)
+      throw Error::invalid(file + ": \"preload\" must name modules, got '" + module + "'");
   if (!fs::exists(dir + "/Dockerfile")) throw Error::invalid(dir + ": has skill.json but no Dockerfile");
   return s;
+}
+
+std::vector<std::string> pool_command(const Skill& skill) {
+  if (skill.pool_run.empty())
+    throw Error::invalid("skill '" + skill.name + "' cannot be pooled (skill.json has no \"pool_run\")");
+  if (!skill.compile.empty())
+    throw Error::invalid("skill '" + skill.name + "' cannot be pooled: it has a compile phase");
+  std::vector<std::string> argv;
+  for (const std::string& word : skill.pool_run) {
+    if (word == "{preload}") {
+      argv.insert(argv.end(), skill.preload.begin(), skill.preload.end());
+    } else if (word == "{script}") {
+      const std::string file = skill.dir + "/" + skill.pool_script;
+      std::ifstream in(file, std::ios::binary);
+      if (skill.pool_script.empty() || !in) throw Error::invalid(file + ": the skill's pool_script cannot be read");
+      argv.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } else {
+      argv.push_back(word);
+    }
+  }
+  return argv;
 }
 
 SkillCatalog::SkillCatalog(std::string dir) : dir_(std::move(dir)) {

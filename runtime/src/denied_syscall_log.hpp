@@ -22,6 +22,8 @@ class DeniedSyscallLog {
   // and the plan says the sandbox must then be killed.
   bool answer_pending();
   std::vector<DeniedSyscall> denied() const;
+  // A pooled run's hand-over: what was denied before it is not the program's.
+  void restart() { counts_.clear(); }
   const std::string& kill_reason() const { return kill_reason_; }
 
  private:

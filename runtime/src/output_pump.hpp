@@ -23,6 +23,12 @@ class OutputPump {
   void drain();
   void close() { fd_.reset(); }
 
+  // The hand-over of a pooled run: what came before is not the program's.
+  void restart(uint64_t cap) {
+    total_ = 0;
+    cap_ = cap;
+  }
+
   uint64_t total_bytes() const { return total_; }
   bool truncated() const { return total_ > cap_; }
 

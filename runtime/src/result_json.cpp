@@ -98,6 +98,10 @@ nlohmann::json to_json(const Result& r) {
   };
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.warnings.empty()) j["warnings"] = r.warnings;
+  if (r.pooled) {
+    j["pooled"] = true;
+    j["pool_wait_ms"] = optional_json(r.pool_wait_ms);
+  }
   // Invalid UTF-8 from the program is replaced, not fatal: the record must always serialise.
   if (r.stdout_text) j["stdout"] = *r.stdout_text;
   if (r.stderr_text) j["stderr"] = *r.stderr_text;

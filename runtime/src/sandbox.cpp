@@ -477,14 +477,24 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                  [&network, &early_usage, &cgroup = *l.cgroup](bool init_left_cgroups) {
                    if (network) network->withdraw();
                    if (init_left_cgroups) early_usage = usage_if_removed_early(cgroup);
-                 }};
+                 },
+                 l.options.hand_over};
   SupervisionOutcome outcome = supervise(run);
   if (outcome.init_still_exiting) l.exiting_init.hand_over(pid);
   if (network) network->record(result.events);
+  // A pooled run's clock starts at the hand-over (RunOptions::hand_over).
+  const auto clock_start = outcome.handed_over_at.value_or(start);
   result.wall_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             std::chrono::steady_clock::now() - start)
+                                             std::chrono::steady_clock::now() - clock_start)
                                              .count());
   CgroupUsage usage = early_usage ? *early_usage : l.cgroup->usage();
+  if (outcome.handed_over_at) {
+    result.pooled = true;
+    usage.cpu_ns -= std::min(usage.cpu_ns, outcome.cpu_ns_at_hand_over);
+    result.limits.wall_s = outcome.terms.wall_s;
+    result.limits.cpu_s = outcome.terms.cpu_s;
+    result.limits.output_bytes = outcome.terms.output_bytes;
+  }
   fill_outcome(result, outcome, usage, l.spec.limits);
   if (cpu_rlimit_hit(result)) result.status = Status::TimeoutCpu;
   result.events.denied_syscalls = outcome.denied_syscalls;

@@ -54,11 +54,13 @@ class Loop {
  public:
   explicit Loop(const Supervised& run) : run_(run), epoll_(epoll_create1(EPOLL_CLOEXEC)) {
     if (!epoll_) throw Error(errno, "epoll_create1");
-    if (run.limits.wall_s) wall_ = make_timer(*run.limits.wall_s, 0);
-    if (run.limits.cpu_s) cpu_tick_ = make_timer(0.05, kCpuPollNs);
-    for (int fd : {run.pidfd, run.out.fd(), run.err.fd(), wall_.get(), cpu_tick_.get(),
-                   run.signal_fd, run.sync_fd})
+    for (int fd : {run.pidfd, run.out.fd(), run.err.fd(), run.signal_fd, run.sync_fd})
       watch(epoll_.get(), fd);
+    if (run.hand_over) {
+      watch(epoll_.get(), run.hand_over->fd);  // the timers wait for the request
+    } else {
+      arm_timers(run.limits.wall_s, run.limits.cpu_s);
+    }
   }
 
   SupervisionOutcome run() {
@@ -103,12 +105,14 @@ class Loop {
       }
     } else if (fd == run_.pidfd) {
       reap();
+    } else if (run_.hand_over && fd == run_.hand_over->fd) {
+      hand_over();
     } else if (fd == wall_.get()) {
       consume(fd);
       stop([&] { outcome_.wall_timeout = true; });
     } else if (fd == cpu_tick_.get()) {
       consume(fd);
-      if (run_.cgroup.usage().cpu_ns >= static_cast<uint64_t>(*run_.limits.cpu_s * 1e9))
+      if (run_.cgroup.usage().cpu_ns - outcome_.cpu_ns_at_hand_over >= static_cast<uint64_t>(*cpu_s_ * 1e9))
         stop([&] { outcome_.cpu_timeout = true; });
     } else if (fd == run_.sync_fd) {
       handle_child_message();
@@ -123,6 +127,46 @@ class Loop {
       if (read(fd, &info, sizeof info) == sizeof info)
         stop([&] { outcome_.interrupted_by = static_cast<int>(info.ssi_signo); });
     }
+  }
+
+  void arm_timers(std::optional<double> wall_s, std::optional<double> cpu_s) {
+    cpu_s_ = cpu_s;
+    if (wall_s) {
+      wall_ = make_timer(*wall_s, 0);
+      watch(epoll_.get(), wall_.get());
+    }
+    if (cpu_s) {
+      cpu_tick_ = make_timer(0.05, kCpuPollNs);
+      watch(epoll_.get(), cpu_tick_.get());
+    }
+  }
+
+  // The request of a pooled run: from here its clock runs, then the program may go.
+  void hand_over() {
+    uint64_t count;
+    ssize_t ignored = read(run_.hand_over->fd, &count, sizeof count);
+    (void)ignored;
+    unwatch(epoll_.get(), run_.hand_over->fd);
+    if (reaped_ || tree_ended_ || killed_) return;  // too late: the program is gone
+    std::optional<HandOverTerms> terms = run_.hand_over->take();
+    if (!terms) {
+      stop([&] { outcome_.interrupted_by = SIGTERM; });
+      return;
+    }
+    if (denials_) {
+      if (denials_->answer_pending()) {
+        stop([&] { outcome_.seccomp_kill = denials_->kill_reason(); });
+        return;
+      }
+      denials_->restart();
+    }
+    outcome_.handed_over_at = std::chrono::steady_clock::now();
+    outcome_.cpu_ns_at_hand_over = run_.cgroup.usage().cpu_ns;
+    outcome_.terms = *terms;
+    run_.out.restart(terms->output_bytes.value_or(~0ull));
+    run_.err.restart(terms->output_bytes.value_or(~0ull));
+    arm_timers(terms->wall_s, terms->cpu_s);
+    run_.hand_over->go();
   }
 
   void handle_child_message_or_stop() {
@@ -217,6 +261,7 @@ class Loop {
 
   const Supervised& run_;
   UniqueFd epoll_, wall_, cpu_tick_;
+  std::optional<double> cpu_s_;
   SupervisionOutcome outcome_;
   std::optional<DeniedSyscallLog> denials_;
   std::optional<int> program_wait_status_;

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -31,6 +32,8 @@ struct Supervised {
   // `init_left_cgroups`: the init reported that it moved itself out of the run's cgroups (or
   // the run has none).
   std::function<void(bool init_left_cgroups)> on_program_exit = {};
+  // Set: a pooled run; the wall and CPU-time timers wait for it (RunOptions::hand_over).
+  const HandOver* hand_over = nullptr;
 };
 
 struct SupervisionOutcome {
@@ -51,6 +54,10 @@ struct SupervisionOutcome {
   // init's own exit, which may still be tearing its namespaces down: the caller must reap it
   // (ExitingInit in sandbox.cpp) before it returns, once it has finished the run meanwhile.
   bool init_still_exiting = false;
+  // A pooled run that was handed its request: when, the cgroup's CPU time then, and the terms.
+  std::optional<std::chrono::steady_clock::time_point> handed_over_at;
+  uint64_t cpu_ns_at_hand_over = 0;
+  HandOverTerms terms;
 };
 
 SupervisionOutcome supervise(const Supervised& run);

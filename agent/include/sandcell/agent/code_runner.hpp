@@ -48,4 +48,22 @@ struct RunnerContext {
 // binary code, bad limits); a program that fails is a result, not an exception.
 CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, const RunnerContext& context);
 
+// The warm pool's prepared sandbox (docs/architecture.md, "The warm pool"): `sandcell code
+// --pool-member SKILL`. Prepares the skill's run phase with its defaults and nothing of a
+// request, starts pool_run in it, and hands it the one request read from `request_fd` (until EOF:
+// {"request": {...}, "stream": bool}); EOF without one cancels.
+struct PoolMemberHooks {
+  // Once, when the interpreter is ready (supervisor thread): the sandbox's memory then, 0 unknown.
+  std::function<void(uint64_t memory_bytes)> on_ready;
+  // The request arrived and will run (reader thread, before the program goes).
+  std::function<void(bool stream)> on_request;
+};
+struct PoolMemberOutcome {
+  std::optional<CodeResult> result;  // the request ran; its run phase says pooled
+  std::string refused;  // the request was not run (run it cold): why
+  std::string failed;   // no request ran: the prepared sandbox ended or was cancelled first
+};
+PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string& skill, const RunnerContext& context,
+                                  int request_fd, const PoolMemberHooks& hooks);
+
 }  // namespace sandcell::agent

@@ -23,10 +23,20 @@ struct Skill {
   std::string artifacts = "/workspace/out";
   std::string errors = "generic";     // error classifier: python, node, bash, gcc, generic
   std::string dir{};                    // the recipe folder
+  // The warm pool (docs/architecture.md, "The warm pool"): the command of a prepared sandbox,
+  // which imports `preload` and waits on its stdin for the code; empty: the skill is not pooled.
+  // "{script}" expands to the text of the skill folder's file `pool_script`, "{preload}" to the
+  // module names.
+  std::vector<std::string> pool_run{};
+  std::string pool_script{};
+  std::vector<std::string> preload{};
 
   // The image `sandcell skills build` makes from the recipe.
   std::string image() const { return "sandcell/skill-" + name + ":latest"; }
 };
+
+// skill.pool_run with its placeholders expanded; throws Error::invalid when the skill has none.
+std::vector<std::string> pool_command(const Skill& skill);
 
 // Reads <dir>/skill.json; throws Error::invalid naming the file and the field that is wrong.
 Skill load_skill(const std::string& dir);

@@ -123,16 +123,24 @@ void pump(UniqueFd in, UniqueFd out, UniqueFd err, std::string_view input,
 
 }  // namespace
 
-ChildOutcome run_child(const std::vector<std::string>& argv, std::string_view input,
-                       const std::function<void(std::string_view)>& on_stdout, std::stop_token stop) {
+StartedChild start_child(const std::vector<std::string>& argv) {
   Pipe in = make_pipe(), out = make_pipe(), err = make_pipe();
   pid_t pid = spawn(argv, in, out, err);
   // Signals go through a pidfd: the stop may come from another thread at any moment, and a
   // pidfd can never reach a process that reused the pid after ours was reaped.
   UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
-  in.read.reset();
-  out.write.reset();
-  err.write.reset();
+  return {pid, std::move(pidfd), std::move(in.write), std::move(out.read), std::move(err.read)};
+}
+
+ChildOutcome run_child(const std::vector<std::string>& argv, std::string_view input,
+                       const std::function<void(std::string_view)>& on_stdout, std::stop_token stop) {
+  return finish_child(start_child(argv), input, on_stdout, stop);
+}
+
+ChildOutcome finish_child(StartedChild child, std::string_view input,
+                          const std::function<void(std::string_view)>& on_stdout, std::stop_token stop) {
+  const pid_t pid = child.pid;
+  UniqueFd& pidfd = child.pidfd;
   ChildOutcome outcome;
   try {
     std::optional<std::jthread> escalation;
@@ -147,7 +155,8 @@ ChildOutcome run_child(const std::vector<std::string>& argv, std::string_view in
           syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
       });
     });
-    pump(std::move(in.write), std::move(out.read), std::move(err.read), input, on_stdout, outcome.stderr_text);
+    pump(std::move(child.stdin_write), std::move(child.stdout_read), std::move(child.stderr_read), input, on_stdout,
+         outcome.stderr_text);
     outcome.exit_code = wait_for(pid);  // before the escalation thread (joined here) lets go of the pidfd
   } catch (...) {
     kill(pid, SIGKILL);

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sandcell/base/unique_fd.hpp"
+
 namespace sandcell::agent_service {
 
 struct ChildOutcome {
@@ -24,5 +26,16 @@ struct ChildOutcome {
 // kStopGraceSeconds; run_child still returns its outcome.
 ChildOutcome run_child(const std::vector<std::string>& argv, std::string_view input,
                        const std::function<void(std::string_view)>& on_stdout, std::stop_token stop = {});
+
+// run_child in two halves, for a child started before its input is known (the warm pool's
+// members): start_child spawns it as run_child does, with its pipes kept open.
+struct StartedChild {
+  pid_t pid = -1;
+  runtime::UniqueFd pidfd, stdin_write, stdout_read, stderr_read;
+};
+StartedChild start_child(const std::vector<std::string>& argv);
+// From here exactly as run_child: writes `input`, pumps the output, waits for the exit.
+ChildOutcome finish_child(StartedChild child, std::string_view input,
+                          const std::function<void(std::string_view)>& on_stdout, std::stop_token stop = {});
 
 }  // namespace sandcell::agent_service

@@ -3,8 +3,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <set>
 
 #include "executor/child_process.hpp"
+#include "executor/warm_pool.hpp"
 #include "sandcell/agent_service/executor.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/bounded_json.hpp"
@@ -32,41 +35,101 @@ Json parse_json_answer(const std::string& text, const ChildOutcome& outcome, con
   throw Error(EPROTO, what + " printed no JSON object (exit " + std::to_string(outcome.exit_code) + ")");
 }
 
+// What only a cold run can do as asked (docs/architecture.md, "The warm pool"): a session, packages,
+// a network or environment of its own, memory, pids, cpus or disk limits of its own. The member
+// checks again, exactly, and refuses what this lets through by mistake.
+const std::set<std::string> kPoolableFields = {"skill", "language", "code", "timeout", "cpu_time",
+                                               "output_limit", "stdin", "files", "get", "session"};
+
+std::optional<std::string> pooled_skill(const Json& request) {
+  if (!request.is_object()) return std::nullopt;
+  for (const auto& [key, value] : request.items())
+    if (!kPoolableFields.count(key) || (key == "session" && !value.is_null())) return std::nullopt;
+  const Json& skill = request.contains("skill") ? request["skill"] : request.value("language", Json());
+  if (!skill.is_string()) return std::nullopt;
+  return skill.get<std::string>();
+}
+
+// A member's answer that nothing ran: the request goes cold.
+bool pool_declined(const Json& answer) {
+  return answer.is_object() && (answer.contains("pool_refused") || answer.contains("pool_failed"));
+}
+
 class SubprocessExecutor final : public Executor {
  public:
-  explicit SubprocessExecutor(SubprocessExecutorOptions options) : options_(std::move(options)) {}
+  explicit SubprocessExecutor(SubprocessExecutorOptions options) : options_(std::move(options)) {
+    if (!options_.pool.sizes.empty())
+      pool_.emplace(options_.pool, [this](const std::string& skill) {
+        std::vector<std::string> args = argv({"code", "--pool-member", skill});
+        args.insert(args.end(), options_.code_flags.begin(), options_.code_flags.end());
+        return args;
+      });
+  }
 
-  Json run(const Json& request, std::stop_token stop) override {
+  Json run(const Json& asked, std::stop_token stop) override {
+    const Json request = with_defaults(asked);
+    if (std::optional<StartedChild> member = take_member(request)) {
+      std::string out;
+      ChildOutcome outcome = finish_child(std::move(*member), Json{{"request", request}, {"stream", false}}.dump(),
+                                          [&](std::string_view chunk) { out.append(chunk); }, stop);
+      Json answer = parse_bounded_json_or_discarded(out);
+      // Only a request the member says it did not run goes cold: it may not run twice.
+      if (!pool_declined(answer)) return parse_json_answer(out, outcome, "sandcell code --pool-member");
+      if (stop.stop_requested()) return interrupted();
+    }
     std::string out;
-    ChildOutcome outcome = run_child(code_argv(false), with_defaults(request).dump(),
+    ChildOutcome outcome = run_child(code_argv(false), request.dump(),
                                      [&](std::string_view chunk) { out.append(chunk); }, stop);
     return parse_json_answer(out, outcome, "sandcell code");
   }
 
-  Json run_streaming(const Json& request, const OutputSink& sink, std::stop_token stop) override {
+  Json run_streaming(const Json& asked, const OutputSink& sink, std::stop_token stop) override {
+    const Json request = with_defaults(asked);
+    if (std::optional<StartedChild> member = take_member(request)) {
+      bool declined = false;
+      Json end = stream_from(
+          [&](const std::function<void(std::string_view)>& on_stdout) {
+            return finish_child(std::move(*member), Json{{"request", request}, {"stream", true}}.dump(), on_stdout, stop);
+          },
+          sink, &declined);
+      if (!declined) return end;
+      if (stop.stop_requested()) return interrupted();
+    }
+    return stream_from(
+        [&](const std::function<void(std::string_view)>& on_stdout) {
+          return run_child(code_argv(true), request.dump(), on_stdout, stop);
+        },
+        sink, nullptr);
+  }
+
+  // The events of a `code --stream` (or a member's): output to `sink`, the "end" result returned.
+  // `declined`: set when a member answered that nothing ran (then nothing reached the sink).
+  Json stream_from(const std::function<ChildOutcome(const std::function<void(std::string_view)>&)>& run,
+                   const OutputSink& sink, bool* declined) {
     std::string pending;
     Json end;
     auto on_line = [&](const std::string& line) {
       Json event = parse_bounded_json_or_discarded(line);
       if (event.is_discarded() || !event.is_object()) return;
+      if (declined && pool_declined(event)) *declined = true;
       std::string type = event.value("type", "");
       if (type == "end") end = event.value("result", Json::object());
       else if ((type == "stdout" || type == "stderr") && event.contains("data"))
         sink(type, event["data"].get<std::string>());
     };
-    ChildOutcome outcome = run_child(code_argv(true), with_defaults(request).dump(),
-                                     [&](std::string_view chunk) {
-                                       pending.append(chunk);
-                                       for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-                                         on_line(pending.substr(0, nl));
-                                         pending.erase(0, nl + 1);
-                                       }
-                                     }, stop);
+    ChildOutcome outcome = run([&](std::string_view chunk) {
+      pending.append(chunk);
+      for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+        on_line(pending.substr(0, nl));
+        pending.erase(0, nl + 1);
+      }
+    });
     if (!pending.empty()) {
       // A runner that refused the request prints a single JSON object, not events.
       on_line(pending);
       if (end.is_null()) end = parse_bounded_json_or_discarded(pending);
     }
+    if (declined && *declined) return {};
     if (end.is_object()) return end;
     return parse_json_answer("", outcome, "sandcell code --stream");
   }
@@ -80,9 +143,12 @@ class SubprocessExecutor final : public Executor {
       throw Error::invalid("remove session " + id + ": " + first_line(outcome.stderr_text));
   }
 
+  size_t pool_ready(const std::string& skill) const override { return pool_ ? pool_->ready_count(skill) : 0; }
+
  private:
   // A request that names no disk bound gets the operator's --disk (`sandcell code` checks it
-  // against --max-disk like any other).
+  // against --max-disk like any other). Before the pool is asked: a prepared sandbox has the
+  // skill's own bound, so such a request runs cold (a member would refuse it anyway).
   Json with_defaults(const Json& request) const {
     if (!options_.default_disk || !request.is_object() ||
         (request.contains("disk") && !request["disk"].is_null()))
@@ -90,6 +156,17 @@ class SubprocessExecutor final : public Executor {
     Json r = request;
     r["disk"] = *options_.default_disk;
     return r;
+  }
+
+  std::optional<StartedChild> take_member(const Json& request) {
+    if (!pool_) return std::nullopt;
+    std::optional<std::string> skill = pooled_skill(request);
+    if (!skill || !pool_->pools(*skill)) return std::nullopt;
+    return pool_->take(*skill);
+  }
+
+  static Json interrupted() {
+    return Json{{"error", {{"class", "sandcell"}, {"message", "interrupted before the run"}}}};
   }
 
   std::vector<std::string> argv(std::initializer_list<std::string> verb) const {
@@ -117,6 +194,7 @@ class SubprocessExecutor final : public Executor {
   }
 
   SubprocessExecutorOptions options_;
+  std::optional<WarmPool> pool_;  // last: its members are cancelled first
 };
 
 }  // namespace

@@ -87,6 +87,10 @@ struct Result {
   Events events;
   std::string error;  // runtime_error: what failed; also execve failures
   std::vector<std::string> warnings;  // a limit weaker than asked (clamped rlimits)
+  // A pooled run (RunOptions::hand_over) that was handed a request; pool_wait_ms is the
+  // caller's (how long the prepared sandbox waited). Both in the record only when pooled.
+  bool pooled = false;
+  std::optional<uint64_t> pool_wait_ms;
   std::optional<uint64_t>
       disk_usage_bytes;  // "usage.disk_bytes": used on the bounded filesystem at the end
 

@@ -21,6 +21,24 @@ enum class Stream { Stdout, Stderr };
 // number of bytes per stream; the supervisor keeps draining (and counting) beyond the cap.
 using OutputSink = std::function<void(Stream, std::span<const char>)>;
 
+// A pooled run (docs/architecture.md, "The warm pool"): the program starts at once and waits on
+// its stdin for a request; the run's clock starts at the hand-over. What the request decides of
+// the supervisor's limits (the memory and pids limits are the cgroup's, set before).
+struct HandOverTerms {
+  std::optional<double> wall_s;
+  std::optional<double> cpu_s;
+  std::optional<uint64_t> output_bytes;
+};
+struct HandOver {
+  int fd = -1;  // becomes readable (an eventfd, say) when take() has an answer
+  // Called once on the supervisor's thread when fd is readable: the request's terms, or nullopt
+  // to cancel (the sandbox is killed, the record says interrupted). Must not throw.
+  std::function<std::optional<HandOverTerms>()> take;
+  // Called right after, once the timers run from now, the CPU baseline is read and the output
+  // counters restarted: lets the program go (writes its stdin). Must not throw.
+  std::function<void()> go;
+};
+
 struct RunOptions {
   OutputSink output;        // required
   int stdin_fd = 0;         // passed to the program as its fd 0; -1 gives it /dev/null
@@ -34,6 +52,10 @@ struct RunOptions {
   // anything of the caller's: its pid and the run's cgroup directories, what exec_in_sandbox()
   // joins. Must not throw.
   std::function<void(pid_t init, const std::vector<std::string>& cgroup_paths)> on_started;
+  // Set: a pooled run (HandOver). The output before the hand-over still reaches `output` but is
+  // not counted; wall_ms, cpu_ms and the wall, CPU-time and output limits count from it, and the
+  // record's limits are the terms'. Unset: a cold run, unchanged.
+  const HandOver* hand_over = nullptr;
 };
 
 // The command line of the process that runs sandboxes, main()'s own argc and argv (unchanged),

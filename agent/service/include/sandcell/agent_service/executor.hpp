@@ -2,7 +2,9 @@
 // The seam between the agent layer and the code runner. One call runs one code request of the
 // `sandcell code --request-json` contract and returns its result object; the real executor
 // spawns that command per call, tests substitute their own.
+#include <chrono>
 #include <filesystem>
+#include <map>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -35,7 +37,21 @@ class Executor {
   virtual Json list_skills() = 0;
   virtual Json list_sessions() = 0;
   virtual void remove_session(const std::string& id) = 0;
+  // The warm pool's prepared sandboxes of `skill` ready now (0 without a pool).
+  virtual size_t pool_ready(const std::string& skill) const {
+    (void)skill;
+    return 0;
+  }
 };
+
+// The warm pool (docs/architecture.md, "The warm pool"); no sizes: off, every request cold.
+struct PoolOptions {
+  std::map<std::string, int> sizes{};  // skill, as requests name it → prepared sandboxes
+  uint64_t memory_bytes = 1ull << 30;  // the prepared sandboxes' memory together
+  std::chrono::seconds idle{600};      // one prepared longer ago is replaced
+};
+// "python=4,node=1" (`--pool`); throws Error::invalid.
+std::map<std::string, int> parse_pool_sizes(const std::string& text);
 
 struct SubprocessExecutorOptions {
   std::string sandcell_bin{};  // the `sandcell` executable to spawn
@@ -45,6 +61,7 @@ struct SubprocessExecutorOptions {
   std::vector<std::string> code_flags{};
   // The operator's `--disk`: the workspace bound of a request that asks for none ("disk").
   std::optional<std::string> default_disk{};
+  PoolOptions pool{};
 };
 
 // $SANDCELL_BIN, else sandcell_bin_in() the running executable's directory.

@@ -1,0 +1,184 @@
+#include "executor/warm_pool.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "sandcell/base/bounded_json.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/base/number.hpp"
+
+namespace sandcell::agent_service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kRetryAfterFailure = std::chrono::seconds(5);
+constexpr auto kMaxStart = std::chrono::seconds(120);  // not ready by then: stuck, replaced
+constexpr size_t kMaxReadyLine = 4096;
+
+void reap(StartedChild& child) {
+  child.stdin_write.reset();  // EOF before a request: the member cancels
+  child.stdout_read.reset();
+  child.stderr_read.reset();
+  while (waitpid(child.pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+std::map<std::string, int> parse_pool_sizes(const std::string& text) {
+  std::map<std::string, int> sizes;
+  for (size_t start = 0; start <= text.size();) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(start, end - start);
+    const size_t eq = item.find('=');
+    if (eq == 0 || eq == std::string::npos)
+      throw Error::invalid("--pool expects SKILL=N[,SKILL=N...], got '" + text + "'");
+    const std::string skill = item.substr(0, eq);
+    const std::optional<int> n = parse_number<int>(item.substr(eq + 1));
+    if (!n || *n < 1 || *n > 64) throw Error::invalid("--pool " + skill + ": between 1 and 64 prepared sandboxes");
+    if (!sizes.emplace(skill, *n).second) throw Error::invalid("--pool names " + skill + " twice");
+    start = end + 1;
+  }
+  return sizes;
+}
+
+WarmPool::WarmPool(PoolOptions options, MemberArgv member_argv)
+    : options_(std::move(options)),
+      member_argv_(std::move(member_argv)),
+      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      thread_([this](std::stop_token stop) { maintain(stop); }) {
+  if (!wake_) throw Error(errno, "eventfd for the warm pool");
+}
+
+WarmPool::~WarmPool() {
+  thread_.request_stop();
+  uint64_t one = 1;
+  ssize_t ignored = write(wake_.get(), &one, sizeof one);
+  (void)ignored;
+  thread_.join();
+  for (Member& m : members_) reap(m.child);
+  for (StartedChild& c : ending_) reap(c);
+}
+
+std::optional<StartedChild> WarmPool::take(const std::string& skill) {
+  std::lock_guard lock(mutex_);
+  for (auto it = members_.begin(); it != members_.end(); ++it) {
+    if (it->skill != skill || !it->ready) continue;
+    StartedChild child = std::move(it->child);
+    members_.erase(it);
+    uint64_t one = 1;
+    ssize_t ignored = write(wake_.get(), &one, sizeof one);  // refill
+    (void)ignored;
+    return child;
+  }
+  return std::nullopt;
+}
+
+size_t WarmPool::ready_count(const std::string& skill) const {
+  std::lock_guard lock(mutex_);
+  size_t n = 0;
+  for (const Member& m : members_) n += m.skill == skill && m.ready;
+  return n;
+}
+
+// One start at a time (a start is an interpreter importing its preloads: a core for a while,
+// which the requests running meanwhile must not wait for), within the count per skill and the
+// memory bound: the ready members' own memory plus the estimate for the one starting.
+void WarmPool::refill(Clock::time_point now) {
+  uint64_t memory = 0;
+  std::map<std::string, int> count;
+  for (const Member& m : members_) {
+    if (!m.ready) return;  // one is starting
+    memory += m.memory_bytes;
+    ++count[m.skill];
+  }
+  for (const auto& [skill, size] : options_.sizes) {
+    if (count[skill] >= size) continue;
+    if (auto retry = retry_after_.find(skill); retry != retry_after_.end() && now < retry->second) continue;
+    if (memory + memory_estimate_[skill] > options_.memory_bytes) continue;
+    try {
+      members_.push_back({.skill = skill, .child = start_child(member_argv_(skill)), .started = now,
+                          .ready = false, .memory_bytes = 0, .line = {}});
+    } catch (const Error& e) {
+      std::cerr << "sandcell: warm pool: cannot start a " << skill << " sandbox: " << e.what() << "\n";
+      retry_after_[skill] = now + kRetryAfterFailure;
+    }
+    return;
+  }
+}
+
+bool WarmPool::read_member(Member& m) {
+  char buffer[512];
+  ssize_t n = read(m.child.stdout_read.get(), buffer, sizeof buffer);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  if (n <= 0) return false;
+  m.line.append(buffer, static_cast<size_t>(n));
+  const size_t nl = m.line.find('\n');
+  if (nl == std::string::npos) return m.line.size() < kMaxReadyLine;
+  Json said = parse_bounded_json_or_discarded(std::string_view(m.line).substr(0, nl));
+  if (m.ready || nl + 1 != m.line.size() || !said.is_object() || !said.value("ready", false)) {
+    // Nothing but the ready line comes before a request: anything else is the member's failure.
+    std::cerr << "sandcell: warm pool: a " << m.skill << " sandbox ended: " << m.line.substr(0, kMaxReadyLine);
+    return false;
+  }
+  m.ready = true;
+  m.line.clear();
+  m.memory_bytes = said.value("memory_bytes", uint64_t{0});
+  memory_estimate_[m.skill] = m.memory_bytes;
+  return true;
+}
+
+void WarmPool::maintain(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    std::vector<pollfd> fds{{wake_.get(), POLLIN, 0}};
+    std::vector<pid_t> polled;
+    {
+      std::lock_guard lock(mutex_);
+      const Clock::time_point now = Clock::now();
+      for (auto it = members_.begin(); it != members_.end();) {
+        if (it->ready ? now - it->started > options_.idle : now - it->started > kMaxStart) {
+          if (!it->ready) {
+            std::cerr << "sandcell: warm pool: a " << it->skill << " sandbox was not ready in time\n";
+            retry_after_[it->skill] = now + kRetryAfterFailure;
+          }
+          ending_.push_back(std::move(it->child));  // replaced below by a fresh one
+          it = members_.erase(it);
+        } else {
+          fds.push_back({it->child.stdout_read.get(), POLLIN, 0});
+          polled.push_back(it->child.pid);
+          ++it;
+        }
+      }
+      refill(now);
+    }
+    for (StartedChild& c : ending_) reap(c);  // only this thread adds to it
+    ending_.clear();
+    if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) return;
+    if (fds[0].revents) {
+      uint64_t count;
+      ssize_t ignored = read(wake_.get(), &count, sizeof count);
+      (void)ignored;
+    }
+    std::lock_guard lock(mutex_);
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      // Taken meanwhile: its pipe is the taker's now (and the fd number may be another's).
+      auto it = std::find_if(members_.begin(), members_.end(),
+                             [&](const Member& m) { return m.child.pid == polled[i - 1]; });
+      if (it == members_.end() || read_member(*it)) continue;
+      retry_after_[it->skill] = Clock::now() + kRetryAfterFailure;
+      ending_.push_back(std::move(it->child));
+      members_.erase(it);
+    }
+  }
+}
+
+}  // namespace sandcell::agent_service

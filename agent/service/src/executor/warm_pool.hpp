@@ -1,0 +1,65 @@
+#pragma once
+// The warm pool (docs/architecture.md, "The warm pool"): per skill, `sandcell code --pool-member
+// SKILL` processes started ahead, each a prepared sandbox whose interpreter waits for one request.
+// A member taken out of the pool is the caller's (StartedChild: finish_child hands it the
+// request); the pool refills in the background, one start at a time, within the count per skill
+// and the memory bound.
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <list>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "executor/child_process.hpp"
+#include "sandcell/agent_service/executor.hpp"
+
+namespace sandcell::agent_service {
+
+class WarmPool {
+ public:
+  using MemberArgv = std::function<std::vector<std::string>(const std::string& skill)>;
+  WarmPool(PoolOptions options, MemberArgv member_argv);
+  // Cancels every member (closes its stdin: it kills its sandbox and cleans up) and reaps it.
+  ~WarmPool();
+  WarmPool(const WarmPool&) = delete;
+  WarmPool& operator=(const WarmPool&) = delete;
+
+  bool pools(const std::string& skill) const { return options_.sizes.count(skill) != 0; }
+  // The longest-waiting ready member of `skill`, now the caller's; nullopt when none is ready
+  // (the caller runs the request cold rather than wait).
+  std::optional<StartedChild> take(const std::string& skill);
+  // How many members of `skill` are ready now (tests, the status line).
+  size_t ready_count(const std::string& skill) const;
+
+ private:
+  struct Member {
+    std::string skill;
+    StartedChild child;
+    std::chrono::steady_clock::time_point started;
+    bool ready = false;
+    uint64_t memory_bytes = 0;
+    std::string line;  // its stdout so far, before the ready line ends
+  };
+
+  void maintain(std::stop_token stop);
+  void refill(std::chrono::steady_clock::time_point now);
+  // Reads what `m` printed; false when it is to be dropped (failed, exited or garbage).
+  bool read_member(Member& m);
+
+  const PoolOptions options_;
+  const MemberArgv member_argv_;
+  mutable std::mutex mutex_;
+  std::list<Member> members_;
+  std::vector<StartedChild> ending_;  // cancelled, to be reaped outside the lock
+  std::map<std::string, uint64_t> memory_estimate_;  // per skill: the last ready member's
+  std::map<std::string, std::chrono::steady_clock::time_point> retry_after_;  // after a failure
+  runtime::UniqueFd wake_;  // eventfd: a member was taken, or the pool ends
+  std::jthread thread_;     // last: starts once the rest exists
+};
+
+}  // namespace sandcell::agent_service

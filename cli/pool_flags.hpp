@@ -1,0 +1,46 @@
+#pragma once
+// The warm pool's flags of the long-running servers (`serve`, `mcp`): docs/architecture.md,
+// "The warm pool". Without --pool every request runs cold, as before.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "sandcell/agent/skill.hpp"
+#include "sandcell/agent_service/executor.hpp"
+#include "sandcell/base/error.hpp"
+#include "sandcell/runtime/spec.hpp"
+
+namespace sandcell::cli {
+
+struct PoolFlags {
+  std::string sizes;
+  std::string memory = "1g";
+  unsigned idle_seconds = 600;
+};
+
+inline void add_pool_flags(CLI::App* cmd, PoolFlags& f) {
+  cmd->add_option("--pool", f.sizes,
+                  "Keep prepared sandboxes per skill, each for one request: python=4[,node=1] [none: every run cold]");
+  cmd->add_option("--pool-memory", f.memory, "The prepared sandboxes' memory together at most this (k/m/g)")
+      ->capture_default_str();
+  cmd->add_option("--pool-idle", f.idle_seconds, "Replace a prepared sandbox after this many seconds unused")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
+// Throws Error::invalid for a bad --pool or --pool-memory, or a skill that cannot be pooled.
+inline agent_service::PoolOptions pool_options(const PoolFlags& f) {
+  agent_service::PoolOptions options;
+  if (f.sizes.empty()) return options;
+  options.sizes = agent_service::parse_pool_sizes(f.sizes);
+  const agent::SkillCatalog catalog(agent::resolve_skills_dir(""));  // the members' own
+  for (const auto& [name, count] : options.sizes) {
+    const agent::Skill& skill = catalog.find(name);
+    if (skill.name != name) throw Error::invalid("--pool " + name + ": name the skill, '" + skill.name + "'");
+    agent::pool_command(skill);  // no pool_run, or a compile phase
+  }
+  options.memory_bytes = runtime::parse_size(f.memory, "--pool-memory");
+  options.idle = std::chrono::seconds(f.idle_seconds);
+  return options;
+}
+
+}  // namespace sandcell::cli
