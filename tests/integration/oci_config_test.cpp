@@ -28,7 +28,7 @@ TEST(OciConfig, Hooks_RunInOrderWithTheStateOnStdin) {
   b.config["process"]["args"] = {"true"};
   std::string dir = b.path("");
   for (const char* phase : {"prestart", "createRuntime", "createContainer", "poststart", "poststop"})
-    b.config["hooks"][phase] = {hook(phase, dir)};
+    b.config["hooks"][phase] = nlohmann::json::array({hook(phase, dir)});  // {json} copies under clang
   b.write();
   CliRun run = b.oci({"run", "-b", b.dir(), "hooked"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
