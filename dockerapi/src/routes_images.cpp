@@ -7,6 +7,7 @@
 #include "api_error.hpp"
 #include "routes.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
+#include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 
 namespace sandcell::dockerapi {
@@ -186,7 +187,7 @@ std::vector<std::string> filter_values(const nlohmann::json& filters, const std:
 // untag; `-a` (dangling=false) untags every image no container is pinned to. Then the blobs
 // and layers no tag holds go, unless a run, build or pull holds the store (they would wait).
 HttpReply prune_images(const ApiContext& api, const HttpRequest& request) {
-  nlohmann::json filters = nlohmann::json::parse(request.param("filters").value_or("{}"), nullptr, false);
+  nlohmann::json filters = parse_bounded_json_or_discarded(request.param("filters").value_or("{}"));
   if (!filters.is_object()) throw bad_request("filters must be a JSON object");
   for (auto& [key, value] : filters.items())
     if (key != "dangling") throw bad_request("image prune filter " + key + " is not supported by sandcell (dangling)");

@@ -5,6 +5,7 @@
 #include "api_error.hpp"
 #include "container_mounts.hpp"
 #include "routes.hpp"
+#include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 
 namespace sandcell::dockerapi {
@@ -13,11 +14,13 @@ namespace {
 using nlohmann::json;
 
 json parsed_filters(const HttpRequest& request, std::initializer_list<const char*> known) {
-  json filters = json::parse(request.param("filters").value_or("{}"), nullptr, false);
+  json filters = parse_bounded_json_or_discarded(request.param("filters").value_or("{}"));
   if (filters.is_discarded() || !filters.is_object()) throw bad_request("filters must be a JSON object");
-  for (auto& [key, value] : filters.items())
+  for (const auto& item : filters.items()) {
+    const std::string& key = item.key();  // (clang 14 lambdas cannot capture structured bindings)
     if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) == known.end())
       throw bad_request("volume filter " + key + " is not supported by sandcell");
+  }
   return filters;
 }
 
@@ -31,7 +34,7 @@ std::string filter_value(const json& filters, const char* key) {
 }
 
 HttpReply create_volume(const ApiContext& api, const HttpRequest& request) {
-  json body = request.body.empty() ? json::object() : json::parse(request.body, nullptr, false);
+  json body = request.body.empty() ? json::object() : parse_bounded_json_or_discarded(request.body);
   if (!body.is_object()) throw bad_request("the request body must be a JSON object");
   std::string driver = body.value("Driver", "");
   if (!driver.empty() && driver != "local") throw bad_request("volume driver " + driver + " is not supported by sandcell (local)");
