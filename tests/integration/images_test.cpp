@@ -460,19 +460,5 @@ TEST_F(Images, BuildahImageLoadsAndRunsInSandcell) {
   system_out("buildah --storage-driver vfs rmi -f buildah-made:1");
 }
 
-// `FROM debian:bookworm-slim` with no registry: debootstrap from the Debian mirror (the one
-// network source this project's machines have), then apt-get inside a RUN step.
-TEST_F(Images, BootstrapDebianThenAptGetInstallInRun) {
-  auto boot = run_sandcell({"bootstrap", "debian:bookworm-slim", "--suite", "bookworm", "--variant", "minbase"});
-  ASSERT_EQ(boot.exit_code, 0) << boot.err.substr(boot.err.size() > 2000 ? boot.err.size() - 2000 : 0);
-  dockerfile("FROM debian:bookworm-slim\n"
-             "RUN apt-get update && apt-get install -y --no-install-recommends jq && rm -rf /var/lib/apt/lists/*\n"
-             "CMD [\"jq\", \"--version\"]\n");
-  auto b = build({"-q"});
-  ASSERT_EQ(b.exit_code, 0) << b.err;
-  EXPECT_EQ(run_image({"t:1"}).rfind("jq-", 0), 0u);
-  EXPECT_EQ(run_image({"t:1", "cat", "/etc/debian_version"}).rfind("12.", 0), 0u);
-}
-
 }  // namespace
 }  // namespace sandcell::test

@@ -62,6 +62,24 @@ TEST_F(Contract, Stream_EventsThenEnd) {
   EXPECT_EQ(end["stdout"], "one\ntwo ü\n");
 }
 
+// `FROM debian:bookworm-slim` with no registry: the skill_images fixture debootstraps the base
+// from the Debian mirror (`sandcell bootstrap`, the one network source this project's machines
+// have), then every skill's build runs apt-get inside RUN steps. Checked here on what the fixture
+// made rather than by a second bootstrap (three minutes of CI for the same path).
+TEST_F(Contract, TheBaseIsBootstrappedDebianAndTheSkillsPackagesCameFromAptGetInRun) {
+  auto base = run_sandcell({"--root", test_store(), "run", "debian:bookworm-slim", "cat", "/etc/debian_version"});
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  EXPECT_EQ(base.out.rfind("12.", 0), 0u) << base.out;
+  auto python = run_sandcell({"--root", test_store(), "run", "sandcell/skill-python:latest", "dpkg-query", "-W",
+                              "-f=${Status}", "python3"});
+  ASSERT_EQ(python.exit_code, 0) << python.err;
+  EXPECT_EQ(python.out, "install ok installed");
+  // apt-get's lists are removed in the same RUN step, so no layer carries them.
+  auto lists = run_sandcell({"--root", test_store(), "run", "sandcell/skill-python:latest", "sh", "-c",
+                             "ls /var/lib/apt/lists | grep -c _Packages || true"});
+  EXPECT_EQ(lists.out, "0\n") << lists.err;
+}
+
 TEST_F(Contract, SkillsListJsonNamesEverySkillBuilt) {
   auto r = run_sandcell({"--root", test_store(), "skills", "list", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
