@@ -50,8 +50,12 @@ case "$mode" in
   '' | *[!0-9]*) echo "fuzz.sh: the first argument must be SECONDS or 'ci', got '$mode'" >&2; exit 2 ;;
 esac
 
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz
+# SANDCELL_FUZZ_BUILT=1: scripts/test.sh built the tree already and runs the ASan tests in it
+# meanwhile (one cmake at a time in a build tree).
+if [ "${SANDCELL_FUZZ_BUILT:-}" != 1 ]; then
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz
+fi
 
 for target in "${targets[@]}"; do
   binary=$root/build/asan/tests/fuzz/fuzz_$target

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, builds the `default` preset, runs every test
 # (unit, integration and hostile as root on the real kernel, then the host-clean check) with
-# CTest; then the same tests built with ASan + UBSan (the `asan` preset, clang at -O1), then every
-# libFuzzer target over a fixed, seeded set of inputs (`scripts/fuzz.sh ci`: the same inputs on
-# every machine). The asan tree holds the fuzz targets too, and is compiled while the default tests
-# run. Arguments go to the first ctest run only.
+# CTest; then the same tests built with ASan + UBSan (the `asan` preset, clang at -O1) and, beside
+# them, every libFuzzer target over a fixed, seeded set of inputs (`scripts/fuzz.sh ci`: the same
+# inputs on every machine). The asan tree holds the fuzz targets too, and is compiled while the
+# default tests run. Arguments go to the first ctest run only.
 #
 # Beside all that, the VM stage (tests/vm/ci.sh, issue 31): the same integration binaries on other
 # kinds of host, a pure cgroup v2 + AppArmor guest (Debian 12's kernel) under qemu: variant A's
@@ -23,11 +23,11 @@ stage() { echo "== test.sh: $1 ($(date +%T))"; }
 
 bash scripts/install-deps.sh
 cmake --preset default
-guest= vm= asan_build=
-# The VM and the sanitizer tree's build run in process groups of their own (setsid), ended with
-# the script whatever its exit: run.sh, tail and timeout with the VM (timeout takes qemu down),
-# ninja and the compilers with the build.
-trap 'for group in $vm $asan_build; do kill -TERM -- "-$group" 2>/dev/null; done' EXIT
+guest= vm= asan_build= fuzz=
+# The VM, the sanitizer tree's build and the fuzzers run in process groups of their own (setsid),
+# ended with the script whatever its exit: run.sh, tail and timeout with the VM (timeout takes qemu
+# down), ninja and the compilers with the build.
+trap 'for group in $vm $asan_build $fuzz; do kill -TERM -- "-$group" 2>/dev/null; done' EXIT
 if [ "${SANDCELL_SKIP_VM:-}" != 1 ]; then
   mkdir -p build
   stage "VM guest (background, log: build/vm-guest.log)"
@@ -78,13 +78,21 @@ if [ -n "$asan_build" ]; then
   asan_build=
   tail -3 build/asan-build.log
 fi
+# The fuzzers (CPU only, a fixed number of inputs each: the load changes how long they take, not
+# what they find) run at nice 19 beside the ASan tests, which mostly wait on the kernel.
+if [ "${SANDCELL_SKIP_FUZZ:-}" != 1 ]; then
+  stage "fuzzers (background, log: build/fuzz.log)"
+  SANDCELL_FUZZ_BUILT=1 setsid nice -n 19 bash scripts/fuzz.sh "${SANDCELL_FUZZ_SECONDS:-ci}" >build/fuzz.log 2>&1 &
+  fuzz=$!
+fi
 if [ "${SANDCELL_SKIP_ASAN:-}" != 1 ]; then
   stage "asan preset"
   bash scripts/test-asan.sh
 fi
-if [ "${SANDCELL_SKIP_FUZZ:-}" != 1 ]; then
-  stage "fuzzers"
-  bash scripts/fuzz.sh "${SANDCELL_FUZZ_SECONDS:-ci}"
+if [ -n "$fuzz" ]; then
+  wait_for "the fuzzers (scripts/fuzz.sh)" "$fuzz" build/fuzz.log
+  fuzz=
+  cat build/fuzz.log
 fi
 if [ -n "$vm" ]; then
   stage "waiting for the VM stage"
