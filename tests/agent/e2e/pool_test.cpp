@@ -84,6 +84,16 @@ TEST(PoolE2E, PooledRunGivesTheColdResult) {
        {"get", json::array({"out/r.txt"})}},
       {{"skill", "python"}, {"code", "import numpy as np\nprint(np.arange(10).sum())\n"}},
       {{"skill", "python"}, {"code", "print('x' * 100)\n"}, {"output_limit", "10"}},
+      // The pooled interpreter's exit (pool_boot.py) as Python's own: the SystemExit message
+      // before the non-daemon threads and atexit, an unclosed file flushed, unflushed output kept.
+      {{"skill", "python"},
+       {"code", "import atexit, os, sys, threading, time\natexit.register(lambda: print('atexit ran'))\n"
+                "os.makedirs('out', exist_ok=True)\nlog = open('out/unclosed.txt', 'w')\nlog.write('flushed at exit')\n"
+                "def late():\n    time.sleep(0.2)\n    print('thread done')\n"
+                "threading.Thread(target=late).start()\nsys.stdout.write('no newline ')\nsys.exit('bye')\n"}},
+      {{"skill", "python"},
+       {"code", "import atexit, sys\natexit.register(lambda: print('after', file=sys.stderr))\nraise KeyboardInterrupt\n"}},
+      {{"skill", "python"}, {"code", "import sys\nsys.stdout.close()\nsys.exit(256)\n"}},
   };
   for (const json& request : requests) {
     wait_ready(*warm, 1);
