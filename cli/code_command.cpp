@@ -1,6 +1,7 @@
 // `sandcell code`: run a snippet with a skill and return output, report, artifacts, error class.
 // Three outputs: plain (the program's output passed through, a summary on stderr), --json (one
 // result document) and --request-json (the agent contract, agent/README.md; --stream for events).
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "sandcell/agent/sessions.hpp"
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/base/unique_fd.hpp"
 #include "spec_terms.hpp"
 
 namespace sandcell::cli {
@@ -160,8 +162,21 @@ int pool_member(const CodeFlags& f, const GlobalOptions& g) {
       .on_request = [&](bool stream) {
         out.emplace(stream ? CodeOutput::Mode::Stream : CodeOutput::Mode::Contract);
         sink = out->sink();
+      },
+      // The answer before the teardown; then stdout and stderr end, so the server has it all
+      // (its pipes at EOF) while this process unmounts the workspace and removes the rest.
+      .on_result = [&](const agent::CodeResult& result) {
+        out->finish(result, {}, {"", catalog.find(f.pool_member).artifacts, false});
+        std::cout.flush();
+        std::cerr.flush();
+        runtime::UniqueFd null(open("/dev/null", O_WRONLY | O_CLOEXEC));
+        if (null) {
+          dup2(null.get(), STDOUT_FILENO);
+          dup2(null.get(), STDERR_FILENO);
+        }
       }};
   agent::PoolMemberOutcome outcome = agent::run_pool_member(catalog, f.pool_member, ctx, STDIN_FILENO, hooks);
+  if (outcome.answered) return 0;
   if (outcome.result && out)
     return out->finish(*outcome.result, {}, {"", catalog.find(f.pool_member).artifacts, false});
   json answer = outcome.refused.empty() ? json{{"pool_failed", in_flag_terms(outcome.failed)}}

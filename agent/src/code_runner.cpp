@@ -445,6 +445,30 @@ PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string
     }
     if (now_ready && hooks.on_ready) hooks.on_ready(cgroup_memory(cgroup_paths));
   };
+  // The request's result from the pooled phase's: once the program is gone, or at the end.
+  auto result_of = [&](PhaseResult phase) {
+    const CodeRequest& request = *pending->request;  // set: the phase was handed over
+    phase.result.pool_wait_ms = static_cast<uint64_t>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(pending->handed_at - pending->ready_at).count()));
+    CodeResult result{.skill = skill.name, .session = std::nullopt};
+    result.phases.push_back(std::move(phase));
+    ws.strip_privileges();
+    result.error = classify_failure(skill.errors, result.phases.back());
+    result.artifacts = ws.changed_files(pending->before, ws.snapshot(skill.artifacts, context.bounds), context.bounds);
+    for (const std::string& path : request.get) result.files.push_back(ws.read_file(path, kMaxGetBytes));
+    return result;
+  };
+  bool answered = false;
+  if (hooks.on_result)
+    pooled.on_result = [&](const PhaseResult& phase) {
+      if (!phase.result.pooled) return;  // nothing ran: the outcome says why
+      try {
+        hooks.on_result(result_of(phase));
+        answered = true;
+      } catch (const std::exception& e) {  // answered at the end instead, or the error then
+        if (context.on_warning) context.on_warning(std::string("the pooled result: ") + e.what());
+      }
+    };
   PhaseResult phase = run_phase(ctx, "run", argv, stdin_read.get(), true, &pooled);
 
   PoolMemberOutcome outcome;
@@ -468,16 +492,8 @@ PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string
     if (outcome.failed.size() > 0 && !phase.stderr_text.empty()) outcome.failed += " " + phase.stderr_text;
     return outcome;
   }
-  const CodeRequest& request = *pending->request;
-  phase.result.pool_wait_ms = static_cast<uint64_t>(std::max<int64_t>(
-      0, std::chrono::duration_cast<std::chrono::milliseconds>(pending->handed_at - pending->ready_at).count()));
-  CodeResult result{.skill = skill.name, .session = std::nullopt};
-  result.phases.push_back(std::move(phase));
-  ws.strip_privileges();
-  result.error = classify_failure(skill.errors, result.phases.back());
-  result.artifacts = ws.changed_files(pending->before, ws.snapshot(skill.artifacts, context.bounds), context.bounds);
-  for (const std::string& path : request.get) result.files.push_back(ws.read_file(path, kMaxGetBytes));
-  outcome.result = std::move(result);
+  outcome.answered = answered;
+  if (!answered) outcome.result = result_of(std::move(phase));
   return outcome;
 }
 

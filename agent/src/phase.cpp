@@ -87,9 +87,19 @@ PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const st
     (s == runtime::Stream::Stdout ? phase.stdout_text : phase.stderr_text).append(data.data(), data.size());
     if (stream && ctx.runner.on_output) ctx.runner.on_output(s, data);
   };
+  auto complete = [&ctx](runtime::Result& r) {
+    if (r.status != runtime::Status::RuntimeError) record_disk(ctx, r);
+    if (ctx.warning) r.warnings.push_back(*ctx.warning);
+  };
+  if (pooled && pooled->on_result)
+    options.on_result = [&](const runtime::Result& r) {  // the output is all in `phase` by now
+      PhaseResult early = phase;
+      early.result = r;
+      complete(early.result);
+      pooled->on_result(early);
+    };
   phase.result = runtime::run_sandbox(spec, options);
-  if (phase.result.status != runtime::Status::RuntimeError) record_disk(ctx, phase.result);
-  if (ctx.warning) phase.result.warnings.push_back(*ctx.warning);
+  complete(phase.result);
   return phase;
 }
 

@@ -47,6 +47,8 @@ struct PooledPhase {
   // Output before the hand-over (the bootstrap's, not the program's); supervisor thread.
   std::function<void(runtime::Stream, std::span<const char>)> before;
   std::function<void(pid_t init, const std::vector<std::string>& cgroup_paths)> on_started;
+  // The phase's result before the sandbox's teardown (RunOptions::on_result); supervisor thread.
+  std::function<void(const PhaseResult&)> on_result;
 };
 
 // stdin_fd: -1 for /dev/null. `stream`: pass output to runner.on_output as it arrives.

@@ -586,6 +586,7 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
                   exiting_init};
     supervise_child(launch, result, start);
     cgroup->remove();
+    if (options.on_result && !late_failure) options.on_result(result);
   } catch (const Error& e) {
     result.status = Status::RuntimeError;
     result.error = e.what();

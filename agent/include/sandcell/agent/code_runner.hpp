@@ -57,9 +57,14 @@ struct PoolMemberHooks {
   std::function<void(uint64_t memory_bytes)> on_ready;
   // The request arrived and will run (reader thread, before the program goes).
   std::function<void(bool stream)> on_request;
+  // The request's result, as soon as it is complete: before the sandbox's and the workspace's
+  // teardown, which run_pool_member then does before it returns (supervisor thread). Unset: the
+  // outcome carries it.
+  std::function<void(const CodeResult&)> on_result;
 };
 struct PoolMemberOutcome {
-  std::optional<CodeResult> result;  // the request ran; its run phase says pooled
+  std::optional<CodeResult> result;  // the request ran (its run phase says pooled); not when on_result had it
+  bool answered = false;             // on_result had the result
   std::string refused;  // the request was not run (run it cold): why
   std::string failed;   // no request ran: the prepared sandbox ended or was cancelled first
 };

@@ -139,9 +139,16 @@ ChildOutcome run_child(const std::vector<std::string>& argv, std::string_view in
 
 ChildOutcome finish_child(StartedChild child, std::string_view input,
                           const std::function<void(std::string_view)>& on_stdout, std::stop_token stop) {
+  return finish_child(std::move(child), input, on_stdout, stop, LeaveExit{});
+}
+
+ChildOutcome finish_child(StartedChild child, std::string_view input,
+                          const std::function<void(std::string_view)>& on_stdout, std::stop_token stop,
+                          const LeaveExit& leave) {
   const pid_t pid = child.pid;
   UniqueFd& pidfd = child.pidfd;
   ChildOutcome outcome;
+  bool left = false;
   try {
     std::optional<std::jthread> escalation;
     std::stop_callback on_stop(stop, [&] {
@@ -157,11 +164,16 @@ ChildOutcome finish_child(StartedChild child, std::string_view input,
     });
     pump(std::move(child.stdin_write), std::move(child.stdout_read), std::move(child.stderr_read), input, on_stdout,
          outcome.stderr_text);
-    outcome.exit_code = wait_for(pid);  // before the escalation thread (joined here) lets go of the pidfd
+    left = leave.answered && leave.answered();
+    if (!left) outcome.exit_code = wait_for(pid);  // before the escalation thread (joined here) lets go of the pidfd
   } catch (...) {
     kill(pid, SIGKILL);
     wait_for(pid);
     throw;
+  }
+  if (left) {  // answered: its teardown is not the caller's wait
+    outcome.exit_code = 0;
+    leave.reap(std::move(child));
   }
   return outcome;
 }

@@ -37,5 +37,15 @@ StartedChild start_child(const std::vector<std::string>& argv);
 // From here exactly as run_child: writes `input`, pumps the output, waits for the exit.
 ChildOutcome finish_child(StartedChild child, std::string_view input,
                           const std::function<void(std::string_view)>& on_stdout, std::stop_token stop = {});
+// The exit of a child that has answered, for finish_child to leave: when its output has ended and
+// `answered()` says it holds the whole answer, the child (still tearing down) goes to `reap`
+// instead of being waited for, and the outcome's exit_code is 0. Otherwise finish_child waits.
+struct LeaveExit {
+  std::function<bool()> answered;
+  std::function<void(StartedChild)> reap;
+};
+ChildOutcome finish_child(StartedChild child, std::string_view input,
+                          const std::function<void(std::string_view)>& on_stdout, std::stop_token stop,
+                          const LeaveExit& leave);
 
 }  // namespace sandcell::agent_service

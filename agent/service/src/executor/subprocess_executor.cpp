@@ -70,9 +70,15 @@ class SubprocessExecutor final : public Executor {
     const Json request = with_defaults(asked);
     if (std::optional<StartedChild> member = take_member(request)) {
       std::string out;
+      Json answer;
+      const LeaveExit leave{.answered = [&] {
+                              answer = parse_bounded_json_or_discarded(out);
+                              return answer.is_object();
+                            },
+                            .reap = leave_to_pool()};
       ChildOutcome outcome = finish_child(std::move(*member), Json{{"request", request}, {"stream", false}}.dump(),
-                                          [&](std::string_view chunk) { out.append(chunk); }, stop);
-      Json answer = parse_bounded_json_or_discarded(out);
+                                          [&](std::string_view chunk) { out.append(chunk); }, stop, leave);
+      if (answer.is_null()) answer = parse_bounded_json_or_discarded(out);
       // Only a request the member says it did not run goes cold: it may not run twice.
       if (!pool_declined(answer)) return parse_json_answer(out, outcome, "sandcell code --pool-member");
       if (stop.stop_requested()) return interrupted();
@@ -88,15 +94,16 @@ class SubprocessExecutor final : public Executor {
     if (std::optional<StartedChild> member = take_member(request)) {
       bool declined = false;
       Json end = stream_from(
-          [&](const std::function<void(std::string_view)>& on_stdout) {
-            return finish_child(std::move(*member), Json{{"request", request}, {"stream", true}}.dump(), on_stdout, stop);
+          [&](const std::function<void(std::string_view)>& on_stdout, const std::function<bool()>& answered) {
+            return finish_child(std::move(*member), Json{{"request", request}, {"stream", true}}.dump(), on_stdout,
+                                stop, {.answered = answered, .reap = leave_to_pool()});
           },
           sink, &declined);
       if (!declined) return end;
       if (stop.stop_requested()) return interrupted();
     }
     return stream_from(
-        [&](const std::function<void(std::string_view)>& on_stdout) {
+        [&](const std::function<void(std::string_view)>& on_stdout, const std::function<bool()>&) {
           return run_child(code_argv(true), request.dump(), on_stdout, stop);
         },
         sink, nullptr);
@@ -104,7 +111,9 @@ class SubprocessExecutor final : public Executor {
 
   // The events of a `code --stream` (or a member's): output to `sink`, the "end" result returned.
   // `declined`: set when a member answered that nothing ran (then nothing reached the sink).
-  Json stream_from(const std::function<ChildOutcome(const std::function<void(std::string_view)>&)>& run,
+  // `run` gets the output's consumer and whether the answer is whole (its "end" event seen).
+  Json stream_from(const std::function<ChildOutcome(const std::function<void(std::string_view)>&,
+                                                    const std::function<bool()>&)>& run,
                    const OutputSink& sink, bool* declined) {
     std::string pending;
     Json end;
@@ -117,13 +126,15 @@ class SubprocessExecutor final : public Executor {
       else if ((type == "stdout" || type == "stderr") && event.contains("data"))
         sink(type, event["data"].get<std::string>());
     };
-    ChildOutcome outcome = run([&](std::string_view chunk) {
-      pending.append(chunk);
-      for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-        on_line(pending.substr(0, nl));
-        pending.erase(0, nl + 1);
-      }
-    });
+    ChildOutcome outcome = run(
+        [&](std::string_view chunk) {
+          pending.append(chunk);
+          for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+            on_line(pending.substr(0, nl));
+            pending.erase(0, nl + 1);
+          }
+        },
+        [&] { return end.is_object() && pending.empty(); });
     if (!pending.empty()) {
       // A runner that refused the request prints a single JSON object, not events.
       on_line(pending);
@@ -163,6 +174,11 @@ class SubprocessExecutor final : public Executor {
     std::optional<std::string> skill = pooled_skill(request);
     if (!skill || !pool_->pools(*skill)) return std::nullopt;
     return pool_->take(*skill);
+  }
+
+  // A member that answered tears its sandbox down on its own time; the pool reaps it.
+  std::function<void(StartedChild)> leave_to_pool() {
+    return [this](StartedChild member) { pool_->reap_when_exited(std::move(member)); };
   }
 
   static Json interrupted() {

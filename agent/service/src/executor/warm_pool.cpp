@@ -66,6 +66,15 @@ WarmPool::~WarmPool() {
   thread_.join();
   for (Member& m : members_) reap(m.child);
   for (StartedChild& c : ending_) reap(c);
+  for (StartedChild& c : exiting_) reap(c);
+}
+
+void WarmPool::reap_when_exited(StartedChild member) {
+  std::lock_guard lock(mutex_);
+  exiting_.push_back(std::move(member));
+  uint64_t one = 1;
+  ssize_t ignored = write(wake_.get(), &one, sizeof one);  // poll its pidfd from now
+  (void)ignored;
 }
 
 std::optional<StartedChild> WarmPool::take(const std::string& skill) {
@@ -140,8 +149,15 @@ void WarmPool::maintain(std::stop_token stop) {
   while (!stop.stop_requested()) {
     std::vector<pollfd> fds{{wake_.get(), POLLIN, 0}};
     std::vector<pid_t> polled;
+    size_t first_member = 1;  // fds: the wake-up, the exiting members' pidfds, the members' stdouts
     {
       std::lock_guard lock(mutex_);
+      std::erase_if(exiting_, [](StartedChild& c) {
+        siginfo_t info{};  // si_pid stays 0 while it runs
+        return waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED | WNOHANG) == 0 && info.si_pid != 0;
+      });
+      for (const StartedChild& c : exiting_) fds.push_back({c.pidfd.get(), POLLIN, 0});
+      first_member = fds.size();
       const Clock::time_point now = Clock::now();
       for (auto it = members_.begin(); it != members_.end();) {
         if (it->ready ? now - it->started > options_.idle : now - it->started > kMaxStart) {
@@ -168,11 +184,11 @@ void WarmPool::maintain(std::stop_token stop) {
       (void)ignored;
     }
     std::lock_guard lock(mutex_);
-    for (size_t i = 1; i < fds.size(); ++i) {
+    for (size_t i = first_member; i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
       // Taken meanwhile: its pipe is the taker's now (and the fd number may be another's).
       auto it = std::find_if(members_.begin(), members_.end(),
-                             [&](const Member& m) { return m.child.pid == polled[i - 1]; });
+                             [&](const Member& m) { return m.child.pid == polled[i - first_member]; });
       if (it == members_.end() || read_member(*it)) continue;
       retry_after_[it->skill] = Clock::now() + kRetryAfterFailure;
       ending_.push_back(std::move(it->child));

@@ -35,6 +35,9 @@ class WarmPool {
   std::optional<StartedChild> take(const std::string& skill);
   // How many members of `skill` are ready now (tests, the status line).
   size_t ready_count(const std::string& skill) const;
+  // A taken member that has answered and is tearing its sandbox down: reaped once it exits
+  // (the pool's thread watches its pidfd), or by the destructor, which waits for it.
+  void reap_when_exited(StartedChild member);
 
  private:
   struct Member {
@@ -56,6 +59,7 @@ class WarmPool {
   mutable std::mutex mutex_;
   std::list<Member> members_;
   std::vector<StartedChild> ending_;  // cancelled, to be reaped outside the lock
+  std::vector<StartedChild> exiting_;  // answered, reaped when their pidfd says so; under mutex_
   std::map<std::string, uint64_t> memory_estimate_;  // per skill: the last ready member's
   std::map<std::string, std::chrono::steady_clock::time_point> retry_after_;  // after a failure
   runtime::UniqueFd wake_;  // eventfd: a member was taken, or the pool ends

@@ -56,6 +56,12 @@ struct RunOptions {
   // not counted; wall_ms, cpu_ms and the wall, CPU-time and output limits count from it, and the
   // record's limits are the terms'. Unset: a cold run, unchanged.
   const HandOver* hand_over = nullptr;
+  // Called at most once, on the supervisor's thread, with the record complete and nothing of the
+  // program left (its cgroup emptied and removed), before the rest of the teardown: the init's
+  // exit, the network's and the run state's removal (~10 ms on our CI VM). Whoever is waiting for
+  // the record can have it before that. Not called for a run that ends in an exception. Must not
+  // throw.
+  std::function<void(const Result&)> on_result;
 };
 
 // The command line of the process that runs sandboxes, main()'s own argc and argv (unchanged),
