@@ -73,7 +73,7 @@ void WarmPool::reap_when_exited(StartedChild member) {
   std::lock_guard lock(mutex_);
   exiting_.push_back(std::move(member));
   uint64_t one = 1;
-  ssize_t ignored = write(wake_.get(), &one, sizeof one);  // poll its pidfd from now
+  ssize_t ignored = write(wake_.get(), &one, sizeof one);  // poll its pidfd, refill
   (void)ignored;
 }
 
@@ -81,11 +81,11 @@ std::optional<StartedChild> WarmPool::take(const std::string& skill) {
   std::lock_guard lock(mutex_);
   for (auto it = members_.begin(); it != members_.end(); ++it) {
     if (it->skill != skill || !it->ready) continue;
+    // No wake-up for the refill here: the replacement's start (a process, a sandbox, the
+    // interpreter's imports) would share the CPU with this request. It starts when the member
+    // has answered (reap_when_exited), or at the pool thread's next round (within a second).
     StartedChild child = std::move(it->child);
     members_.erase(it);
-    uint64_t one = 1;
-    ssize_t ignored = write(wake_.get(), &one, sizeof one);  // refill
-    (void)ignored;
     return child;
   }
   return std::nullopt;

@@ -62,7 +62,7 @@ class WarmPool {
   std::vector<StartedChild> exiting_;  // answered, reaped when their pidfd says so; under mutex_
   std::map<std::string, uint64_t> memory_estimate_;  // per skill: the last ready member's
   std::map<std::string, std::chrono::steady_clock::time_point> retry_after_;  // after a failure
-  runtime::UniqueFd wake_;  // eventfd: a member was taken, or the pool ends
+  runtime::UniqueFd wake_;  // eventfd: a taken member answered (refill), or the pool ends
   std::jthread thread_;     // last: starts once the rest exists
 };
 
