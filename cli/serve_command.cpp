@@ -82,6 +82,17 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
     action = []() -> int { hand_over_to("sandcell-serve", "the Docker API lives in sandcell-serve"); };
 #endif
   });
+  // The process behind the Docker API's `POST /build` (dockerapi/src/build_job.cpp): hidden too.
+  auto* build_job = app.add_subcommand("docker-build-job", "")->group("");
+  auto job_dir = std::make_shared<std::string>();
+  build_job->add_option("dir", *job_dir)->required();
+  build_job->callback([&action, job_dir, globals] {
+#if SANDCELL_SERVES_HTTP
+    action = [job_dir, globals] { return dockerapi::run_build_job(*job_dir, globals->store_root()); };
+#else
+    action = []() -> int { hand_over_to("sandcell-serve", "the Docker API lives in sandcell-serve"); };
+#endif
+  });
   cmd->callback([&action, options, bin, ceilings, workspace, max_body_mb, globals, docker, pool] {
     if (options->listen.empty() == docker->listen.empty())
       throw CLI::ValidationError("serve", "give one of --listen (sandcell's API) or --docker-api (Docker's)");
