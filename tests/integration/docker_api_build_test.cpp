@@ -39,25 +39,6 @@ class DockerApiBuild : public DockerApi {
     return out;
   }
 
-  std::vector<std::string> tags() const {
-    std::vector<std::string> out = lines(docker({"images", "--format", "{{.Repository}}:{{.Tag}}"}).out);
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
-  // A tar written by Python's tarfile: members_code calls add(name, data, kind, link).
-  std::string python_tar(const std::string& name, const std::string& members_code) const {
-    std::string path = dir_ / name;
-    std::string script = "import io, sys, tarfile\nt = tarfile.open(sys.argv[1], 'w')\n"
-                         "def add(name, data=b'', kind=tarfile.REGTYPE, link=''):\n"
-                         "    i = tarfile.TarInfo(name); i.type = kind; i.linkname = link; i.size = len(data)\n"
-                         "    t.addfile(i, io.BytesIO(data) if kind == tarfile.REGTYPE else None)\n" +
-                         members_code + "\nt.close()\n";
-    CliRun r = run_program({"/usr/bin/python3", "-c", script, path});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return path;
-  }
-
   // curl with extra headers: the status code and the whole body (a stream of JSON lines).
   std::pair<int, std::string> post(const std::string& path, const std::vector<std::string>& headers,
                                    const std::string& body_file = "/dev/null") const {
