@@ -31,13 +31,11 @@ Options registry_options(const HttpRequest& request) {
   return options;
 }
 
-// A registry's refusal as Docker answers it: 404 for what it does not have, 401/403 kept.
+// A registry's refusal as Docker answers it: 404 for a manifest it does not have.
 ApiError registry_error(const Error& e) {
   std::string message = e.what();
   if (!e.input_error()) return {500, message};
-  for (const char* unknown : {": 404", "MANIFEST_UNKNOWN", "NAME_UNKNOWN"})
-    if (message.find(unknown) != std::string::npos) return not_found(message);
-  return bad_request(message);
+  return e.not_found() ? not_found(message) : bad_request(message);
 }
 
 // {"status":"Downloading","progressDetail":{"current","total"},"id"}, as Docker's per-layer lines
