@@ -50,8 +50,9 @@ std::string read_text(UniqueFd fd, const std::string& path, const std::string& w
 }
 
 // The context's own Dockerfile is resolved inside the context (a context's "Dockerfile ->
-// /etc/shadow" must not put the host file's first line into an error message); one named by
-// --file is the caller's choice and opened as it is.
+// /etc/shadow" must not put the host file's first line into an error message), and so is one
+// the Docker API's client named (dockerfile_in_context); one named by --file is the caller's
+// choice and opened as it is.
 UniqueFd open_dockerfile(const BuildOptions& options) {
   if (!options.dockerfile.empty() && !options.dockerfile_in_context)
     return UniqueFd(::open(options.dockerfile.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
