@@ -238,5 +238,23 @@ TEST_F(DockerApiBuild, HostileContextsAndParametersAreRefusedAndLeaveNothingBehi
   expect_server_up_and_store_clean();
 }
 
+// A client that hangs up does not cancel the build (as documented): it runs to its end, and
+// its job directory and process go; the server keeps serving meanwhile.
+TEST_F(DockerApiBuild, AClientThatHangsUpMidBuildLeavesNothingBehind) {
+  std::string slow = python_tar("slow.tar", "add('Dockerfile', b'FROM bb:1\\nRUN sleep 2 && echo done > /done\\n')");
+  CliRun cut = run_program({"/usr/bin/curl", "-s", "--max-time", "1", "--unix-socket", socket_path(), "-X", "POST",
+                            "--data-binary", "@" + slow, "http://docker/build?t=slow:1"});
+  EXPECT_EQ(cut.exit_code, 28) << cut.out << cut.err;  // curl's "operation timed out"
+  EXPECT_EQ(request("GET", "/_ping").first, 200);
+  const std::string jobs = serve_binary() + " --root " + store() + " docker-build-job";
+  for (int i = 0; i < 600 && (!processes_matching(jobs).empty() || !store_tmp().empty()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(processes_matching(jobs).empty());
+  EXPECT_EQ(tags(), (std::vector<std::string>{"bb:1", "slow:1"}));
+  CliRun ran = docker({"run", "--rm", "--network", "none", "slow:1", "cat", "/done"});
+  EXPECT_EQ(ran.out, "done\n") << ran.err;
+  expect_server_up_and_store_clean();
+}
+
 }  // namespace
 }  // namespace sandcell::test
