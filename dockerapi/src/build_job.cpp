@@ -78,6 +78,8 @@ void build(const std::string& job_dir, const std::string& store_root) {
   json request = read_json(job_dir + "/request.json");
   rb::BuildOptions options = build_options(request, job_dir + "/context", store_root);
   rb::ImageStore store(store_root);
+  // A prune waits for the build (its blobs, and job_dir should the server be gone).
+  rb::ImageStore::Lease hold = store.lease();
   rb::BuildResult result = rb::build_image(store, options);
   const json& tags = request.at("tags");
   for (size_t i = 1; i < tags.size(); ++i) store.set_tag(tags[i].get<std::string>(), result.manifest_digest);

@@ -11,8 +11,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 
 #include "api_error.hpp"
 #include "container_archive.hpp"
@@ -25,6 +23,7 @@
 #include "sandcell/rootfs_builder/image.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
+#include "sandcell/runtime/owned_temp_dir.hpp"
 
 extern char** environ;
 
@@ -34,7 +33,6 @@ HttpReply build_from_context(const ApiContext& api, const HttpRequest& request);
 
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 // A query parameter holding a JSON object of strings (buildargs, labels); null values (Docker's
@@ -144,7 +142,7 @@ runtime::UniqueFd spawn_build_job(const ApiContext& api, const std::string& job_
 }
 
 // The job's lines, relayed as they come; an error line before any other is the HTTP error.
-void relay_build(JobLines& lines, runtime::UniqueFd output, pid_t pid, const std::string& job_dir) {
+void relay_build(JobLines& lines, runtime::UniqueFd output, pid_t pid) {
   bool ended = false;
   {
     FILE* in = fdopen(output.release(), "r");
@@ -167,8 +165,6 @@ void relay_build(JobLines& lines, runtime::UniqueFd output, pid_t pid, const std
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  std::error_code ignored;
-  fs::remove_all(job_dir, ignored);  // the job removes it; not when it was killed
   if (!ended && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
     throw ApiError{500, "the build process ended without a result (" +
                             (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
@@ -180,24 +176,16 @@ void relay_build(JobLines& lines, runtime::UniqueFd output, pid_t pid, const std
 HttpReply build_from_context(const ApiContext& api, const HttpRequest& request) {
   json job = build_request(request);
   rootfs_builder::ImageStore store(api.store_root);
-  std::string job_dir = store.tmp_dir() + "/docker-build-" + random_id().substr(0, 16);
-  check(mkdir(job_dir.c_str(), 0700), "mkdir " + job_dir);
-  runtime::UniqueFd output;
+  // Owned (flock) while the server extracts into it and until the job has ended, so a prune
+  // meanwhile does not take it for a killed builder's leftovers; the job holds a store lease
+  // of its own. Removed when the job ends, whichever way.
+  auto job_dir = std::make_shared<runtime::OwnedTempDir>(store.tmp_dir(), "docker-build-");
+  check(mkdir((job_dir->path() + "/context").c_str(), 0700), "mkdir " + job_dir->path() + "/context");
+  extract_context(api, request, job_dir->path() + "/context");
+  write_json_atomically(job_dir->path() + "/request.json", job);
   pid_t pid = -1;
-  try {
-    check(mkdir((job_dir + "/context").c_str(), 0700), "mkdir " + job_dir + "/context");
-    extract_context(api, request, job_dir + "/context");
-    write_json_atomically(job_dir + "/request.json", job);
-    output = spawn_build_job(api, job_dir, pid);
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(job_dir, ignored);
-    throw;
-  }
-  auto shared_output = std::make_shared<runtime::UniqueFd>(std::move(output));
-  return run_job([shared_output, pid, job_dir](JobLines& lines) {
-    relay_build(lines, std::move(*shared_output), pid, job_dir);
-  });
+  auto output = std::make_shared<runtime::UniqueFd>(spawn_build_job(api, job_dir->path(), pid));
+  return run_job([output, pid, job_dir](JobLines& lines) { relay_build(lines, std::move(*output), pid); });
 }
 
 }  // namespace sandcell::dockerapi
