@@ -238,6 +238,33 @@ TEST_F(DockerApiBuild, HostileContextsAndParametersAreRefusedAndLeaveNothingBehi
   expect_server_up_and_store_clean();
 }
 
+// An htpasswd registry: the CLI's credentials (its config.json, sent as X-Registry-Auth) are
+// the ones used; the server never lends a client the logins it can read itself (the same
+// config.json is the server's DOCKER_CONFIG here, so a request without the header must fail).
+TEST_F(DockerApiBuild, RegistryCredentialsComeFromTheClientOnly) {
+  LocalRegistry registry(dir_ / "registry", LocalRegistry::Auth::Htpasswd);
+  const std::string name = registry.address() + "/private/bb:1";
+  ASSERT_EQ(docker({"tag", "bb:1", name}).exit_code, 0);
+  CliRun anonymous = docker({"push", name});
+  EXPECT_NE(anonymous.exit_code, 0);
+  EXPECT_NE((anonymous.out + anonymous.err).find("401"), std::string::npos) << anonymous.out << anonymous.err;
+  std::ofstream(docker_config_ / "config.json")  // tester:s3cret-pass
+      << nlohmann::json({{"auths", {{registry.address(), {{"auth", "dGVzdGVyOnMzY3JldC1wYXNz"}}}}}}).dump();
+  CliRun pushed = docker({"push", name});
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.out << pushed.err << registry.log();
+  auto without_header = post("/images/create?fromImage=" + registry.address() + "/private/bb&tag=1", {});
+  EXPECT_EQ(without_header.first, 400) << without_header.second;
+  EXPECT_NE(message_of(without_header.second).find("401"), std::string::npos) << without_header.second;
+  auto wrong = post("/images/create?fromImage=" + registry.address() + "/private/bb&tag=1",
+                    {"X-Registry-Auth: " + std::string("eyJ1c2VybmFtZSI6InRlc3RlciIsInBhc3N3b3JkIjoid3JvbmcifQ==")});
+  EXPECT_EQ(wrong.first, 400) << wrong.second;  // {"username":"tester","password":"wrong"}
+  ASSERT_EQ(docker({"rmi", name}).exit_code, 0);
+  CliRun pulled = docker({"pull", name});
+  EXPECT_EQ(pulled.exit_code, 0) << pulled.out << pulled.err;
+  EXPECT_EQ(tags(), (std::vector<std::string>{name, "bb:1"}));  // sorted: digits first
+  expect_server_up_and_store_clean();
+}
+
 // A client that hangs up does not cancel the build (as documented): it runs to its end, and
 // its job directory and process go; the server keeps serving meanwhile.
 TEST_F(DockerApiBuild, AClientThatHangsUpMidBuildLeavesNothingBehind) {
