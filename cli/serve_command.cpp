@@ -27,6 +27,23 @@ struct DockerApiFlags {
   std::string max_load = "4g";
 };
 
+// A process the Docker API server starts as `NAME DIR` (run(DIR, store root) in sandcell-serve):
+// not a command for people, hence no group (hidden).
+using DockerApiProcess = int (*)(const std::string& dir, const std::string& store_root);
+void add_docker_api_process(CLI::App& app, Action& action, const Globals& globals, const char* name,
+                            [[maybe_unused]] DockerApiProcess run) {
+  auto* cmd = app.add_subcommand(name, "")->group("");
+  auto dir = std::make_shared<std::string>();
+  cmd->add_option("dir", *dir)->required();
+  cmd->callback([&action, dir, globals, run] {
+#if SANDCELL_SERVES_HTTP
+    action = [dir, globals, run] { return run(*dir, globals->store_root()); };
+#else
+    action = []() -> int { hand_over_to("sandcell-serve", "the Docker API lives in sandcell-serve"); };
+#endif
+  });
+}
+
 }  // namespace
 
 void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
@@ -70,18 +87,15 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
       "  sandcell serve --docker-api unix:/run/sandcell/docker.sock   # then DOCKER_HOST=unix:///run/sandcell/docker.sock docker run ...\n"
       "  curl -H 'Authorization: Bearer secret' -d '{\"skill\":\"python\",\"code\":\"print(1)\"}' http://127.0.0.1:8765/v1/run\n"
       "SIGTERM/SIGINT stop accepting and finish the requests already running.");
-  // The supervisor of one Docker API container (dockerapi/src/supervisor.cpp), started by the
-  // API server as its own process: not a command for people, hence no group (hidden).
-  auto* supervisor = app.add_subcommand("docker-container-supervisor", "")->group("");
-  auto container_dir = std::make_shared<std::string>();
-  supervisor->add_option("dir", *container_dir)->required();
-  supervisor->callback([&action, container_dir, globals] {
+  // The Docker API's own processes: the supervisor of one container (dockerapi/src/supervisor.cpp)
+  // and the process behind `POST /build` (dockerapi/src/build_job.cpp).
 #if SANDCELL_SERVES_HTTP
-    action = [container_dir, globals] { return dockerapi::supervise_container(*container_dir, globals->store_root()); };
+  add_docker_api_process(app, action, globals, "docker-container-supervisor", dockerapi::supervise_container);
+  add_docker_api_process(app, action, globals, "docker-build-job", dockerapi::run_build_job);
 #else
-    action = []() -> int { hand_over_to("sandcell-serve", "the Docker API lives in sandcell-serve"); };
+  add_docker_api_process(app, action, globals, "docker-container-supervisor", nullptr);
+  add_docker_api_process(app, action, globals, "docker-build-job", nullptr);
 #endif
-  });
   cmd->callback([&action, options, bin, ceilings, workspace, max_body_mb, globals, docker, pool] {
     if (options->listen.empty() == docker->listen.empty())
       throw CLI::ValidationError("serve", "give one of --listen (sandcell's API) or --docker-api (Docker's)");

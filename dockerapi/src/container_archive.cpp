@@ -308,6 +308,10 @@ void untar_into_container(int root, const std::string& dir, const std::string& t
   } catch (const Error& e) {
     throw bad_request(std::string("extract the tar into ") + dir + ": " + e.what());
   }
+  refuse_rejected_entries(stats);
+}
+
+void refuse_rejected_entries(const rootfs_builder::ExtractStats& stats) {
   if (!stats.rejected.empty())
     throw bad_request(
         "refused tar entry \"" + stats.rejected[0].path + "\": " + stats.rejected[0].reason +

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sandcell/base/unique_fd.hpp"
+#include "sandcell/rootfs_builder/layer_tar.hpp"
 
 namespace sandcell::dockerapi {
 
@@ -35,5 +36,8 @@ runtime::UniqueFd tar_from_container(int root, const std::string& path,
 // naming them), setuid and setgid bits are dropped, and the unpacked size is bounded (a tar bomb
 // is refused). ApiError 404 when dir is missing, 400 when it is not a directory.
 void untar_into_container(int root, const std::string& dir, const std::string& tar);
+
+// ApiError 400 naming the first entry the extractor refused (and how many more), if any.
+void refuse_rejected_entries(const rootfs_builder::ExtractStats& stats);
 
 }  // namespace sandcell::dockerapi

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -32,6 +33,13 @@ struct PendingRequest {
 
 MHD_Result collect_query(void* cls, MHD_ValueKind, const char* key, const char* value) {
   static_cast<HttpRequest*>(cls)->query.emplace(key, value == nullptr ? "" : value);
+  return MHD_YES;
+}
+
+MHD_Result collect_header(void* cls, MHD_ValueKind, const char* key, const char* value) {
+  std::string name = key;
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static_cast<HttpRequest*>(cls)->headers.emplace(name, value == nullptr ? "" : value);
   return MHD_YES;
 }
 
@@ -138,6 +146,7 @@ MHD_Result answer(void* cls, MHD_Connection* connection, const char* url, const 
     pending->request.method = method;
     pending->request.path = url;
     MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, collect_query, &pending->request);
+    MHD_get_connection_values(connection, MHD_HEADER_KIND, collect_header, &pending->request);
     const char* upgrade = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
     pending->request.upgrade = upgrade != nullptr && strcasecmp(upgrade, "tcp") == 0;
     *req_cls = pending;

@@ -19,6 +19,7 @@ namespace sandcell::dockerapi {
 struct HttpRequest {
   std::string method, path;
   std::multimap<std::string, std::string> query;  // a name may repeat (`names=a&names=b`)
+  std::map<std::string, std::string> headers;     // names lower-cased (`x-registry-auth`)
   std::string body;
   // Set instead of `body` for a spooled route (BodySpool): the unlinked file the body was
   // written to, `body_bytes` long.

@@ -55,7 +55,8 @@ HttpReply json_reply(int status, const nlohmann::json& body) {
 
 std::optional<BodySpool> body_spool(const ApiContext& api, const HttpRequest& request) {
   std::optional<Segments> path = unversioned(request.path);
-  if (!path || request.method != "POST" || *path != Segments{"images", "load"}) return std::nullopt;
+  if (!path || request.method != "POST" || (*path != Segments{"images", "load"} && *path != Segments{"build"}))
+    return std::nullopt;
   return BodySpool{.dir = rootfs_builder::ImageStore(api.store_root).tmp_dir(), .max_bytes = api.max_load_bytes};
 }
 
@@ -71,6 +72,7 @@ HttpReply route(const ApiContext& api, const HttpRequest& request) {
     std::optional<HttpReply> answered = system_route(api, request, path);
     if (!answered) answered = image_archive_route(api, request, path);
     if (!answered) answered = image_route(api, request, path);
+    if (!answered) answered = image_transfer_route(api, request, path);
     if (!answered) answered = exec_route(api, request, path);
     if (!answered) answered = archive_route(api, request, path);
     if (!answered) answered = volume_route(api, request, path);

@@ -42,6 +42,9 @@ std::optional<HttpReply> system_route(const ApiContext& api, const HttpRequest& 
 std::optional<HttpReply> image_route(const ApiContext& api, const HttpRequest& request, const Segments& path);
 std::optional<HttpReply> image_archive_route(const ApiContext& api, const HttpRequest& request,
                                              const Segments& path);
+// Pull, push (routes_image_transfer.cpp) and build (routes_build.cpp).
+std::optional<HttpReply> image_transfer_route(const ApiContext& api, const HttpRequest& request,
+                                              const Segments& path);
 std::optional<HttpReply> archive_route(const ApiContext& api, const HttpRequest& request,
                                        const Segments& path);
 std::optional<HttpReply> exec_route(const ApiContext& api, const HttpRequest& request,
@@ -51,7 +54,8 @@ std::optional<HttpReply> container_route(const ApiContext& api, const HttpReques
 
 // The whole API: strips the version, dispatches, turns ApiError into Docker's error shape.
 HttpReply route(const ApiContext& api, const HttpRequest& request);
-// Which request bodies go to a file instead of memory: `POST /images/load`'s archive.
+// Which request bodies go to a file instead of memory: `POST /images/load`'s archive and
+// `POST /build`'s context.
 std::optional<BodySpool> body_spool(const ApiContext& api, const HttpRequest& request);
 
 }  // namespace sandcell::dockerapi

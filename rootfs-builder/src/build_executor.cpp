@@ -50,13 +50,16 @@ std::string read_text(UniqueFd fd, const std::string& path, const std::string& w
 }
 
 // The context's own Dockerfile is resolved inside the context (a context's "Dockerfile ->
-// /etc/shadow" must not put the host file's first line into an error message); one named by
-// --file is the caller's choice and opened as it is.
+// /etc/shadow" must not put the host file's first line into an error message), and so is one
+// the Docker API's client named (dockerfile_in_context); one named by --file is the caller's
+// choice and opened as it is.
 UniqueFd open_dockerfile(const BuildOptions& options) {
-  if (!options.dockerfile.empty()) return UniqueFd(::open(options.dockerfile.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!options.dockerfile.empty() && !options.dockerfile_in_context)
+    return UniqueFd(::open(options.dockerfile.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   UniqueFd root(::open(options.context_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root) return root;
-  return UniqueFd(openat2_in_root(root.get(), "Dockerfile", O_RDONLY | O_NONBLOCK));
+  std::string name = options.dockerfile.empty() ? "Dockerfile" : options.dockerfile;
+  return UniqueFd(openat2_in_root(root.get(), name, O_RDONLY | O_NONBLOCK));
 }
 
 // Context paths (relative, "/"-separated) that .dockerignore keeps. Walked by fd: a symlink in
@@ -229,7 +232,9 @@ ImageState build_stage(BuildContext& ctx, const Stage& stage) {
 }  // namespace
 
 BuildResult build_image(ImageStore& store, const BuildOptions& options) {
-  std::string path = options.dockerfile.empty() ? options.context_dir + "/Dockerfile" : options.dockerfile;
+  std::string path = options.dockerfile.empty() ? options.context_dir + "/Dockerfile"
+                     : options.dockerfile_in_context ? options.context_dir + "/" + options.dockerfile
+                                                     : options.dockerfile;
   Dockerfile dockerfile = parse_dockerfile(read_text(open_dockerfile(options), path, "Dockerfile"),
                                            fs::path(path).filename(), options.build_args);
   BuildContext ctx{.store = store, .options = options, .dockerfile = dockerfile,
@@ -240,6 +245,7 @@ BuildResult build_image(ImageStore& store, const BuildOptions& options) {
   for (int i = 0; i <= target; ++i) ctx.built_stages.push_back(build_stage(ctx, dockerfile.stages[static_cast<size_t>(i)]));
   ImageState& final_state = ctx.built_stages.back();
   final_state.config.created = image_timestamp();
+  for (const auto& [key, value] : options.labels) final_state.config.config.labels[key] = value;
   std::string digest = store.put_image(options.tag, final_state.config, final_state.layers);
   ImageRecord record = store.resolve(digest);
   return {.manifest_digest = digest, .image_id = record.manifest.config.digest, .steps = ctx.step,

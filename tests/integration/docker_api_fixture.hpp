@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -116,6 +117,27 @@ class DockerApi : public ::testing::Test {
     for (std::string line; std::getline(in, line);)
       if (!line.empty()) out.push_back(line);
     return out;
+  }
+
+  // The store's tags as `docker images` lists them, sorted.
+  std::vector<std::string> tags() const {
+    std::vector<std::string> out = lines(docker({"images", "--format", "{{.Repository}}:{{.Tag}}"}).out);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // A tar written by Python's tarfile from a small script's members
+  // (add(name, data, kind, link)).
+  std::string python_tar(const std::string& name, const std::string& members_code) const {
+    std::string path = dir_ / name;
+    std::string script = "import io, sys, tarfile\nt = tarfile.open(sys.argv[1], 'w')\n"
+                         "def add(name, data=b'', kind=tarfile.REGTYPE, link=''):\n"
+                         "    i = tarfile.TarInfo(name); i.type = kind; i.linkname = link; i.size = len(data)\n"
+                         "    t.addfile(i, io.BytesIO(data) if kind == tarfile.REGTYPE else None)\n" +
+                         members_code + "\nt.close()\n";
+    CliRun r = run_program({"/usr/bin/python3", "-c", script, path});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return path;
   }
 
   size_t containers_on_disk() const {

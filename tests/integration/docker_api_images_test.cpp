@@ -11,12 +11,6 @@ namespace {
 
 class DockerApiImages : public DockerApi {
  protected:
-  std::vector<std::string> tags() const {
-    std::vector<std::string> out = lines(docker({"images", "--format", "{{.Repository}}:{{.Tag}}"}).out);
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
   // What the store holds on disk: blobs, unpacked layers, temporaries (the index's lock files
   // and the like are not counted).
   std::vector<std::string> store_files() const {
@@ -28,19 +22,6 @@ class DockerApiImages : public DockerApi {
     }
     std::sort(out.begin(), out.end());
     return out;
-  }
-
-  // A tar written by Python's tarfile from a small script's members.
-  std::string python_tar(const std::string& name, const std::string& members_code) const {
-    std::string path = dir_ / name;
-    std::string script = "import io, sys, tarfile\nt = tarfile.open(sys.argv[1], 'w')\n"
-                         "def add(name, data=b'', kind=tarfile.REGTYPE, link=''):\n"
-                         "    i = tarfile.TarInfo(name); i.type = kind; i.linkname = link; i.size = len(data)\n"
-                         "    t.addfile(i, io.BytesIO(data) if kind == tarfile.REGTYPE else None)\n" +
-                         members_code + "\nt.close()\n";
-    CliRun r = run_program({"/usr/bin/python3", "-c", script, path});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return path;
   }
 
   void expect_load_refused(const std::string& file, const std::string& reason) {

@@ -52,7 +52,7 @@ FetchedManifest fetch_manifest(RegistrySession& session, HttpClient& client, con
   std::string what = "manifest " + session.registry() + "/" + repository + (is_valid_digest(reference) ? "@" : ":") + reference;
   HttpResponse response = session.send(client, {.url = session.url("/v2/" + repository + "/manifests/" + reference),
                                                 .headers = {kAccept}});
-  if (response.status == 404) throw Error::invalid(what + ": not found");
+  if (response.status == 404) throw Error::not_found(what + ": not found");
   if (response.status != 200) throw_registry_error(what, response);
   FetchedManifest m{.bytes = std::move(response.body), .media_type = {}, .digest = {}};
   m.digest = sha256_digest(m.bytes);

@@ -101,7 +101,7 @@ PullResult pull_image(ImageStore& store, const std::string& reference, const Pul
     total += layer.size;
   }
   {
-    TransferProgress progress(options.progress, "pulling " + ref.familiar(), total);
+    TransferProgress progress(options.progress, "pulling " + ref.familiar(), total, options.on_progress);
     run_parallel(missing.size(), options.parallel, [&](std::size_t job, HttpClient& worker) {
       std::size_t i = missing[job];
       download_blob(session, worker, store, ref.repository, manifest.layers[i], config.diff_ids[i], progress);

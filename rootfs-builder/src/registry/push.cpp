@@ -59,7 +59,7 @@ PushResult push_image(ImageStore& store, const std::string& name, const std::str
   }
   std::vector<BlobPushOutcome> outcomes(blobs.size());
   {
-    TransferProgress progress(options.progress, "pushing " + target.familiar(), total);
+    TransferProgress progress(options.progress, "pushing " + target.familiar(), total, options.on_progress);
     BlobUpload upload{.session = session, .store = store, .repository = target.repository,
                       .mount_from = source, .chunk_size = options.chunk_size, .progress = progress};
     run_parallel(blobs.size(), options.parallel,

@@ -70,7 +70,8 @@ RegistrySession::RegistrySession(std::string registry, const std::string& api_ho
     : registry_(std::move(registry)), scopes_(std::move(scopes)) {
   if (options.timeout.count() > 0) deadline_ = std::chrono::steady_clock::now() + options.timeout;
   libcurl().global_init(CURL_GLOBAL_DEFAULT);  // before any worker thread makes a handle
-  credentials_ = options.credentials ? options.credentials : find_credentials(registry_);
+  credentials_ = options.credentials;
+  if (!credentials_ && options.stored_credentials) credentials_ = find_credentials(registry_);
   bool insecure = insecure_allowed(registry_, options);
   tls_verify_ = !insecure;
   HttpClient client;

@@ -4,18 +4,19 @@
 
 namespace sandcell::rootfs_builder {
 
-TransferProgress::TransferProgress(bool enabled, std::string title, std::int64_t total_bytes)
-    : enabled_(enabled && total_bytes > 0), title_(std::move(title)), total_(total_bytes) {}
+TransferProgress::TransferProgress(bool enabled, std::string title, std::int64_t total_bytes, Callback callback)
+    : enabled_(enabled && total_bytes > 0), callback_(total_bytes > 0 ? std::move(callback) : Callback()),
+      title_(std::move(title)), total_(total_bytes) {}
 
 TransferProgress::~TransferProgress() {
-  if (!enabled_) return;
+  if (!enabled_ && !callback_) return;
   draw(true);
-  std::fputc('\n', stderr);
+  if (enabled_) std::fputc('\n', stderr);
 }
 
 void TransferProgress::add(std::int64_t bytes) {
   done_ += bytes;
-  if (enabled_) draw(false);
+  if (enabled_ || callback_) draw(false);
 }
 
 void TransferProgress::take_back(std::int64_t bytes) { done_ -= bytes; }
@@ -26,6 +27,8 @@ void TransferProgress::draw(bool force) {
   auto now = std::chrono::steady_clock::now();
   if (!force && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
+  if (callback_) callback_(std::min(done_.load(), total_), total_);
+  if (!enabled_) return;
   constexpr int kWidth = 30;
   std::int64_t done = std::min(done_.load(), total_);
   int filled = static_cast<int>(kWidth * done / total_);

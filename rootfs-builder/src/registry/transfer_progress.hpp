@@ -1,9 +1,11 @@
 #pragma once
 // One progress bar on stderr for all the blobs of a pull or push, redrawn in place at most
-// ten times a second; nothing at all when disabled (not a terminal, or -q).
+// ten times a second; nothing at all when disabled (not a terminal, or -q). A callback, when
+// given, is told as often (the Docker API turns it into progress lines).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -11,7 +13,8 @@ namespace sandcell::rootfs_builder {
 
 class TransferProgress {
  public:
-  TransferProgress(bool enabled, std::string title, std::int64_t total_bytes);
+  using Callback = std::function<void(std::int64_t done, std::int64_t total)>;
+  TransferProgress(bool enabled, std::string title, std::int64_t total_bytes, Callback callback = {});
   ~TransferProgress();  // ends the line
   TransferProgress(const TransferProgress&) = delete;
   TransferProgress& operator=(const TransferProgress&) = delete;
@@ -23,6 +26,7 @@ class TransferProgress {
   void draw(bool force);
 
   bool enabled_;
+  Callback callback_;
   std::string title_;
   std::int64_t total_;
   std::atomic<std::int64_t> done_{0};

@@ -10,7 +10,8 @@ struct DockerApiOptions {
   std::string group;           // the socket's group (0660); empty: root's
   std::string store_root;      // image store; containers live under <store_root>/docker/containers
   std::string supervisor_exe;  // runs `docker-container-supervisor DIR`; empty: /proc/self/exe
-  // `docker load`'s archive, spooled to a file in the store (not memory): larger gets 413.
+  // `docker load`'s archive and `docker build`'s context, spooled to a file in the store (not
+  // memory): larger gets 413.
   uint64_t max_load_bytes = 4ull << 30;
 };
 
@@ -22,5 +23,9 @@ int serve_docker_api_until_signal(const DockerApiOptions& options);
 // detaches into its own session, runs the sandbox and records the outcome in the container's
 // directory. Returns the exit code of the process that was started (0 once detached).
 int supervise_container(const std::string& container_dir, const std::string& store_root);
+
+// The process behind `POST /build` (started by the API server): builds job_dir/context as
+// job_dir/request.json says, writes Docker's JSON lines on stdout, removes job_dir.
+int run_build_job(const std::string& job_dir, const std::string& store_root);
 
 }  // namespace sandcell::dockerapi

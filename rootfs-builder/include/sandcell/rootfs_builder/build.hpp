@@ -18,10 +18,15 @@ namespace sandcell::rootfs_builder {
 struct BuildOptions {
   std::string context_dir = ".";
   std::string dockerfile;  // empty: <context>/Dockerfile
+  // `dockerfile` is a path inside the context, resolved inside it as the context's own
+  // Dockerfile is (the Docker API's `dockerfile=`: a client's name, never a host path).
+  bool dockerfile_in_context = false;
   std::string tag;         // NAME[:TAG]; empty: the image is stored untagged
   BuildArgs build_args;
   std::string target;      // stage name or index; empty: the last stage
   bool no_cache = false;
+  // Added to the final image's config labels (the Docker API's `labels=`).
+  std::map<std::string, std::string> labels;
   bool host_network = true;  // false: RUN steps get `--net none`
   // A RUN step's memory limit, which also bounds what it may write: its writable layer is a
   // tmpfs of this size whose pages are charged to the step's memory cgroup.

@@ -21,8 +21,14 @@ struct RegistryOptions {
   std::optional<bool> tls_verify;
   // Used instead of the stored credentials when set (`--creds`, login).
   std::optional<RegistryCredentials> credentials;
+  // false: without `credentials` the registry is spoken to anonymously, never with the ones
+  // stored on this host (the Docker API's clients bring their own in X-Registry-Auth).
+  bool stored_credentials = true;
   // Progress bars on stderr (callers pass false when stderr is no terminal, or for -q).
   bool progress = false;
+  // Called with the bytes transferred so far and the total, at most ten times a second and
+  // once at the end (the Docker API's progress lines); from the transfer threads.
+  std::function<void(std::int64_t done, std::int64_t total)> on_progress;
   // The whole pull or push must be over within this (`--timeout`); zero: only the bounds of each
   // request (a stall under 1 KiB/s for 60 s, a deadline per request and per blob) apply.
   std::chrono::seconds timeout{0};

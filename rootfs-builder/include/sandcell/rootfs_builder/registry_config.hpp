@@ -29,4 +29,11 @@ bool erase_credentials(const std::string& registry);
 
 std::vector<std::string> insecure_registries();
 
+// Docker's X-Registry-Auth header: base64url (padded or not) of {"username", "password",
+// "auth" (base64 "user:password"), "serveraddress", "identitytoken"}. nullopt for an empty
+// header or one without credentials ("{}", what the CLI sends when not logged in);
+// Error::invalid when it is not base64 of a JSON object of strings, or carries an identity
+// token (OAuth refresh tokens are not supported).
+std::optional<RegistryCredentials> parse_registry_auth_header(const std::string& header);
+
 }  // namespace sandcell::rootfs_builder
