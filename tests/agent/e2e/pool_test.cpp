@@ -36,10 +36,10 @@ agent_service::PoolOptions python_pool(int n) {
   return {.sizes = {{"python", n}}, .memory_bytes = 4ull << 30, .idle = std::chrono::seconds(600)};
 }
 
-// Waits (bounded) until `n` python sandboxes are ready.
-void wait_ready(const Executor& e, size_t n) {
-  for (int i = 0; i < 1200 && e.pool_ready("python") < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_GE(e.pool_ready("python"), n) << "the pool did not fill";
+// Waits (bounded) until `n` sandboxes of `skill` are ready.
+void wait_ready(const Executor& e, size_t n, const std::string& skill = "python") {
+  for (int i = 0; i < 1200 && e.pool_ready(skill) < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(e.pool_ready(skill), n) << "the pool did not fill";
 }
 
 bool pooled(const json& result) { return result.contains("report") && result["report"].value("pooled", false); }
@@ -105,6 +105,29 @@ TEST(PoolE2E, PooledRunGivesTheColdResult) {
     EXPECT_TRUE(b["report"]["pool_wait_ms"].is_number()) << b;
     EXPECT_EQ(comparable(a), comparable(b)) << request;
     EXPECT_EQ(a["report"]["limits"], b["report"]["limits"]) << request;
+  }
+}
+
+// bash's bootstrap (pool_boot.sh) execs `bash /workspace/main.sh` after the go byte: the same
+// $0, SHLVL, environment, process tree, stdin, exit status and signal as a cold run.
+TEST(PoolE2E, PooledBashGivesTheColdResult) {
+  auto cold = executor({});
+  auto warm = executor({.sizes = {{"bash", 1}}, .memory_bytes = 1ull << 30, .idle = std::chrono::seconds(600)});
+  const std::vector<json> requests = {
+      {{"skill", "bash"}, {"code", "echo hi"}},
+      {{"skill", "bash"}, {"code", "echo \"$0 $# $SHLVL [$_]\"; env | sort; ps -o pid,args"}},
+      {{"skill", "bash"}, {"code", "cat; echo done"}, {"stdin", "line one\nline two"}},
+      {{"skill", "bash"}, {"code", "read -r x || echo eof"}},
+      {{"skill", "bash"}, {"code", "echo err >&2; exit 7"}},
+      {{"skill", "bash"}, {"code", "kill -INT $$"}},
+      {{"skill", "bash"}, {"code", "mkdir -p out && printf 'a,b\\n' > out/t.csv"}},
+  };
+  for (const json& request : requests) {
+    wait_ready(*warm, 1, "bash");
+    json a = cold->run(request);
+    json b = warm->run(request);
+    EXPECT_TRUE(pooled(b)) << request << "\n" << b;
+    EXPECT_EQ(comparable(a), comparable(b)) << request;
   }
 }
 
