@@ -146,6 +146,47 @@ TEST(PoolE2E, APooledSandboxServesOneRequestAndSeesNothingOfAnother) {
   }
 }
 
+// The hostile programs of tests/hostile/python through a prepared sandbox: what the kernel
+// answered them (their stdout), the status, the error class and the denied syscalls are the cold
+// run's. (Those that need limits of their own run cold by design; the pool's own exhaustion
+// cases are in ExhaustionInAPooledSandboxHasTheColdStatus.)
+TEST(PoolE2E, HostilePythonProgramsGetTheColdAnswers) {
+  auto cold = executor({});
+  auto warm = executor(python_pool(1));
+  auto hostile = [](const std::string& file, const std::string& preamble = "") {
+    std::ifstream in(fs::path(SANDCELL_HOSTILE_PYTHON_DIR) / file);
+    return preamble + std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  std::vector<json> requests;
+  for (const char* name : {"unshare", "setns", "mount", "bpf", "ptrace", "io_uring_setup", "keyctl", "userfaultfd"})
+    requests.push_back({{"skill", "python"}, {"code", hostile("denied_syscall.py", "NAME = \"" + std::string(name) + "\"\n")}});
+  for (const char* kind : {"packet", "raw", "alg"})
+    requests.push_back({{"skill", "python"}, {"code", hostile("denied_socket.py", "NAME = \"" + std::string(kind) + "\"\n")}});
+  for (const char* file : {"kernel_knobs.py", "masked_files.py", "overwrite_exe.py", "inherited_fds.py",
+                           "kill_everything.py", "sethostname.py"})
+    requests.push_back({{"skill", "python"}, {"code", hostile(file)}});
+  requests.push_back({{"skill", "python"}, {"code", hostile("output_flood.py")}, {"output_limit", "64k"}});
+  requests.push_back({{"skill", "python"}, {"code", hostile("cpu_spin.py")}, {"cpu_time", 1}});
+  for (const json& request : requests) {
+    ASSERT_FALSE(request["code"].get<std::string>().empty());
+    wait_ready(*warm, 1);
+    json a = cold->run(request);
+    json b = warm->run(request);
+    ASSERT_TRUE(pooled(b)) << b;
+    const std::string what = request["code"].get<std::string>().substr(0, 60);
+    EXPECT_EQ(a["status"], b["status"]) << what;
+    EXPECT_EQ(a["exit_code"], b["exit_code"]) << what;
+    EXPECT_EQ(a["stdout"].get<std::string>().size(), b["stdout"].get<std::string>().size()) << what;
+    if (a["stdout"].get<std::string>().size() < 4096) {
+      EXPECT_EQ(a["stdout"], b["stdout"]) << what;
+    }
+    EXPECT_EQ(a["error"].is_object() ? a["error"]["class"] : json(), b["error"].is_object() ? b["error"]["class"] : json()) << what;
+    EXPECT_EQ(a["report"]["events"]["denied_syscalls"], b["report"]["events"]["denied_syscalls"]) << what;
+    for (const char* field : {"seccomp", "lsm", "namespaces", "capabilities", "no_new_privs", "network", "cgroup"})
+      EXPECT_EQ(a["report"]["isolation"][field], b["report"]["isolation"][field]) << what << " " << field;
+  }
+}
+
 TEST(PoolE2E, ConcurrentRequestsNeverShareASandbox) {
   auto warm = executor(python_pool(3));
   wait_ready(*warm, 3);
