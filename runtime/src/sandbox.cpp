@@ -391,96 +391,94 @@ void rethrow_child_failure(int sync_fd) {
                 std::string(failure->step, strnlen(failure->step, sizeof failure->step)));
 }
 
-void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock::time_point start) {
-  Pipe out = make_output_pipe("stdout"), err = make_output_pipe("stderr");
+// The child's ends of its stdio and of the sync socket, and the parent's.
+struct ChildChannels {
+  Pipe out, err;
+  UniqueFd sync_parent, sync_child;
+};
+
+ChildChannels make_child_channels(Launch& l) {
+  ChildChannels c{make_output_pipe("stdout"), make_output_pipe("stderr"), {}, {}};
   int sync_fds[2];
   check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_fds), "socketpair");
-  UniqueFd sync_parent(sync_fds[0]), sync_child(sync_fds[1]);
-  l.plan.stdio(l.options.stdin_fd, out.write_end.get(), err.write_end.get());
-  l.plan.sync_socket(sync_child.get(), sync_parent.get());
+  c.sync_parent.reset(sync_fds[0]);
+  c.sync_child.reset(sync_fds[1]);
+  l.plan.stdio(l.options.stdin_fd, c.out.write_end.get(), c.err.write_end.get());
+  l.plan.sync_socket(c.sync_child.get(), c.sync_parent.get());
+  return c;
+}
 
-  InterruptSignals interrupts;
-  UniqueFd pidfd;
-  // Not with a network to make: its threads (and the proxy's) would inherit the narrowed mask.
-  // Kept for the whole run (cpu_handoff.hpp), until supervise_child() returns.
-  std::optional<CpuHandOff> handoff;
+// The clone, from a CPU of its own (cpu_handoff.hpp), which `handoff` keeps until the run ends.
+// Not with a network to make: its threads (and the proxy's) would inherit the narrowed mask.
+// The parent then lets go of the child's ends.
+pid_t clone_on_cpu_handoff(Launch& l, ChildChannels& c, std::optional<CpuHandOff>& handoff, UniqueFd& pidfd) {
   if (!has_network_to_make(l.network)) handoff.emplace();
   if (handoff && handoff->original()) l.plan.restore_cpus(*handoff->original());
-  const ChildPlan& plan = l.plan.freeze();
-  pid_t pid = clone_child(plan, l.cgroup.get(), pidfd);
+  pid_t pid = clone_child(l.plan.freeze(), l.cgroup.get(), pidfd);
   if (handoff) handoff->leave();
-  sync_child.reset();
-  out.write_end.reset();
-  err.write_end.reset();
-  OutputPump out_pump(std::move(out.read_end), Stream::Stdout,
-                      l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
-  OutputPump err_pump(std::move(err.read_end), Stream::Stderr,
-                      l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
-  const SeccompNotifyPlan* notify =
-      l.spec.seccomp && l.spec.seccomp->notify ? &*l.spec.seccomp->notify : nullptr;
+  c.sync_child.reset();
+  c.out.write_end.reset();
+  c.err.write_end.reset();
+  return pid;
+}
+
+// From the clone to "go": what the child waits for, in the order it needs it. Returns the
+// seccomp notify plan of a profile compiled late (or `notify` unchanged).
+const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int interrupts_fd, Result& result,
+                                       const SeccompNotifyPlan* notify) {
+  const ChildPlan& plan = l.plan.plan();
   std::optional<SandboxNetwork>& network = l.sandbox_network;
-  try {
-    SandboxNetwork::Sandbox sandbox{.run_id = l.run_id,
-                                    .run_dir = has_network_to_make(l.network) ? l.state.dir() : "",
-                                    .pid = pid,
-                                    .proxy_env = plan.proxy_env.get(),
-                                    .proxy_listener = {}};
-    std::optional<NetworkBuilder> builder;
-    if (has_network_to_make(l.network) && !network_needs_the_childs_listener(l.network))
-      builder.emplace(network, l.network, std::move(sandbox));
-    // The id maps first: the child waits for them before its mounts, and only "go" waits for
-    // the cgroup. (After the cgroup, the child of a `sandcell code` sat idle ~0.2 ms here.)
-    if (l.userns)
-      map_user_namespace(pid, *l.userns, plan, sync_parent.get());  // the child waits for it
-    l.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
-    if (plan.own_user_ns) map_sandbox_ids(pid, sync_parent.get());
-    if (!l.cgroup) l.make_cgroup();  // v1: while the child mounts; it joins after "go"
-    if (seccomp_comes_late(l)) notify = compile_late_seccomp(l, result);
-    std::vector<UniqueFd> cgroup_tasks = l.cgroup->open_self_attach_files();
-    std::vector<UniqueFd> parent_tasks;
-    UniqueFd pids_limit;
-    if (!cgroup_tasks.empty()) {
-      parent_tasks = l.cgroup->open_parent_attach_files();
-      pids_limit = l.cgroup->open_pids_limit();
-    }
-    l.state.record(pid, l.cgroup->paths());
-    if (l.options.on_started) l.options.on_started(pid, l.cgroup->paths());
-    if (l.cgroup->clone_into_fd() < 0 && cgroup_tasks.empty()) l.cgroup->add_process(pid);
-    if (builder) builder->finish();
-    if (has_network_to_make(l.network) && network_needs_the_childs_listener(l.network)) {
-      sandbox.proxy_listener = wait_for_proxy_listener(sync_parent.get(), interrupts.fd());
-      // No listener: the child failed first, and supervise() reports its message.
-      if (sandbox.proxy_listener) network.emplace(l.network, std::move(sandbox));
-    }
-    send_go(sync_parent.get(), cgroup_tasks, l.late_seccomp ? &*l.late_seccomp : nullptr,
-            parent_tasks, pids_limit);
-    // The next run's network namespace, made while this one's program starts (~0.7 ms of the
-    // supervisor's otherwise idle time; the child entered the one it took long before "go").
-    if (l.netns) l.netns->replace();
-  } catch (...) {
-    // Before "go" the child is alone (it forks nothing before), in the cgroup or not yet.
-    syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
-    waitpid(pid, nullptr, 0);
-    rethrow_child_failure(sync_parent.get());
-    throw;
+  SandboxNetwork::Sandbox sandbox{.run_id = l.run_id,
+                                  .run_dir = has_network_to_make(l.network) ? l.state.dir() : "",
+                                  .pid = pid,
+                                  .proxy_env = plan.proxy_env.get(),
+                                  .proxy_listener = {}};
+  std::optional<NetworkBuilder> builder;
+  if (has_network_to_make(l.network) && !network_needs_the_childs_listener(l.network))
+    builder.emplace(network, l.network, std::move(sandbox));
+  // The id maps first: the child waits for them before its mounts, and only "go" waits for
+  // the cgroup. (After the cgroup, the child of a `sandcell code` sat idle ~0.2 ms here.)
+  if (l.userns) map_user_namespace(pid, *l.userns, plan, sync_fd);  // the child waits for it
+  l.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
+  if (plan.own_user_ns) map_sandbox_ids(pid, sync_fd);
+  if (!l.cgroup) l.make_cgroup();  // v1: while the child mounts; it joins after "go"
+  if (seccomp_comes_late(l)) notify = compile_late_seccomp(l, result);
+  std::vector<UniqueFd> cgroup_tasks = l.cgroup->open_self_attach_files();
+  std::vector<UniqueFd> parent_tasks;
+  UniqueFd pids_limit;
+  if (!cgroup_tasks.empty()) {
+    parent_tasks = l.cgroup->open_parent_attach_files();
+    pids_limit = l.cgroup->open_pids_limit();
   }
-  std::optional<CgroupUsage> early_usage;
-  Supervised run{pid,
-                 pidfd.get(),
-                 out_pump,
-                 err_pump,
-                 *l.cgroup,
-                 l.spec.limits,
-                 interrupts.fd(),
-                 sync_parent.get(),
-                 notify,
-                 [&network, &early_usage, &cgroup = *l.cgroup](bool init_left_cgroups) {
-                   if (network) network->withdraw();
-                   if (init_left_cgroups) early_usage = usage_if_removed_early(cgroup);
-                 },
-                 l.options.hand_over};
-  SupervisionOutcome outcome = supervise(run);
-  if (outcome.init_still_exiting) l.exiting_init.hand_over(pid);
+  l.state.record(pid, l.cgroup->paths());
+  if (l.options.on_started) l.options.on_started(pid, l.cgroup->paths());
+  if (l.cgroup->clone_into_fd() < 0 && cgroup_tasks.empty()) l.cgroup->add_process(pid);
+  if (builder) builder->finish();
+  if (has_network_to_make(l.network) && network_needs_the_childs_listener(l.network)) {
+    sandbox.proxy_listener = wait_for_proxy_listener(sync_fd, interrupts_fd);
+    // No listener: the child failed first, and supervise() reports its message.
+    if (sandbox.proxy_listener) network.emplace(l.network, std::move(sandbox));
+  }
+  send_go(sync_fd, cgroup_tasks, l.late_seccomp ? &*l.late_seccomp : nullptr, parent_tasks, pids_limit);
+  // The next run's network namespace, made while this one's program starts (~0.7 ms of the
+  // supervisor's otherwise idle time; the child entered the one it took long before "go").
+  if (l.netns) l.netns->replace();
+  return notify;
+}
+
+// A release step failed. Before "go" the child is alone (it forks nothing before), in the
+// cgroup or not yet: killed and reaped; its own message, when it failed first, is the cause.
+[[noreturn]] void kill_unreleased_child(const UniqueFd& pidfd, pid_t pid, int sync_fd) {
+  syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+  waitpid(pid, nullptr, 0);
+  rethrow_child_failure(sync_fd);
+  throw;  // the release step's own error
+}
+
+// The record of a supervised run: status, usage (a pooled run's from its hand-over), events.
+void record_run(Launch& l, Result& result, const SupervisionOutcome& outcome, const std::optional<CgroupUsage>& early_usage,
+                const OutputPump& out_pump, const OutputPump& err_pump, std::chrono::steady_clock::time_point start) {
+  std::optional<SandboxNetwork>& network = l.sandbox_network;
   if (network) network->record(result.events);
   // A pooled run's clock starts at the hand-over (RunOptions::hand_over).
   const auto clock_start = outcome.handed_over_at.value_or(start);
@@ -504,6 +502,46 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   result.stderr_bytes = err_pump.total_bytes();
   result.stdout_truncated = out_pump.truncated();
   result.stderr_truncated = err_pump.truncated();
+}
+
+// The parent's side of a run, in order (the child's is child_setup.cpp): its channels, the
+// clone, the release up to "go", the supervision until the program is done, the record.
+void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock::time_point start) {
+  ChildChannels channels = make_child_channels(l);
+  InterruptSignals interrupts;
+  UniqueFd pidfd;
+  std::optional<CpuHandOff> handoff;  // kept for the whole run, until supervise_child() returns
+  const pid_t pid = clone_on_cpu_handoff(l, channels, handoff, pidfd);
+  OutputPump out_pump(std::move(channels.out.read_end), Stream::Stdout,
+                      l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
+  OutputPump err_pump(std::move(channels.err.read_end), Stream::Stderr,
+                      l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
+  const SeccompNotifyPlan* notify =
+      l.spec.seccomp && l.spec.seccomp->notify ? &*l.spec.seccomp->notify : nullptr;
+  const int sync_fd = channels.sync_parent.get();
+  try {
+    notify = release_child(l, pid, sync_fd, interrupts.fd(), result, notify);
+  } catch (...) {
+    kill_unreleased_child(pidfd, pid, sync_fd);
+  }
+  std::optional<CgroupUsage> early_usage;
+  Supervised run{pid,
+                 pidfd.get(),
+                 out_pump,
+                 err_pump,
+                 *l.cgroup,
+                 l.spec.limits,
+                 interrupts.fd(),
+                 sync_fd,
+                 notify,
+                 [&network = l.sandbox_network, &early_usage, &cgroup = *l.cgroup](bool init_left_cgroups) {
+                   if (network) network->withdraw();
+                   if (init_left_cgroups) early_usage = usage_if_removed_early(cgroup);
+                 },
+                 l.options.hand_over};
+  SupervisionOutcome outcome = supervise(run);
+  if (outcome.init_still_exiting) l.exiting_init.hand_over(pid);
+  record_run(l, result, outcome, early_usage, out_pump, err_pump, start);
 }
 
 }  // namespace
