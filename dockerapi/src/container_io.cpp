@@ -172,6 +172,7 @@ Hijack attach_connection(const ContainerDir& container, const AttachOptions& opt
 }
 
 void end_all_streams() { stopping = true; }
+bool streams_ending() { return stopping; }
 
 std::optional<int> wait_for_exit(const ContainerDir& container, int timeout_ms) {
   UniqueFd exit_fd = open_read(container.file("exit"));

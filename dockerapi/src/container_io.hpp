@@ -25,6 +25,7 @@ BodyStream wait_stream(const ContainerDir& container, const std::string& conditi
 
 // Ends every stream above at its next poll (the server is stopping).
 void end_all_streams();
+bool streams_ending();  // end_all_streams() was called
 
 // Blocks until the exit file is written (or `timeout_ms` passed); the status code if written.
 std::optional<int> wait_for_exit(const ContainerDir& container, int timeout_ms);

@@ -12,6 +12,7 @@
 #include "container_mounts.hpp"
 #include "container_store.hpp"
 #include "create_request.hpp"
+#include "events.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
 #include "sandcell/dockerapi/server.hpp"
@@ -58,12 +59,13 @@ UniqueFd open_stdin(const ContainerDir& container) {
 
 // "running" is recorded once the init exists: from then on exec can join it.
 runtime::RunOptions run_options(const ContainerDir& container, ContainerState& state, int log_fd,
-                                int stdin_fd) {
+                                int stdin_fd, const std::string& store_root) {
   runtime::RunOptions options;
   options.output = [log_fd](runtime::Stream stream, std::span<const char> data) { append_frame(log_fd, stream, data); };
   options.stdin_fd = stdin_fd >= 0 ? stdin_fd : -1;
   options.compile_seccomp = [] { return container_seccomp(/*report_denials=*/true); };
-  options.on_started = [&container, &state](pid_t init,
+  options.freezer = true;  // pause/unpause (v1 makes no freezer cgroup otherwise)
+  options.on_started = [&container, &state, &store_root](pid_t init,
                                             const std::vector<std::string>& cgroup_paths) {
     state.init_pid = init;
     state.cgroup_paths = cgroup_paths;
@@ -72,11 +74,13 @@ runtime::RunOptions run_options(const ContainerDir& container, ContainerState& s
     } catch (const std::exception&) {
       // a full disk: the container runs, exec cannot find it
     }
+    record_container_event(store_root, container, "start");
   };
   return options;
 }
 
-void record_end(const ContainerDir& container, ContainerState state, const runtime::Result& result) {
+void record_end(const ContainerDir& container, ContainerState state, const runtime::Result& result,
+                const std::string& store_root) {
   state.status = "exited";
   state.finished_at = now_rfc3339();
   state.exit_code = runtime::exit_code_for(result);
@@ -89,20 +93,25 @@ void record_end(const ContainerDir& container, ContainerState state, const runti
   rename((container.file("record.json") + ".tmp").c_str(), container.file("record.json").c_str());
   container.save_state(state);
   container.write_exit(state.exit_code);
+  if (state.oom_killed) record_container_event(store_root, container, "oom");
+  record_container_event(store_root, container, "die", {{"exitCode", std::to_string(state.exit_code)}});
 }
 
-void record_failure(const ContainerDir& container, ContainerState state, const std::string& error) {
+void record_failure(const ContainerDir& container, ContainerState state, const std::string& error,
+                    const std::string& store_root) {
   state.status = "exited";
   state.finished_at = now_rfc3339();
   state.exit_code = 125;
   state.error = error;
   container.save_state(state);
   container.write_exit(state.exit_code);
+  record_container_event(store_root, container, "die", {{"exitCode", std::to_string(state.exit_code)}});
 }
 
 // AutoRemove (`run --rm`): the container, then its anonymous volumes no other container names.
 void remove_container(const ContainerDir& container, const nlohmann::json& request, const std::string& store_root) {
   std::filesystem::remove_all(container.path());
+  record_event(store_root, container_event("destroy", container.id(), request));
   try {
     remove_anonymous_volumes(request["HostConfig"].value("Mounts", nlohmann::json::array()),
                              VolumeStore(store_root + "/docker/volumes"),
@@ -129,10 +138,10 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
     if (!log) throw Error(errno, "open " + container.file("log"));
     UniqueFd input = open_stdin(container);
     runtime::Result result = runtime::run_sandbox(
-        spec, run_options(container, state, log.get(), input ? input.get() : -1));
-    record_end(container, state, result);
+        spec, run_options(container, state, log.get(), input ? input.get() : -1, store_root));
+    record_end(container, state, result, store_root);
   } catch (const std::exception& e) {
-    record_failure(container, state, e.what());
+    record_failure(container, state, e.what(), store_root);
   }
   if (request["HostConfig"].value("AutoRemove", false)) remove_container(container, request, store_root);
   return 0;

@@ -56,6 +56,9 @@ struct RunOptions {
   // not counted; wall_ms, cpu_ms and the wall, CPU-time and output limits count from it, and the
   // record's limits are the terms'. Unset: a cold run, unchanged.
   const HandOver* hand_over = nullptr;
+  // v1: also make a freezer cgroup for the run (listed in on_started's paths), so the caller
+  // can pause the sandbox (the Docker API's pause). v2's directory always has cgroup.freeze.
+  bool freezer = false;
 };
 
 // The command line of the process that runs sandboxes, main()'s own argc and argv (unchanged),
