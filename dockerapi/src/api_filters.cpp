@@ -1,6 +1,7 @@
 // Docker's filters argument and timestamps.
 #include "api_filters.hpp"
 
+#include <chrono>
 #include <ctime>
 #include <regex>
 
@@ -50,6 +51,22 @@ int64_t parse_timestamp_ns(const std::string& text, const char* name) {
     std::string nanos = m[2].matched ? m[2].str() : "";
     nanos.resize(9, '0');
     return std::stoll(m[1].str()) * 1000000000 + std::stoll(nanos);
+  }
+  // A Go duration ("24h", "1h30m", "90s"): that long before now, as Docker reads prune's until.
+  static const std::regex kDuration("(?:[0-9]{1,9}(?:ns|us|ms|s|m|h))+");
+  if (std::regex_match(text, kDuration)) {
+    static const std::regex kPart("([0-9]+)(ns|us|ms|s|m|h)");
+    int64_t ns = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), kPart); it != std::sregex_iterator(); ++it) {
+      const std::string unit = (*it)[2];
+      int64_t scale = unit == "ns" ? 1 : unit == "us" ? 1000 : unit == "ms" ? 1000000 : unit == "s" ? 1000000000
+                      : unit == "m" ? 60000000000 : 3600000000000;
+      int64_t part = 0;
+      if (__builtin_mul_overflow(std::stoll((*it)[1]), scale, &part) || __builtin_add_overflow(ns, part, &ns))
+        throw bad_request(std::string("invalid value for ") + name + ": " + text);
+    }
+    auto now = std::chrono::system_clock::now().time_since_epoch();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(now).count() - ns;
   }
   std::tm tm{};
   const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);

@@ -20,7 +20,7 @@ Filters parse_filters(const HttpRequest& request, const std::set<std::string>& k
 bool labels_match(const std::vector<std::string>& wanted, const std::map<std::string, std::string>& labels);
 
 // Docker's `since`/`until` timestamps: seconds since the epoch with optional ".nanoseconds"
-// (what the CLI sends), or RFC 3339. Nanoseconds since the epoch; ApiError 400 when unreadable.
+// (what the CLI sends), RFC 3339, or a Go duration before now ("24h"). Nanoseconds since the epoch; ApiError 400 when unreadable.
 int64_t parse_timestamp_ns(const std::string& text, const char* name);
 
 }  // namespace sandcell::dockerapi
