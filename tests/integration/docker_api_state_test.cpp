@@ -111,7 +111,8 @@ TEST_F(DockerApiState, StatsReportTheContainersCgroupFigures) {
   EXPECT_EQ(stats["memory_stats"]["limit"], 64 << 20);
   EXPECT_GT(stats["memory_stats"]["usage"].get<uint64_t>(), 0u);
   EXPECT_EQ(stats["pids_stats"]["limit"], 30);
-  EXPECT_GE(stats["pids_stats"]["current"].get<int>(), 3);  // init, sh, sleep
+  // sh and sleep (and on v2 sandcell's init, which v1 leaves outside the pids hierarchy)
+  EXPECT_GE(stats["pids_stats"]["current"].get<int>(), 2) << docker({"top", "spinner"}).out;
   // Two samples: the busy loop's CPU time grew between them, as the host's did.
   EXPECT_GT(stats["cpu_stats"]["cpu_usage"]["total_usage"].get<uint64_t>(),
             stats["precpu_stats"]["cpu_usage"]["total_usage"].get<uint64_t>());
