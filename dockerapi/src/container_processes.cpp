@@ -3,6 +3,8 @@
 
 #include <signal.h>
 #include <spawn.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +76,13 @@ bool stop_container(const ContainerDir& container, std::optional<int> timeout_s,
     wait_for_exit(container, 10000);
   }
   return true;
+}
+
+runtime::UniqueFd lock_for_start(const ContainerDir& container) {
+  runtime::UniqueFd fd(open(container.file("start.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) throw Error(errno, "open " + container.file("start.lock"));
+  check(flock(fd.get(), LOCK_EX), "flock " + container.file("start.lock"));
+  return fd;
 }
 
 void reset_for_start(const ContainerDir& container) {

@@ -183,7 +183,9 @@ HttpReply restart_container(const ApiContext& api, const ContainerDir& c, const 
     timeout = parse_number<int>(*t);
     if (!timeout) throw bad_request("invalid value for t: " + *t);
   }
+  runtime::UniqueFd lock = lock_for_start(c);
   stop_container(c, timeout, request.param("signal").value_or(""));
+  if (!api.containers.find_if_exists(c.id())) throw not_found("No such container: " + c.id());  // AutoRemove
   if (c.state().status == "exited") reset_for_start(c);
   start_supervisor(api.supervisor_exe, api.store_root, c);
   record_container_event(api.store_root, c, "restart");

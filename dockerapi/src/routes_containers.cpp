@@ -80,6 +80,7 @@ HttpReply create(const ApiContext& api, const HttpRequest& request) {
 }
 
 HttpReply start(const ApiContext& api, const ContainerDir& c) {
+  runtime::UniqueFd lock = lock_for_start(c);
   std::string status = c.state().status;
   if (status == "running") return empty_reply(304);
   if (status == "exited") reset_for_start(c);  // `docker start` of a stopped container

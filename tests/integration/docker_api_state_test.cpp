@@ -145,6 +145,15 @@ TEST_F(DockerApiState, EventsReportTheLifeOfAContainerAndADieWhenItsSupervisorIs
                             "label=kind=test", "--filter", "event=die", "--format", "{{.Actor.Attributes.name}}"});
   EXPECT_EQ(labelled.out, "brief\n") << labelled.err;
   EXPECT_EQ(docker({"events", "--since", since, "--until", unix_now(), "--filter", "label=kind=other"}).out, "");
+  // An OOM kill, and image tag and untag.
+  ASSERT_EQ(docker({"run", "--rm", "--name", "bomb", "--memory", "32m", "--network", "none", "bb:1", "sh", "-c",
+                    "x=aaaaaaaa; while true; do x=$x$x; done"}).exit_code, 137);
+  ASSERT_EQ(docker({"tag", "bb:1", "bb:2"}).exit_code, 0);
+  ASSERT_EQ(docker({"rmi", "bb:2"}).exit_code, 0);
+  CliRun more = docker({"events", "--since", since, "--until", std::to_string(time(nullptr) + 1), "--filter",
+                        "event=oom", "--filter", "event=tag", "--filter", "event=untag", "--format",
+                        "{{.Type}} {{.Action}} {{.Actor.Attributes.name}}"});
+  EXPECT_EQ(more.out, "container oom bomb\nimage tag bb:2\nimage untag bb:2\n") << more.err;
 
   // The supervisor, a process of its own, is killed: the server notices and records the die.
   ASSERT_EQ(docker({"run", "-d", "--name", "orphan", "--network", "none", "bb:1", "sleep", "100"}).exit_code, 0);

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "sandcell/runtime/container.hpp"
@@ -27,8 +28,9 @@ class FakeCgroups : public ::testing::Test {
     fs::create_directories(root_ / name);
     return (root_ / name).string();
   }
-  static void put(const std::string& dir, const std::string& file, const std::string& text) {
-    std::ofstream(dir + "/" + file) << text;
+  // Control files (name, content) into a fake cgroup directory.
+  static void put(const std::string& dir, const std::map<std::string, std::string>& files) {
+    for (const auto& [file, text] : files) std::ofstream(dir + "/" + file) << text;
   }
   fs::path root_;
 };
@@ -36,14 +38,14 @@ class FakeCgroups : public ::testing::Test {
 TEST_F(FakeCgroups, V1ReadsMemoryCpuacctAndPidsFromTheirOwnHierarchies) {
   std::string memory = dir("memory/sandcell/run"), cpu = dir("cpu,cpuacct/sandcell/run"),
               pids = dir("pids/sandcell/run");
-  put(memory, "memory.usage_in_bytes", "8388608\n");
-  put(memory, "memory.limit_in_bytes", "33554432\n");
-  put(memory, "memory.stat", "cache 4096\nrss 8192\ntotal_inactive_file 1024\n");
-  put(cpu, "cpuacct.usage", "123456789\n");
-  put(cpu, "cpuacct.usage_percpu", "100000000 23456789 \n");
-  put(cpu, "cpuacct.stat", "user 7\nsystem 3\n");
-  put(pids, "pids.current", "4\n");
-  put(pids, "pids.max", "20\n");
+  put(memory, {{"memory.usage_in_bytes", "8388608\n"},
+           {"memory.limit_in_bytes", "33554432\n"},
+           {"memory.stat", "cache 4096\nrss 8192\ntotal_inactive_file 1024\n"}});
+  put(cpu, {{"cpuacct.usage", "123456789\n"},
+           {"cpuacct.usage_percpu", "100000000 23456789 \n"},
+           {"cpuacct.stat", "user 7\nsystem 3\n"}});
+  put(pids, {{"pids.current", "4\n"},
+           {"pids.max", "20\n"}});
   ContainerCgroupStats s = container_cgroup_stats({memory, cpu, pids});
   EXPECT_EQ(s.memory_usage, 8388608u);
   EXPECT_EQ(s.memory_limit, 33554432u);
@@ -59,10 +61,10 @@ TEST_F(FakeCgroups, V1ReadsMemoryCpuacctAndPidsFromTheirOwnHierarchies) {
 
 TEST_F(FakeCgroups, V1UnlimitedValuesAreNoLimit) {
   std::string memory = dir("memory/x"), pids = dir("pids/x");
-  put(memory, "memory.usage_in_bytes", "100\n");
-  put(memory, "memory.limit_in_bytes", "9223372036854771712\n");
-  put(pids, "pids.current", "1\n");
-  put(pids, "pids.max", "max\n");
+  put(memory, {{"memory.usage_in_bytes", "100\n"},
+           {"memory.limit_in_bytes", "9223372036854771712\n"}});
+  put(pids, {{"pids.current", "1\n"},
+           {"pids.max", "max\n"}});
   ContainerCgroupStats s = container_cgroup_stats({memory, pids});
   EXPECT_EQ(s.memory_usage, 100u);
   EXPECT_FALSE(s.memory_limit);
@@ -72,13 +74,13 @@ TEST_F(FakeCgroups, V1UnlimitedValuesAreNoLimit) {
 
 TEST_F(FakeCgroups, V2ReadsEverythingFromOneDirectory) {
   std::string run = dir("sandcell/run");
-  put(run, "memory.current", "5242880\n");
-  put(run, "memory.max", "max\n");
-  put(run, "memory.stat", "anon 4096\ninactive_file 2048\n");
-  put(run, "cpu.stat", "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\nnr_periods 0\n");
-  put(run, "pids.current", "3\n");
-  put(run, "pids.max", "128\n");
-  put(run, "cgroup.freeze", "0\n");
+  put(run, {{"memory.current", "5242880\n"},
+           {"memory.max", "max\n"},
+           {"memory.stat", "anon 4096\ninactive_file 2048\n"},
+           {"cpu.stat", "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\nnr_periods 0\n"},
+           {"pids.current", "3\n"},
+           {"pids.max", "128\n"},
+           {"cgroup.freeze", "0\n"}});
   ContainerCgroupStats s = container_cgroup_stats({run});
   EXPECT_EQ(s.memory_usage, 5242880u);
   EXPECT_FALSE(s.memory_limit);
@@ -93,8 +95,8 @@ TEST_F(FakeCgroups, V2ReadsEverythingFromOneDirectory) {
 
 TEST_F(FakeCgroups, MissingOrGarbledFilesGiveNoFigureRatherThanAnError) {
   std::string run = dir("sandcell/gone");
-  put(run, "memory.current", "not a number\n");
-  put(run, "cpu.stat", "garbage\n");
+  put(run, {{"memory.current", "not a number\n"},
+           {"cpu.stat", "garbage\n"}});
   ContainerCgroupStats s = container_cgroup_stats({run, (root_ / "does-not-exist").string()});
   EXPECT_FALSE(s.memory_usage);
   EXPECT_FALSE(s.cpu_total_ns);
