@@ -272,5 +272,33 @@ TEST_F(DockerApiState, NetworksListNoneBridgeAndHostAndCreateIsNotImplemented) {
   EXPECT_EQ(docker({"rm", "-f", "onnone"}).exit_code, 0);
 }
 
+// docker-py's own calls for the same endpoints (its parameter spellings: `True`, lists of
+// filter values, datetime `since`).
+TEST_F(DockerApiState, DockerPyDrivesFiltersPauseTopEventsPruneAndNetworks) {
+  CliRun r = run_program({"/usr/bin/timeout", "120", "python3", "-c", R"(
+import datetime, docker
+client = docker.from_env()
+start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=1)
+c = client.containers.run('bb:1', ['sleep', '100'], name='py', labels={'app': 'py'}, detach=True,
+                          network_mode='none')
+client.containers.run('bb:1', ['sh', '-c', 'exit 7'], name='done', network_mode='none', detach=True).wait()
+print([x.name for x in client.containers.list(filters={'label': 'app=py'})])
+print([x.name for x in client.containers.list(all=True, filters={'exited': 7})])
+c.pause(); c.reload(); print(c.status)
+c.unpause(); c.reload(); print(c.status)
+print(any('sleep 100' in p[-1] for p in c.top()['Processes']))
+c.rename('py2'); c.reload(); print(c.name)
+print(sorted(n.name for n in client.networks.list()))
+until = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=1)
+print([e['Action'] for e in client.events(since=start, until=until, decode=True,
+                                          filters={'container': 'done', 'event': ['create', 'die']})])
+print(len(client.containers.prune()['ContainersDeleted']))
+c.remove(force=True)
+)"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "['py']\n['done']\npaused\nrunning\nTrue\npy2\n['bridge', 'host', 'none']\n['create', 'die']\n1\n");
+}
+
 }  // namespace
 }  // namespace sandcell::test
