@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -49,6 +50,9 @@ class LogReader {
     if (!options.replay_log) check(lseek(log_.get(), 0, SEEK_END), "seek the log");
   }
 
+  int fd() const { return log_.get(); }
+  void seek(uint64_t offset) { check(lseek(log_.get(), static_cast<off_t>(offset), SEEK_SET), "seek the log"); }
+
   size_t next(char* buffer, size_t size) {
     for (;;) {
       ssize_t n = read(log_.get(), buffer, size);
@@ -66,11 +70,71 @@ class LogReader {
   bool follow_, over_ = false;
 };
 
+// Where the last `lines` lines of the wanted streams start in the log: a frame's offset and an
+// offset in its payload (a frame may hold several lines, or part of one). Two passes, the first
+// counting the lines, the second finding the first one to keep; nullopt: nothing to replay.
+struct TailStart {
+  uint64_t frame = 0;
+  uint32_t skip = 0;
+};
+std::optional<TailStart> find_tail_start(int log_fd, const bool want[3], uint64_t lines) {
+  if (lines == 0) return std::nullopt;
+  auto scan = [&](const std::function<bool(uint64_t, uint32_t)>& on_line_start) {
+    bool at_start[3] = {true, true, true};
+    std::string payload;
+    for (uint64_t offset = 0;;) {
+      unsigned char header[8];
+      if (pread(log_fd, header, 8, static_cast<off_t>(offset)) != 8) return;
+      uint32_t size = uint32_t{header[4]} << 24 | uint32_t{header[5]} << 16 | uint32_t{header[6]} << 8 | header[7];
+      unsigned stream = header[0];
+      if (stream < 3 && want[stream]) {
+        payload.resize(size);
+        if (pread(log_fd, payload.data(), size, static_cast<off_t>(offset + 8)) != static_cast<ssize_t>(size)) return;
+        for (uint32_t i = 0; i < size; ++i) {
+          if (at_start[stream] && on_line_start(offset, i)) return;
+          at_start[stream] = payload[i] == '\n';
+        }
+      }
+      offset += 8 + uint64_t{size};
+    }
+  };
+  uint64_t total = 0;
+  scan([&](uint64_t, uint32_t) { return ++total, false; });
+  uint64_t skip_lines = total > lines ? total - lines : 0, seen = 0;
+  std::optional<TailStart> start;
+  scan([&](uint64_t frame, uint32_t at) {
+    if (seen++ < skip_lines) return false;
+    start = TailStart{frame, at};
+    return true;
+  });
+  return start;
+}
+
 // The frames of the streams asked for, whole: a reader can stop between two frames only.
 class FrameFilter {
  public:
   FrameFilter(const ContainerDir& container, const AttachOptions& options)
-      : reader_(container, options), want_{false, options.stdout, options.stderr} {}
+      : reader_(container, options), want_{false, options.stdout, options.stderr} {
+    if (!options.replay_log || !options.tail_lines) return;
+    std::optional<TailStart> start = find_tail_start(reader_.fd(), want_, *options.tail_lines);
+    if (!start) {
+      check(lseek(reader_.fd(), 0, SEEK_END), "seek the log");
+      return;
+    }
+    // The first kept frame from the line's start on, re-framed; then whole frames after it.
+    unsigned char header[8];
+    if (pread(reader_.fd(), header, 8, static_cast<off_t>(start->frame)) != 8) return;
+    uint32_t size = uint32_t{header[4]} << 24 | uint32_t{header[5]} << 16 | uint32_t{header[6]} << 8 | header[7];
+    std::string rest(size - start->skip, '\0');
+    if (pread(reader_.fd(), rest.data(), rest.size(), static_cast<off_t>(start->frame + 8 + start->skip)) !=
+        static_cast<ssize_t>(rest.size()))
+      return;
+    uint32_t n = static_cast<uint32_t>(rest.size());
+    char reframed[8] = {static_cast<char>(header[0]), 0, 0, 0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                        static_cast<char>(n >> 8), static_cast<char>(n)};
+    ready_.assign(reframed, 8).append(rest);
+    reader_.seek(start->frame + 8 + size);
+  }
 
   size_t next(char* out, size_t size) {
     for (;;) {

@@ -14,6 +14,9 @@ struct AttachOptions {
   bool follow = true;       // stream=1: until the container is over
   bool forward_stdin = false;
   bool stdout = true, stderr = true;  // which streams' frames are sent
+  // logs' `tail`: with replay_log, only the last N lines of the streams asked for (counted in
+  // two passes over the log, no line kept in memory); nullopt: all.
+  std::optional<uint64_t> tail_lines;
 };
 
 // The log as Docker's multiplexed frames, from the start or the end, optionally following.

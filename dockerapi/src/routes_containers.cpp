@@ -130,7 +130,7 @@ HttpReply attach(const ContainerDir& c, const HttpRequest& request) {
   if (!request.upgrade) throw bad_request("attach needs a hijacked connection (Upgrade: tcp)");
   AttachOptions options{.replay_log = request.flag("logs"), .follow = request.flag("stream"),
                         .forward_stdin = request.flag("stdin"), .stdout = request.flag("stdout"),
-                        .stderr = request.flag("stderr")};
+                        .stderr = request.flag("stderr"), .tail_lines = std::nullopt};
   HttpReply reply;
   reply.content_type = "application/vnd.docker.multiplexed-stream";
   reply.hijack = attach_connection(c, options);
@@ -142,10 +142,15 @@ HttpReply logs(const ContainerDir& c, const HttpRequest& request) {
   if (request.flag("timestamps")) throw bad_request("logs: timestamps is not supported by sandcell's Docker API yet");
   if (auto since = request.param("since"); since && *since != "0" && !since->empty())
     throw bad_request("logs: since is not supported by sandcell's Docker API yet");
-  if (auto tail = request.param("tail"); tail && *tail != "all" && !tail->empty())
-    throw bad_request("logs: tail is not supported by sandcell's Docker API yet");
+  std::optional<uint64_t> tail_lines;
+  if (auto tail = request.param("tail"); tail && *tail != "all" && !tail->empty()) {
+    std::optional<int64_t> lines = parse_number<int64_t>(*tail);
+    if (!lines) throw bad_request("invalid value for tail: " + *tail);  // a number or "all"
+    if (*lines >= 0) tail_lines = static_cast<uint64_t>(*lines);     // negative: all, as Docker
+  }
   AttachOptions options{.replay_log = true, .follow = request.flag("follow"), .forward_stdin = false,
-                        .stdout = request.flag("stdout"), .stderr = request.flag("stderr")};
+                        .stdout = request.flag("stdout"), .stderr = request.flag("stderr"),
+                        .tail_lines = tail_lines};
   return streamed("application/vnd.docker.multiplexed-stream", log_stream(c, options));
 }
 

@@ -272,6 +272,35 @@ TEST_F(DockerApiState, NetworksListNoneBridgeAndHostAndCreateIsNotImplemented) {
   EXPECT_EQ(docker({"rm", "-f", "onnone"}).exit_code, 0);
 }
 
+// `logs --tail N`: the last N lines of the streams asked for, whatever frames they came in
+// (a frame may hold several lines or part of one).
+TEST_F(DockerApiState, LogsTailKeepsTheLastLinesOfTheStreamsAskedFor) {
+  ASSERT_EQ(docker({"run", "--name", "talker", "--network", "none", "bb:1", "sh", "-c",
+                    "printf 'a\\nb\\nc'; echo; sleep 0.1; echo err1 >&2; sleep 0.1; printf 'd\\ne\\n'; "
+                    "printf 'part'; sleep 0.1; echo ial; sleep 0.1; echo err2 >&2"}).exit_code, 0);
+  EXPECT_EQ(logs("talker"), "a\nb\nc\nd\ne\npartial\n");
+  CliRun two = docker({"logs", "--tail", "2", "talker"});
+  EXPECT_EQ(two.out, "partial\n");  // with err2, the last two lines
+  EXPECT_EQ(two.err, "err2\n");
+  EXPECT_EQ(docker({"logs", "--tail", "3", "talker"}).out, "e\npartial\n");
+  // stdout alone: its last two lines, in well-formed frames (the first one cut at the line).
+  CliRun raw = run_program({"/usr/bin/curl", "-s", "--unix-socket", socket_path(),
+                            "http://docker/containers/talker/logs?stdout=1&tail=2"});
+  std::string payload;
+  for (size_t at = 0; at + 8 <= raw.out.size();) {
+    EXPECT_EQ(raw.out[at], 1);  // stdout
+    size_t size = static_cast<unsigned char>(raw.out[at + 4]) << 24 | static_cast<unsigned char>(raw.out[at + 5]) << 16 |
+                  static_cast<unsigned char>(raw.out[at + 6]) << 8 | static_cast<unsigned char>(raw.out[at + 7]);
+    payload += raw.out.substr(at + 8, size);
+    at += 8 + size;
+  }
+  EXPECT_EQ(payload, "e\npartial\n");
+  EXPECT_EQ(docker({"logs", "--tail", "0", "talker"}).out, "");
+  EXPECT_EQ(docker({"logs", "--tail", "1000", "talker"}).out, "a\nb\nc\nd\ne\npartial\n");
+  EXPECT_EQ(request("GET", "/containers/talker/logs?stdout=1&tail=many").first, 400);
+  EXPECT_EQ(docker({"rm", "talker"}).exit_code, 0);
+}
+
 // docker-py's own calls for the same endpoints (its parameter spellings: `True`, lists of
 // filter values, datetime `since`).
 TEST_F(DockerApiState, DockerPyDrivesFiltersPauseTopEventsPruneAndNetworks) {
