@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "api_error.hpp"
+#include "api_filters.hpp"
 #include "container_io.hpp"
 #include "container_mounts.hpp"
 #include "container_processes.hpp"
@@ -130,7 +131,8 @@ HttpReply attach(const ContainerDir& c, const HttpRequest& request) {
   if (!request.upgrade) throw bad_request("attach needs a hijacked connection (Upgrade: tcp)");
   AttachOptions options{.replay_log = request.flag("logs"), .follow = request.flag("stream"),
                         .forward_stdin = request.flag("stdin"), .stdout = request.flag("stdout"),
-                        .stderr = request.flag("stderr"), .tail_lines = std::nullopt};
+                        .stderr = request.flag("stderr"), .tail_lines = std::nullopt,
+                        .since_ns = std::nullopt, .timestamps = false};
   HttpReply reply;
   reply.content_type = "application/vnd.docker.multiplexed-stream";
   reply.hijack = attach_connection(c, options);
@@ -139,9 +141,11 @@ HttpReply attach(const ContainerDir& c, const HttpRequest& request) {
 
 HttpReply logs(const ContainerDir& c, const HttpRequest& request) {
   if (!request.flag("stdout") && !request.flag("stderr")) throw bad_request("you must choose at least one stream");
-  if (request.flag("timestamps")) throw bad_request("logs: timestamps is not supported by sandcell's Docker API yet");
+  std::optional<int64_t> since_ns;
   if (auto since = request.param("since"); since && *since != "0" && !since->empty())
-    throw bad_request("logs: since is not supported by sandcell's Docker API yet");
+    since_ns = parse_timestamp_ns(*since, "since");
+  if (auto until = request.param("until"); until && *until != "0" && !until->empty())
+    throw bad_request("logs: until is not supported by sandcell's Docker API yet");
   std::optional<uint64_t> tail_lines;
   if (auto tail = request.param("tail"); tail && *tail != "all" && !tail->empty()) {
     std::optional<int64_t> lines = parse_number<int64_t>(*tail);
@@ -150,7 +154,7 @@ HttpReply logs(const ContainerDir& c, const HttpRequest& request) {
   }
   AttachOptions options{.replay_log = true, .follow = request.flag("follow"), .forward_stdin = false,
                         .stdout = request.flag("stdout"), .stderr = request.flag("stderr"),
-                        .tail_lines = tail_lines};
+                        .tail_lines = tail_lines, .since_ns = since_ns, .timestamps = request.flag("timestamps")};
   return streamed("application/vnd.docker.multiplexed-stream", log_stream(c, options));
 }
 

@@ -1,6 +1,8 @@
 // The Docker API's container state endpoints (docs/docker-api.md): `ps` filters, stats, events,
 // pause/unpause, restart, rename, container prune, top and the network list, driven by the
 // docker CLI and docker-py against a server on a private socket (docker_api_fixture.hpp).
+#include <regex>
+
 #include "docker_api_fixture.hpp"
 
 namespace sandcell::test {
@@ -299,6 +301,31 @@ TEST_F(DockerApiState, LogsTailKeepsTheLastLinesOfTheStreamsAskedFor) {
   EXPECT_EQ(docker({"logs", "--tail", "1000", "talker"}).out, "a\nb\nc\nd\ne\npartial\n");
   EXPECT_EQ(request("GET", "/containers/talker/logs?stdout=1&tail=many").first, 400);
   EXPECT_EQ(docker({"rm", "talker"}).exit_code, 0);
+}
+
+// `logs --timestamps`: each line with the time its output was written (log.times, kept by the
+// supervisor); `--since` leaves out what was written before.
+TEST_F(DockerApiState, LogsTimestampsAndSinceUseTheTimeEachOutputWasWritten) {
+  ASSERT_EQ(docker({"run", "--name", "clock", "--network", "none", "bb:1", "sh", "-c",
+                    "printf 'one\\ntw'; sleep 0.2; echo o; sleep 0.2; echo three"}).exit_code, 0);
+  std::vector<std::string> stamped = lines(docker({"logs", "--timestamps", "clock"}).out);
+  ASSERT_EQ(stamped.size(), 3u);
+  const std::regex kStamped("(20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{9}Z) (.*)");
+  std::vector<std::string> times;
+  for (const std::string& line : stamped) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, kStamped)) << line;
+    times.push_back(m[1]);
+  }
+  EXPECT_TRUE(stamped[0].ends_with(" one"));
+  EXPECT_TRUE(stamped[1].ends_with(" two"));  // a line split over two writes: the first one's time
+  EXPECT_EQ(times[0], times[1]);
+  EXPECT_LT(times[1], times[2]);
+  EXPECT_EQ(docker({"logs", "--since", times[2], "clock"}).out, "three\n");
+  EXPECT_EQ(docker({"logs", "--since", times[0], "clock"}).out, "one\ntwo\nthree\n");
+  EXPECT_EQ(docker({"logs", "--timestamps", "--tail", "1", "clock"}).out, stamped[2] + "\n");
+  EXPECT_EQ(request("GET", "/containers/clock/logs?stdout=1&since=later").first, 400);
+  EXPECT_EQ(docker({"rm", "clock"}).exit_code, 0);
 }
 
 // docker-py's own calls for the same endpoints (its parameter spellings: `True`, lists of
