@@ -184,6 +184,7 @@ TEST_F(DockerApiState, PauseFreezesTheContainerAndUnpauseResumesIt) {
   EXPECT_EQ(state["Running"], true);
   EXPECT_EQ(docker({"ps", "--format", "{{.Names}} {{.Status}}"}).out, "counter Up (Paused)\n");
   EXPECT_EQ(docker({"ps", "--filter", "status=paused", "--format", "{{.Names}}"}).out, "counter\n");
+  EXPECT_EQ(docker({"info", "--format", "{{.ContainersPaused}} {{.ContainersRunning}}"}).out, "1 0\n");
   EXPECT_NE(docker({"pause", "counter"}).exit_code, 0);  // already paused: 409
   CliRun exec = docker({"exec", "counter", "true"});
   EXPECT_NE(exec.exit_code, 0);
