@@ -170,6 +170,23 @@ TEST_F(DockerApiState, EventsReportTheLifeOfAContainerAndADieWhenItsSupervisorIs
   EXPECT_EQ(inspect("orphan")["State"]["Error"], "supervisor gone");
   EXPECT_EQ(docker({"rm", "orphan"}).exit_code, 0);
   EXPECT_EQ(run_sandcell({"gc"}).exit_code, 0);  // the killed supervisor's run state and cgroups
+
+  // A follower without `until` that goes away: the server's thread for it ends (the keepalive
+  // newline fails to reach it) instead of waiting for events forever.
+  auto threads = [this] {
+    size_t n = 0;
+    for (const auto& entry : fs::directory_iterator("/proc/" + std::to_string(server_) + "/task")) n += entry.exists();
+    return n;
+  };
+  const size_t before = threads();
+  CliRun follower = run_program({"/usr/bin/timeout", "2", "/usr/bin/docker", "events"});
+  EXPECT_EQ(follower.exit_code, 124);  // still following when timeout ended it
+  size_t after = threads();
+  for (int i = 0; i < 250 && after > before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    after = threads();
+  }
+  EXPECT_LE(after, before);
 }
 
 TEST_F(DockerApiState, PauseFreezesTheContainerAndUnpauseResumesIt) {
