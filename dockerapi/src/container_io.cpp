@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -49,6 +51,9 @@ class LogReader {
     if (!options.replay_log) check(lseek(log_.get(), 0, SEEK_END), "seek the log");
   }
 
+  int fd() const { return log_.get(); }
+  void seek(uint64_t offset) { check(lseek(log_.get(), static_cast<off_t>(offset), SEEK_SET), "seek the log"); }
+
   size_t next(char* buffer, size_t size) {
     for (;;) {
       ssize_t n = read(log_.get(), buffer, size);
@@ -66,11 +71,100 @@ class LogReader {
   bool follow_, over_ = false;
 };
 
-// The frames of the streams asked for, whole: a reader can stop between two frames only.
+// Where the last `lines` lines of the wanted streams start in the log: a frame's offset and an
+// offset in its payload (a frame may hold several lines, or part of one). Two passes, the first
+// counting the lines, the second finding the first one to keep; nullopt: nothing to replay.
+struct TailStart {
+  uint64_t frame = 0;
+  uint32_t skip = 0;
+};
+std::optional<TailStart> find_tail_start(int log_fd, const bool want[3], uint64_t lines) {
+  if (lines == 0) return std::nullopt;
+  auto scan = [&](const std::function<bool(uint64_t, uint32_t)>& on_line_start) {
+    bool at_start[3] = {true, true, true};
+    std::string payload;
+    for (uint64_t offset = 0;;) {
+      unsigned char header[8];
+      if (pread(log_fd, header, 8, static_cast<off_t>(offset)) != 8) return;
+      uint32_t size = uint32_t{header[4]} << 24 | uint32_t{header[5]} << 16 | uint32_t{header[6]} << 8 | header[7];
+      unsigned stream = header[0];
+      if (stream < 3 && want[stream]) {
+        payload.resize(size);
+        if (pread(log_fd, payload.data(), size, static_cast<off_t>(offset + 8)) != static_cast<ssize_t>(size)) return;
+        for (uint32_t i = 0; i < size; ++i) {
+          if (at_start[stream] && on_line_start(offset, i)) return;
+          at_start[stream] = payload[i] == '\n';
+        }
+      }
+      offset += 8 + uint64_t{size};
+    }
+  };
+  uint64_t total = 0;
+  scan([&](uint64_t, uint32_t) { return ++total, false; });
+  uint64_t skip_lines = total > lines ? total - lines : 0, seen = 0;
+  std::optional<TailStart> start;
+  scan([&](uint64_t frame, uint32_t at) {
+    if (seen++ < skip_lines) return false;
+    start = TailStart{frame, at};
+    return true;
+  });
+  return start;
+}
+
+// When each frame was written (log.times, in the log's order): looked up for increasing offsets.
+class LogTimes {
+ public:
+  explicit LogTimes(const ContainerDir& container) : fd_(open(container.file("log.times").c_str(), O_RDONLY | O_CLOEXEC)) {}
+  // 0 when unknown (a frame whose time was lost).
+  int64_t at(uint64_t frame_offset) {
+    while (fd_ && (!have_ || entry_.offset < frame_offset)) {
+      if (pread(fd_.get(), &entry_, sizeof entry_, static_cast<off_t>(position_)) != sizeof entry_) {
+        have_ = false;
+        return 0;  // not written yet: read again next time
+      }
+      position_ += sizeof entry_;
+      have_ = true;
+    }
+    return have_ && entry_.offset == frame_offset ? entry_.unix_ns : 0;
+  }
+
+ private:
+  UniqueFd fd_;
+  LogTime entry_{};
+  uint64_t position_ = 0;
+  bool have_ = false;
+};
+
+std::string rfc3339_nano(int64_t unix_ns) {
+  time_t seconds = static_cast<time_t>(unix_ns / 1000000000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[64];
+  size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  snprintf(text + n, sizeof text - n, ".%09lldZ", static_cast<long long>(unix_ns % 1000000000));
+  return text;
+}
+
+// The frames of the streams asked for, whole: a reader can stop between two frames only. With
+// tail, since or timestamps, frames are cut, left out or rewritten, and framed again.
 class FrameFilter {
  public:
   FrameFilter(const ContainerDir& container, const AttachOptions& options)
-      : reader_(container, options), want_{false, options.stdout, options.stderr} {}
+      : reader_(container, options), times_(container), want_{false, options.stdout, options.stderr},
+        since_ns_(options.since_ns), timestamps_(options.timestamps) {
+    if (options.replay_log && options.tail_lines) {
+      std::optional<TailStart> start = find_tail_start(reader_.fd(), want_, *options.tail_lines);
+      if (start) {
+        reader_.seek(start->frame);
+        skip_first_ = start->skip;
+      } else {
+        check(lseek(reader_.fd(), 0, SEEK_END), "seek the log");
+      }
+    }
+    off_t at = lseek(reader_.fd(), 0, SEEK_CUR);
+    check(at, "seek the log");
+    pending_offset_ = static_cast<uint64_t>(at);
+  }
 
   size_t next(char* out, size_t size) {
     for (;;) {
@@ -95,13 +189,49 @@ class FrameFilter {
       size_t frame = 8 + (byte(4) << 24 | byte(5) << 16 | byte(6) << 8 | byte(7));
       if (pending_.size() < frame) return;
       unsigned stream = byte(0);
-      if (stream < 3 && want_[stream]) ready_.append(pending_, 0, frame);
+      if (stream < 3 && want_[stream]) {
+        if (skip_first_ == 0 && !since_ns_ && !timestamps_) ready_.append(pending_, 0, frame);
+        else add_rewritten(stream, pending_.substr(8 + skip_first_, frame - 8 - skip_first_));
+      }
+      skip_first_ = 0;
       pending_.erase(0, frame);
+      pending_offset_ += frame;
     }
   }
 
+  void add_rewritten(unsigned stream, const std::string& payload) {
+    int64_t written = since_ns_ || timestamps_ ? times_.at(pending_offset_) : 0;
+    bool& line_start = at_line_start_[stream];
+    if (since_ns_ && written < *since_ns_) {
+      if (!payload.empty()) line_start = payload.back() == '\n';
+      return;
+    }
+    std::string text;
+    if (!timestamps_) {
+      text = payload;
+    } else {
+      const std::string stamp = rfc3339_nano(written) + " ";
+      for (char c : payload) {
+        if (line_start) text += stamp;
+        text += c;
+        line_start = c == '\n';
+      }
+    }
+    if (!timestamps_ && !payload.empty()) line_start = payload.back() == '\n';
+    uint32_t n = static_cast<uint32_t>(text.size());
+    char header[8] = {static_cast<char>(stream), 0, 0, 0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                      static_cast<char>(n >> 8), static_cast<char>(n)};
+    ready_.append(header, 8).append(text);
+  }
+
   LogReader reader_;
+  LogTimes times_;
   bool want_[3];
+  std::optional<int64_t> since_ns_;
+  bool timestamps_;
+  bool at_line_start_[3] = {true, true, true};
+  uint32_t skip_first_ = 0;
+  uint64_t pending_offset_ = 0;  // of pending_'s first byte in the log
   std::string pending_, ready_;
 };
 
@@ -172,7 +302,6 @@ Hijack attach_connection(const ContainerDir& container, const AttachOptions& opt
 }
 
 void end_all_streams() { stopping = true; }
-
 bool streams_ending() { return stopping; }
 
 std::optional<int> wait_for_exit(const ContainerDir& container, int timeout_ms) {

@@ -1,6 +1,7 @@
 #pragma once
 // A container's output and stdin as streams: the log followed until the container is over,
 // the hijacked attach connection, and waiting for the exit file.
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -14,6 +15,19 @@ struct AttachOptions {
   bool follow = true;       // stream=1: until the container is over
   bool forward_stdin = false;
   bool stdout = true, stderr = true;  // which streams' frames are sent
+  // logs' `tail`: with replay_log, only the last N lines of the streams asked for (counted in
+  // two passes over the log, no line kept in memory); nullopt: all.
+  std::optional<uint64_t> tail_lines;
+  // logs' `since`: frames written before it (ns since the epoch) are left out; `timestamps`:
+  // each line starts with the RFC 3339 time its frame was written and a space.
+  std::optional<int64_t> since_ns;
+  bool timestamps = false;
+};
+
+// <container>/log.times: one entry per frame of the log, appended by the supervisor.
+struct LogTime {
+  uint64_t offset;  // of the frame in the log
+  int64_t unix_ns;
 };
 
 // The log as Docker's multiplexed frames, from the start or the end, optionally following.

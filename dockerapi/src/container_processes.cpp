@@ -3,7 +3,10 @@
 
 #include <signal.h>
 #include <spawn.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -11,8 +14,11 @@
 #include <thread>
 
 #include "api_error.hpp"
+#include "container_io.hpp"
 #include "create_request.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/oci/lifecycle.hpp"
+#include "sandcell/runtime/container.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 
 extern char** environ;
@@ -49,7 +55,39 @@ bool signal_container(const ContainerDir& container, int signal) {
     if (programs.empty()) kill(init, signal);
     for (pid_t pid : programs) kill(pid, signal);
   }
+  // A paused container's processes take signals only once thawed (v1 freezer; v2 lets SIGKILL
+  // through): Docker unpauses after signalling too.
+  try {
+    if (runtime::container_frozen(state.cgroup_paths)) runtime::freeze_container(state.cgroup_paths, false);
+  } catch (const std::exception&) {
+    // the run's cgroups went with it
+  }
   return true;
+}
+
+bool stop_container(const ContainerDir& container, std::optional<int> timeout_s, const std::string& signal) {
+  if (container.state().status != "running") return false;
+  nlohmann::json config = container.create_request()["Config"];
+  int timeout = timeout_s.value_or(config.value("StopTimeout", 10));
+  std::string name = signal.empty() ? config.value("StopSignal", "") : signal;
+  signal_container(container, name.empty() ? SIGTERM : oci::parse_signal(name));
+  if (!wait_for_exit(container, std::max(timeout, 0) * 1000)) {
+    signal_container(container, SIGKILL);
+    wait_for_exit(container, 10000);
+  }
+  return true;
+}
+
+runtime::UniqueFd lock_for_start(const ContainerDir& container) {
+  runtime::UniqueFd fd(open(container.file("start.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) throw Error(errno, "open " + container.file("start.lock"));
+  check(flock(fd.get(), LOCK_EX), "flock " + container.file("start.lock"));
+  return fd;
+}
+
+void reset_for_start(const ContainerDir& container) {
+  check(truncate(container.file("exit").c_str(), 0), "truncate " + container.file("exit"));
+  container.save_state({});
 }
 
 void start_supervisor(const std::string& exe, const std::string& store_root, const ContainerDir& container) {

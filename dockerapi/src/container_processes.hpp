@@ -4,9 +4,12 @@
 // /proc/<pid>/task/*/children.
 #include <sys/types.h>
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "container_store.hpp"
+#include "sandcell/base/unique_fd.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "sandcell/runtime/spec.hpp"
 
@@ -16,6 +19,16 @@ std::vector<pid_t> sandbox_pids(const ContainerState& state);
 // Sends `signal` to the program (SIGKILL: to the init, which ends the whole sandbox); false when
 // the container is not running.
 bool signal_container(const ContainerDir& container, int signal);
+// `docker stop`: `signal` (empty: StopSignal or SIGTERM) to the program, SIGKILL after
+// `timeout_s` (nullopt: StopTimeout or 10). false when the container was not running.
+bool stop_container(const ContainerDir& container, std::optional<int> timeout_s, const std::string& signal);
+// Held across start and restart (flock on <dir>/start.lock): two at once would each see the
+// container stopped and spawn a supervisor.
+runtime::UniqueFd lock_for_start(const ContainerDir& container);
+// An exited container made ready to start again (start, restart): state `created`, the exit
+// file emptied for the next run's waiters; its writable layer, log and name stay.
+void reset_for_start(const ContainerDir& container);
+
 // Spawns `exe --root STORE docker-container-supervisor DIR` and waits until the state left
 // `created`. Throws ApiError with the supervisor's error when the sandbox could not start.
 void start_supervisor(const std::string& exe, const std::string& store_root, const ContainerDir& container);

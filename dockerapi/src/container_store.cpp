@@ -15,6 +15,7 @@
 #include "sandcell/oci/state.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
+#include "sandcell/runtime/container.hpp"
 
 namespace sandcell::dockerapi {
 namespace fs = std::filesystem;
@@ -170,16 +171,37 @@ std::vector<ContainerDir> ContainerStore::list() const {
   return out;
 }
 
+void ContainerStore::rename(const ContainerDir& container, const std::string& new_name) const {
+  StoreLock lock(root_);
+  std::optional<ContainerDir> holder = find_if_exists(new_name);
+  if (holder && holder->id() != container.id())
+    throw conflict("Conflict. The container name \"/" + new_name + "\" is already in use by container \"" +
+                   holder->id() + "\". You have to remove (or rename) that container to be able to reuse that name.");
+  nlohmann::json request = container.create_request();
+  request["Name"] = new_name;
+  write_json_atomically(container.file("create.json"), request);
+}
+
 void ContainerStore::remove(const ContainerDir& container) const {
   std::error_code ec;
   fs::remove_all(container.path(), ec);
   if (ec) throw Error(ec.value(), "remove " + container.path());
 }
 
+bool is_paused(const ContainerState& s) {
+  if (s.status != "running") return false;
+  try {
+    return runtime::container_frozen(s.cgroup_paths);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 nlohmann::json state_to_json(const ContainerState& s) {
-  return {{"Status", s.status},
+  bool paused = is_paused(s);
+  return {{"Status", paused ? "paused" : s.status},
           {"Running", s.status == "running"},
-          {"Paused", false},
+          {"Paused", paused},
           {"Restarting", false},
           {"OOMKilled", s.oom_killed},
           {"Dead", false},

@@ -55,6 +55,8 @@ class ContainerStore {
   std::optional<ContainerDir> find_if_exists(const std::string& id_or_name) const;
   std::vector<ContainerDir> list() const;
   void remove(const ContainerDir& container) const;
+  // Under the lock create takes: ApiError 409 when another container has the name.
+  void rename(const ContainerDir& container, const std::string& new_name) const;
 
  private:
   std::string root_;
@@ -63,6 +65,8 @@ class ContainerStore {
 nlohmann::json read_json(const std::string& path);
 std::string random_id();  // 64 hex digits, as Docker's ids
 void write_json_atomically(const std::string& path, const nlohmann::json& value);  // temp + rename
+// Running with its cgroups frozen (`docker pause`).
+bool is_paused(const ContainerState& state);
 nlohmann::json state_to_json(const ContainerState& state);
 std::string now_rfc3339();
 unsigned long long start_time_of(pid_t pid);  // 0 when gone or a zombie

@@ -134,11 +134,15 @@ json checked_config(const json& body, const std::string& image) {
 
 }  // namespace
 
+void check_container_name(const std::string& name) {
+  static const std::regex kName("[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}");
+  if (!std::regex_match(name, kName))
+    throw bad_request("Invalid container name (" + name + "), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed");
+}
+
 json check_create_request(const std::string& body_text, const std::string& name,
                           const rootfs_builder::ImageStore& images, const VolumeStore& volumes) {
-  static const std::regex kName("[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}");
-  if (!name.empty() && !std::regex_match(name, kName))
-    throw bad_request("Invalid container name (" + name + "), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed");
+  if (!name.empty()) check_container_name(name);
   json body;
   try {
     body = parse_bounded_json(body_text);

@@ -14,6 +14,9 @@ class ImageStore;
 
 namespace sandcell::dockerapi {
 
+// ApiError 400 unless `name` is a container name Docker accepts (create's `name`, rename).
+void check_container_name(const std::string& name);
+
 // Returns the request to store (create.json): Name, Image, ImageID, Config, HostConfig (the
 // mapped subset). Throws ApiError: 400 for a bad or refused field, 404 for a missing image.
 // The volumes it names are made once everything else checked.

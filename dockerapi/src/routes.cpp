@@ -76,6 +76,9 @@ HttpReply route(const ApiContext& api, const HttpRequest& request) {
     if (!answered) answered = exec_route(api, request, path);
     if (!answered) answered = archive_route(api, request, path);
     if (!answered) answered = volume_route(api, request, path);
+    if (!answered) answered = container_state_route(api, request, path);
+    if (!answered) answered = events_route(api, request, path);
+    if (!answered) answered = network_route(api, request, path);
     if (!answered) answered = container_route(api, request, path);
     if (!answered)
       return error_reply(501, request.method + " " + request.path + " is not implemented by sandcell's Docker API");

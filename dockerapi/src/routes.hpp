@@ -2,6 +2,7 @@
 // The Engine API's endpoints, by group. Each returns the reply or throws ApiError.
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "container_store.hpp"
@@ -50,7 +51,21 @@ std::optional<HttpReply> archive_route(const ApiContext& api, const HttpRequest&
 std::optional<HttpReply> exec_route(const ApiContext& api, const HttpRequest& request,
                                     const Segments& path);
 std::optional<HttpReply> volume_route(const ApiContext& api, const HttpRequest& request, const Segments& path);
+std::optional<HttpReply> container_state_route(const ApiContext& api, const HttpRequest& request,
+                                               const Segments& path);
+std::optional<HttpReply> events_route(const ApiContext& api, const HttpRequest& request, const Segments& path);
+std::optional<HttpReply> network_route(const ApiContext& api, const HttpRequest& request, const Segments& path);
 std::optional<HttpReply> container_route(const ApiContext& api, const HttpRequest& request, const Segments& path);
+
+// While it lives, a thread notes every second the containers whose supervisor died without
+// recording the end (their `die` event, events.hpp): the server sees them without a client asking.
+class SupervisorWatch {
+ public:
+  explicit SupervisorWatch(const ApiContext& api);
+
+ private:
+  std::jthread thread_;
+};
 
 // The whole API: strips the version, dispatches, turns ApiError into Docker's error shape.
 HttpReply route(const ApiContext& api, const HttpRequest& request);

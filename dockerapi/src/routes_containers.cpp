@@ -1,4 +1,4 @@
-// /containers/...: create, list, inspect, start, attach, wait, logs, stop, kill, delete.
+// /containers/...: create, inspect, start, attach, wait, logs, stop, kill, delete.
 #include <signal.h>
 
 #include <chrono>
@@ -7,10 +7,12 @@
 #include <thread>
 
 #include "api_error.hpp"
+#include "api_filters.hpp"
 #include "container_io.hpp"
 #include "container_mounts.hpp"
 #include "container_processes.hpp"
 #include "create_request.hpp"
+#include "events.hpp"
 #include "routes.hpp"
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
@@ -70,69 +72,35 @@ json inspect_json(const ApiContext& api, const ContainerDir& c) {
           {"Sandcell", record_of(c)}};
 }
 
-json list_entry(const ContainerDir& c) {
-  json request = c.create_request();
-  ContainerState state = c.state();
-  std::vector<std::string> args = request["Config"].value("Entrypoint", std::vector<std::string>{});
-  for (const std::string& a : request["Config"].value("Cmd", std::vector<std::string>{})) args.push_back(a);
-  std::string command;
-  for (const std::string& a : args) command += (command.empty() ? "" : " ") + a;
-  std::string status = state.status == "running"   ? "Up"
-                       : state.status == "created" ? "Created"
-                                                   : "Exited (" + std::to_string(state.exit_code) + ")";
-  return {{"Id", c.id()}, {"Names", {"/" + request.value("Name", "")}}, {"Image", request["Image"]},
-          {"ImageID", request["ImageID"]}, {"Command", command}, {"Created", unix_time(request.value("Created", ""))}, {"State", state.status},
-          {"Status", status}, {"Ports", json::array()}, {"Labels", request["Config"]["Labels"]},
-          {"HostConfig", {{"NetworkMode", request["HostConfig"].value("NetworkMode", "none")}}},
-          {"NetworkSettings", {{"Networks", json::object()}}}, {"Mounts", json::array()}};
-}
-
-HttpReply list(const ApiContext& api, const HttpRequest& request) {
-  bool all = request.flag("all");
-  json out = json::array();
-  for (const ContainerDir& c : api.containers.list()) {
-    try {
-      json entry = list_entry(c);
-      if (all || entry["State"] == "running") out.push_back(entry);
-    } catch (const std::exception&) {
-      // removed while we listed
-    }
-  }
-  return json_reply(200, out);
-}
-
 HttpReply create(const ApiContext& api, const HttpRequest& request) {
   rootfs_builder::ImageStore images(api.store_root);
   json checked = check_create_request(request.body, request.param("name").value_or(""), images, api.volumes);
   ContainerDir c = api.containers.create(checked);
+  record_container_event(api.store_root, c, "create");
   return json_reply(201, {{"Id", c.id()}, {"Warnings", json::array()}});
 }
 
 HttpReply start(const ApiContext& api, const ContainerDir& c) {
-  if (c.state().status != "created") return empty_reply(304);
+  runtime::UniqueFd lock = lock_for_start(c);
+  std::string status = c.state().status;
+  if (status == "running") return empty_reply(304);
+  if (status == "exited") reset_for_start(c);  // `docker start` of a stopped container
   start_supervisor(api.supervisor_exe, api.store_root, c);
   return no_content();
 }
 
-HttpReply stop(const ContainerDir& c, const HttpRequest& request) {
-  if (c.state().status != "running") return empty_reply(304);
-  json config = c.create_request()["Config"];
-  int timeout = config.value("StopTimeout", 10);
+HttpReply stop(const ApiContext& api, const ContainerDir& c, const HttpRequest& request) {
+  std::optional<int> timeout;
   if (auto t = request.param("t")) {
-    auto seconds = parse_number<int>(*t);
-    if (!seconds) throw bad_request("invalid value for t: " + *t);
-    timeout = *seconds;
+    timeout = parse_number<int>(*t);
+    if (!timeout) throw bad_request("invalid value for t: " + *t);
   }
-  std::string name = request.param("signal").value_or(config.value("StopSignal", ""));
-  signal_container(c, name.empty() ? SIGTERM : oci::parse_signal(name));
-  if (!wait_for_exit(c, std::max(timeout, 0) * 1000)) {
-    signal_container(c, SIGKILL);
-    wait_for_exit(c, 10000);
-  }
+  if (!stop_container(c, timeout, request.param("signal").value_or(""))) return empty_reply(304);
+  record_container_event(api.store_root, c, "stop");
   return no_content();
 }
 
-HttpReply kill_container(const ContainerDir& c, const HttpRequest& request) {
+HttpReply kill_container(const ApiContext& api, const ContainerDir& c, const HttpRequest& request) {
   int signal = SIGKILL;
   try {
     signal = oci::parse_signal(request.param("signal").value_or("SIGKILL"));
@@ -140,6 +108,7 @@ HttpReply kill_container(const ContainerDir& c, const HttpRequest& request) {
     throw bad_request(e.what());
   }
   if (!signal_container(c, signal)) throw conflict("Container " + c.id() + " is not running");
+  record_container_event(api.store_root, c, "kill", {{"signal", std::to_string(signal)}});
   return no_content();
 }
 
@@ -150,8 +119,10 @@ HttpReply remove(const ApiContext& api, const ContainerDir& c, const HttpRequest
     signal_container(c, SIGKILL);
     if (!wait_for_exit(c, 10000)) throw ApiError{500, "container " + c.id() + " did not stop after SIGKILL"};
   }
-  json mounts = c.create_request()["HostConfig"].value("Mounts", json::array());
+  json created = c.create_request();
+  json mounts = created["HostConfig"].value("Mounts", json::array());
   api.containers.remove(c);
+  record_event(api.store_root, container_event("destroy", c.id(), created));
   if (request.flag("v")) remove_anonymous_volumes(mounts, api.volumes, api.containers);
   return no_content();
 }
@@ -160,7 +131,8 @@ HttpReply attach(const ContainerDir& c, const HttpRequest& request) {
   if (!request.upgrade) throw bad_request("attach needs a hijacked connection (Upgrade: tcp)");
   AttachOptions options{.replay_log = request.flag("logs"), .follow = request.flag("stream"),
                         .forward_stdin = request.flag("stdin"), .stdout = request.flag("stdout"),
-                        .stderr = request.flag("stderr")};
+                        .stderr = request.flag("stderr"), .tail_lines = std::nullopt,
+                        .since_ns = std::nullopt, .timestamps = false};
   HttpReply reply;
   reply.content_type = "application/vnd.docker.multiplexed-stream";
   reply.hijack = attach_connection(c, options);
@@ -169,13 +141,20 @@ HttpReply attach(const ContainerDir& c, const HttpRequest& request) {
 
 HttpReply logs(const ContainerDir& c, const HttpRequest& request) {
   if (!request.flag("stdout") && !request.flag("stderr")) throw bad_request("you must choose at least one stream");
-  if (request.flag("timestamps")) throw bad_request("logs: timestamps is not supported by sandcell's Docker API yet");
+  std::optional<int64_t> since_ns;
   if (auto since = request.param("since"); since && *since != "0" && !since->empty())
-    throw bad_request("logs: since is not supported by sandcell's Docker API yet");
-  if (auto tail = request.param("tail"); tail && *tail != "all" && !tail->empty())
-    throw bad_request("logs: tail is not supported by sandcell's Docker API yet");
+    since_ns = parse_timestamp_ns(*since, "since");
+  if (auto until = request.param("until"); until && *until != "0" && !until->empty())
+    throw bad_request("logs: until is not supported by sandcell's Docker API yet");
+  std::optional<uint64_t> tail_lines;
+  if (auto tail = request.param("tail"); tail && *tail != "all" && !tail->empty()) {
+    std::optional<int64_t> lines = parse_number<int64_t>(*tail);
+    if (!lines) throw bad_request("invalid value for tail: " + *tail);  // a number or "all"
+    if (*lines >= 0) tail_lines = static_cast<uint64_t>(*lines);     // negative: all, as Docker
+  }
   AttachOptions options{.replay_log = true, .follow = request.flag("follow"), .forward_stdin = false,
-                        .stdout = request.flag("stdout"), .stderr = request.flag("stderr")};
+                        .stdout = request.flag("stdout"), .stderr = request.flag("stderr"),
+                        .tail_lines = tail_lines, .since_ns = since_ns, .timestamps = request.flag("timestamps")};
   return streamed("application/vnd.docker.multiplexed-stream", log_stream(c, options));
 }
 
@@ -193,7 +172,6 @@ std::optional<HttpReply> container_route(const ApiContext& api, const HttpReques
   if (path.empty() || path[0] != "containers") return std::nullopt;
   const std::string& method = request.method;
   if (path.size() == 2 && path[1] == "create" && method == "POST") return create(api, request);
-  if (path.size() == 2 && path[1] == "json" && method == "GET") return list(api, request);
   if (path.size() == 2 && method == "DELETE") return remove(api, api.containers.find(path[1]), request);
   if (path.size() != 3) return std::nullopt;
   const std::string& verb = path[2];
@@ -201,8 +179,8 @@ std::optional<HttpReply> container_route(const ApiContext& api, const HttpReques
   if (method == "GET" && verb == "logs") return logs(api.containers.find(path[1]), request);
   if (method != "POST") return std::nullopt;
   if (verb == "start") return start(api, api.containers.find(path[1]));
-  if (verb == "stop") return stop(api.containers.find(path[1]), request);
-  if (verb == "kill") return kill_container(api.containers.find(path[1]), request);
+  if (verb == "stop") return stop(api, api.containers.find(path[1]), request);
+  if (verb == "kill") return kill_container(api, api.containers.find(path[1]), request);
   if (verb == "attach") return attach(api.containers.find(path[1]), request);
   if (verb == "wait") return wait(api.containers.find(path[1]), request);
   if (verb == "resize") return no_content();

@@ -113,8 +113,11 @@ HttpReply create_exec(const ApiContext& api, const std::string& container_id,
   if (!config["WorkingDir"].get<std::string>().empty() &&
       config["WorkingDir"].get<std::string>()[0] != '/')
     throw bad_request("WorkingDir must be an absolute path");
-  if (container.state().status != "running")
-    throw conflict("Container " + container.id() + " is not running");
+  ContainerState state = container.state();
+  if (state.status != "running") throw conflict("Container " + container.id() + " is not running");
+  // Its processes, and one joining its cgroups, would stay frozen.
+  if (is_paused(state))
+    throw conflict("Container " + container.id() + " is paused, unpause the container before exec");
   std::string id = random_id();
   std::filesystem::create_directories(container.file("exec"));
   write_json_atomically(container.file("exec") + "/" + id + ".json",

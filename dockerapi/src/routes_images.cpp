@@ -5,6 +5,7 @@
 #include <map>
 
 #include "api_error.hpp"
+#include "events.hpp"
 #include "routes.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 #include "sandcell/base/bounded_json.hpp"
@@ -97,6 +98,7 @@ HttpReply tag_image(const ApiContext& api, const std::string& source, const Http
   rootfs_builder::ImageRecord record = resolve_image(store, source);
   std::string target = rootfs_builder::parse_reference(repo + ":" + (tag.empty() ? "latest" : tag)).str();
   store.set_tag(target, record.manifest_digest);
+  record_event(api.store_root, image_event("tag", record.manifest.config.digest, target));
   HttpReply reply;
   reply.status = 201;
   reply.body = "";
@@ -137,9 +139,11 @@ HttpReply delete_image(const ApiContext& api, const std::string& name, bool forc
   for (const std::string& tag : doomed) {
     store.remove(tag);
     out.push_back({{"Untagged", tag}});
+    record_event(api.store_root, image_event("untag", image_id, tag));
   }
   if (last_tag) {
     out.push_back({{"Deleted", image_id}});
+    record_event(api.store_root, image_event("delete", image_id, name));
     // Its blobs and unpacked layers go now unless a run, build or pull holds the store (prune
     // would wait for them): then with the next prune.
     store.prune_if_idle();

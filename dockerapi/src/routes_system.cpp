@@ -53,12 +53,14 @@ HttpReply version() {
 }
 
 HttpReply info(const ApiContext& api) {
-  int running = 0, stopped = 0, total = 0;
+  int running = 0, paused = 0, stopped = 0, total = 0;
   for (const ContainerDir& c : api.containers.list()) {
     try {
-      std::string status = c.state().status;
+      ContainerState state = c.state();
+      const std::string& status = state.status;
       ++total;
-      if (status == "running") ++running;
+      if (is_paused(state)) ++paused;
+      else if (status == "running") ++running;
       else if (status == "exited") ++stopped;
     } catch (const std::exception&) {
     }
@@ -75,7 +77,7 @@ HttpReply info(const ApiContext& api) {
                              "name=cgroupns"};
   return json_reply(
       200, {{"ID", "sandcell"}, {"Name", u["node"]}, {"Containers", total}, {"ContainersRunning", running},
-            {"ContainersPaused", 0}, {"ContainersStopped", stopped}, {"Images", images}, {"Driver", "overlay"},
+            {"ContainersPaused", paused}, {"ContainersStopped", stopped}, {"Images", images}, {"Driver", "overlay"},
             {"DriverStatus", nlohmann::json::array()}, {"DockerRootDir", api.store_root},
             {"MemoryLimit", true}, {"SwapLimit", false}, {"CpuCfsPeriod", true}, {"CpuCfsQuota", true},
             {"PidsLimit", true}, {"OomKillDisable", false}, {"KernelVersion", u["kernel"]},

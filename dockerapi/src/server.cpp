@@ -87,6 +87,7 @@ int serve_docker_api_until_signal(const DockerApiOptions& options) {
     HttpServer server(
         listener.get(), kMaxBodyBytes, [&api](const HttpRequest& request) { return route(api, request); },
         [&api](const HttpRequest& request) { return body_spool(api, request); });
+    SupervisorWatch watch(api);
     fprintf(stderr, "sandcell: Docker API on %s\n", options.listen.c_str());
     int sig = 0;
     sigwait(&stop_signals, &sig);

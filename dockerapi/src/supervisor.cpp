@@ -6,12 +6,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
+#include "container_io.hpp"
 #include "container_mounts.hpp"
 #include "container_store.hpp"
 #include "create_request.hpp"
+#include "events.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
 #include "sandcell/dockerapi/server.hpp"
@@ -34,14 +37,22 @@ bool detach_from_server() {
 }
 
 // Docker's multiplexed frame: stream (1 stdout, 2 stderr), three zero bytes, big-endian length.
-void append_frame(int fd, runtime::Stream stream, std::span<const char> data) {
+// `times_fd` gets the frame's offset in the log and the time it was written (LogTime), for
+// logs' `since` and `timestamps`.
+void append_frame(int fd, int times_fd, runtime::Stream stream, std::span<const char> data) {
   while (!data.empty()) {
+    LogTime when{.offset = static_cast<uint64_t>(std::max<off_t>(lseek(fd, 0, SEEK_END), 0)),
+                 .unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count()};
     uint32_t size = static_cast<uint32_t>(std::min<size_t>(data.size(), 1u << 20));
     unsigned char header[8] = {static_cast<unsigned char>(stream == runtime::Stream::Stdout ? 1 : 2), 0, 0, 0,
                                static_cast<unsigned char>(size >> 24), static_cast<unsigned char>(size >> 16),
                                static_cast<unsigned char>(size >> 8), static_cast<unsigned char>(size)};
     iovec parts[2] = {{header, sizeof header}, {const_cast<char*>(data.data()), size}};
     if (writev(fd, parts, 2) < 0 && errno != EINTR) return;  // a full disk loses output, not the run
+    if (times_fd >= 0 && write(times_fd, &when, sizeof when) < 0) {
+      // a full disk: the frame has no time (since skips it, timestamps show the zero time)
+    }
     data = data.subspan(size);
   }
 }
@@ -57,13 +68,16 @@ UniqueFd open_stdin(const ContainerDir& container) {
 }
 
 // "running" is recorded once the init exists: from then on exec can join it.
-runtime::RunOptions run_options(const ContainerDir& container, ContainerState& state, int log_fd,
-                                int stdin_fd) {
+runtime::RunOptions run_options(const ContainerDir& container, ContainerState& state, int log_fd, int times_fd,
+                                int stdin_fd, const std::string& store_root) {
   runtime::RunOptions options;
-  options.output = [log_fd](runtime::Stream stream, std::span<const char> data) { append_frame(log_fd, stream, data); };
+  options.output = [log_fd, times_fd](runtime::Stream stream, std::span<const char> data) {
+    append_frame(log_fd, times_fd, stream, data);
+  };
   options.stdin_fd = stdin_fd >= 0 ? stdin_fd : -1;
   options.compile_seccomp = [] { return container_seccomp(/*report_denials=*/true); };
-  options.on_started = [&container, &state](pid_t init,
+  options.freezer = true;  // pause/unpause (v1 makes no freezer cgroup otherwise)
+  options.on_started = [&container, &state, &store_root](pid_t init,
                                             const std::vector<std::string>& cgroup_paths) {
     state.init_pid = init;
     state.cgroup_paths = cgroup_paths;
@@ -72,11 +86,13 @@ runtime::RunOptions run_options(const ContainerDir& container, ContainerState& s
     } catch (const std::exception&) {
       // a full disk: the container runs, exec cannot find it
     }
+    record_container_event(store_root, container, "start");
   };
   return options;
 }
 
-void record_end(const ContainerDir& container, ContainerState state, const runtime::Result& result) {
+void record_end(const ContainerDir& container, ContainerState state, const runtime::Result& result,
+                const std::string& store_root) {
   state.status = "exited";
   state.finished_at = now_rfc3339();
   state.exit_code = runtime::exit_code_for(result);
@@ -89,20 +105,25 @@ void record_end(const ContainerDir& container, ContainerState state, const runti
   rename((container.file("record.json") + ".tmp").c_str(), container.file("record.json").c_str());
   container.save_state(state);
   container.write_exit(state.exit_code);
+  if (state.oom_killed) record_container_event(store_root, container, "oom");
+  record_container_event(store_root, container, "die", {{"exitCode", std::to_string(state.exit_code)}});
 }
 
-void record_failure(const ContainerDir& container, ContainerState state, const std::string& error) {
+void record_failure(const ContainerDir& container, ContainerState state, const std::string& error,
+                    const std::string& store_root) {
   state.status = "exited";
   state.finished_at = now_rfc3339();
   state.exit_code = 125;
   state.error = error;
   container.save_state(state);
   container.write_exit(state.exit_code);
+  record_container_event(store_root, container, "die", {{"exitCode", std::to_string(state.exit_code)}});
 }
 
 // AutoRemove (`run --rm`): the container, then its anonymous volumes no other container names.
 void remove_container(const ContainerDir& container, const nlohmann::json& request, const std::string& store_root) {
   std::filesystem::remove_all(container.path());
+  record_event(store_root, container_event("destroy", container.id(), request));
   try {
     remove_anonymous_volumes(request["HostConfig"].value("Mounts", nlohmann::json::array()),
                              VolumeStore(store_root + "/docker/volumes"),
@@ -127,12 +148,13 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
     std::filesystem::create_directories(spec.rootfs_work_dir);
     UniqueFd log(open(container.file("log").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
     if (!log) throw Error(errno, "open " + container.file("log"));
+    UniqueFd times(open(container.file("log.times").c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
     UniqueFd input = open_stdin(container);
     runtime::Result result = runtime::run_sandbox(
-        spec, run_options(container, state, log.get(), input ? input.get() : -1));
-    record_end(container, state, result);
+        spec, run_options(container, state, log.get(), times.get(), input ? input.get() : -1, store_root));
+    record_end(container, state, result, store_root);
   } catch (const std::exception& e) {
-    record_failure(container, state, e.what());
+    record_failure(container, state, e.what(), store_root);
   }
   if (request["HostConfig"].value("AutoRemove", false)) remove_container(container, request, store_root);
   return 0;

@@ -593,12 +593,12 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     }
     std::unique_ptr<Cgroup> cgroup;
     const std::function<void()> make_cgroup = [&] {
-      cgroup = create_cgroup(host, run_id, {.freezer = false});
+      cgroup = create_cgroup(host, run_id, {.freezer = options.freezer});
       result.enforced = enforce_limits(*cgroup, spec.limits);
       record_disk_bound(spec, result);
     };
-    // v1's hierarchies (memory, pids, cpu, cpuacct; no freezer: the pid namespace ends the
-    // tree, see CgroupNeeds) are made while the child sets up its mounts; v2 must exist for
+    // v1's hierarchies (memory, pids, cpu, cpuacct; no freezer unless the caller pauses: the pid
+    // namespace ends the tree, see CgroupNeeds) are made while the child sets up its mounts; v2 must exist for
     // clone3 (CLONE_INTO_CGROUP) and "none" decides the rlimits.
     if (host.mode != CgroupHost::Mode::V1) make_cgroup();
     if (host.mode == CgroupHost::Mode::None) {

@@ -2,6 +2,7 @@
 // gc tells a killed process's leftovers from a live one's (issue 37 item 9).
 #include "sandcell/runtime/owned_temp_dir.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 

@@ -6,6 +6,9 @@
 // (oci/src/cgroups_path.cpp).
 #include <sys/types.h>
 
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,5 +53,19 @@ pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const Contai
 std::vector<pid_t> container_pids(const std::vector<std::string>& cgroup_paths);
 void freeze_container(const std::vector<std::string>& cgroup_paths, bool frozen);
 bool container_frozen(const std::vector<std::string>& cgroup_paths);
+
+// What a container's cgroups account, read from their files (`docker stats`): v1 (memory,
+// cpuacct, pids hierarchies, each its own directory) or v2 (one directory). A figure whose
+// controller has no directory among the paths is nullopt; a limit of "max" (or v1's page-rounded
+// huge value) is nullopt too.
+struct ContainerCgroupStats {
+  std::optional<uint64_t> memory_usage, memory_limit;
+  std::map<std::string, uint64_t> memory_stat;  // memory.stat's keys and values
+  std::optional<uint64_t> cpu_total_ns;
+  uint64_t cpu_user_ns = 0, cpu_system_ns = 0;
+  std::vector<uint64_t> cpu_percpu_ns;  // v1 only (cpuacct.usage_percpu)
+  std::optional<uint64_t> pids_current, pids_limit;
+};
+ContainerCgroupStats container_cgroup_stats(const std::vector<std::string>& cgroup_paths);
 
 }  // namespace sandcell::runtime

@@ -62,6 +62,9 @@ struct RunOptions {
   // the record can have it before that. Not called for a run that ends in an exception. Must not
   // throw.
   std::function<void(const Result&)> on_result;
+  // v1: also make a freezer cgroup for the run (listed in on_started's paths), so the caller
+  // can pause the sandbox (the Docker API's pause). v2's directory always has cgroup.freeze.
+  bool freezer = false;
 };
 
 // The command line of the process that runs sandboxes, main()'s own argc and argv (unchanged),
