@@ -80,6 +80,14 @@ HttpReply route(const ApiContext& api, const HttpRequest& request) {
     if (!answered) answered = events_route(api, request, path);
     if (!answered) answered = network_route(api, request, path);
     if (!answered) answered = container_route(api, request, path);
+    // `docker inspect NAME` asks for a container first: a name with slashes (an image
+    // reference, REGISTRY/REPO:TAG) is none, and a 404 lets the CLI go on to the image.
+    if (!answered && request.method == "GET" && path.size() > 3 && path.front() == "containers" &&
+        path.back() == "json") {
+      std::string name = path[1];
+      for (size_t i = 2; i + 1 < path.size(); ++i) name += "/" + path[i];
+      return error_reply(404, "No such container: " + name);
+    }
     if (!answered)
       return error_reply(501, request.method + " " + request.path + " is not implemented by sandcell's Docker API");
     reply = std::move(*answered);
