@@ -35,13 +35,15 @@ void add_docker_api_process(CLI::App& app, Action& action, const Globals& global
   auto* cmd = app.add_subcommand(name, "")->group("");
   auto dir = std::make_shared<std::string>();
   cmd->add_option("dir", *dir)->required();
-  cmd->callback([&action, dir, globals, run] {
 #if SANDCELL_SERVES_HTTP
+  cmd->callback([&action, dir, globals, run] {
     action = [dir, globals, run] { return run(*dir, globals->store_root()); };
-#else
-    action = []() -> int { hand_over_to("sandcell-serve", "the Docker API lives in sandcell-serve"); };
-#endif
   });
+#else
+  cmd->callback([&action] {
+    action = []() -> int { hand_over_to("sandcell-serve", "the Docker API lives in sandcell-serve"); };
+  });
+#endif
 }
 
 }  // namespace
