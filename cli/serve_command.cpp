@@ -30,7 +30,7 @@ struct DockerApiFlags {
 // A process the Docker API server starts as `NAME DIR` (run(DIR, store root) in sandcell-serve):
 // not a command for people, hence no group (hidden).
 using DockerApiProcess = int (*)(const std::string& dir, const std::string& store_root);
-void add_docker_api_process(CLI::App& app, Action& action, const Globals& globals, const char* name,
+void add_docker_api_process(CLI::App& app, Action& action, [[maybe_unused]] const Globals& globals, const char* name,
                             [[maybe_unused]] DockerApiProcess run) {
   auto* cmd = app.add_subcommand(name, "")->group("");
   auto dir = std::make_shared<std::string>();
