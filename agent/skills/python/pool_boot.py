@@ -5,6 +5,7 @@
 # changing it needs no rebuild. Everything lives in one function: its names are locals, and the
 # globals it clears are __main__'s, which the code gets fresh.
 def _sandcell_pool_run():
+    import gc
     import importlib.machinery
     import os
     import signal
@@ -13,6 +14,12 @@ def _sandcell_pool_run():
     del sys.path[0]  # '' (the cwd, /workspace): no preload may come from the workspace
     for name in sys.argv[1:]:
         __import__(name)
+    # What exists now (the interpreter's and the preloads' objects: ~100k with numpy) goes to the
+    # collector's permanent generation, as a pre-forking server does: the exit's gc.collect()
+    # below then looks at the program's objects only (8-20 ms less per pooled run), and so do the
+    # program's own full collections. None of these objects is the program's garbage; what the
+    # program can see of it is gc.get_freeze_count() (0 in a cold run).
+    gc.freeze()
     os.write(1, b"\0")
     if os.read(0, 1) != b"\0":  # the member cancelled (EOF): nothing to run
         os._exit(0)
