@@ -357,6 +357,9 @@ PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string
   ScratchWorkspace scratch(context.store_root + "/code-runs", context.store_root + "/disk-templates", disk);
   Workspace ws(scratch.dir());
   ws.make_dirs(".sandcell");
+  // A bootstrap the interpreter loads from a file (node's --require) is there until it is ready.
+  const bool script_in_workspace = pool_script_in_workspace(skill);
+  if (script_in_workspace) ws.write_file(pool_script_workspace_path(skill), pool_script_text(skill));
   const PhaseContext ctx{skill, defaults, context, store, image, scratch.dir(), seccomp,
                          scratch.disk(), disk_bytes, unbounded.value_or(""), userns.mode, userns.warning};
 
@@ -445,6 +448,13 @@ PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string
         pending->ready = now_ready = true;
         pending->ready_at = std::chrono::steady_clock::now();
         pending->ready_or_closed.notify_all();
+      }
+    }
+    if (now_ready && script_in_workspace) {  // loaded: the program is not to find it
+      try {
+        ws.remove_file(pool_script_workspace_path(skill));
+      } catch (const std::exception& e) {
+        if (context.on_warning) context.on_warning(std::string("the pool's bootstrap stays in the workspace: ") + e.what());
       }
     }
     if (now_ready && hooks.on_ready) hooks.on_ready(cgroup_memory(cgroup_paths));

@@ -123,6 +123,19 @@ Skill load_skill(const std::string& dir) {
   return s;
 }
 
+std::string pool_script_text(const Skill& skill) {
+  const std::string file = skill.dir + "/" + skill.pool_script;
+  std::ifstream in(file, std::ios::binary);
+  if (skill.pool_script.empty() || !in) throw Error::invalid(file + ": the skill's pool_script cannot be read");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string pool_script_workspace_path(const Skill& skill) { return ".sandcell/" + skill.pool_script; }
+
+bool pool_script_in_workspace(const Skill& skill) {
+  return std::find(skill.pool_run.begin(), skill.pool_run.end(), "{script_path}") != skill.pool_run.end();
+}
+
 std::vector<std::string> pool_command(const Skill& skill) {
   if (skill.pool_run.empty())
     throw Error::invalid("skill '" + skill.name + "' cannot be pooled (skill.json has no \"pool_run\")");
@@ -133,10 +146,10 @@ std::vector<std::string> pool_command(const Skill& skill) {
     if (word == "{preload}") {
       argv.insert(argv.end(), skill.preload.begin(), skill.preload.end());
     } else if (word == "{script}") {
-      const std::string file = skill.dir + "/" + skill.pool_script;
-      std::ifstream in(file, std::ios::binary);
-      if (skill.pool_script.empty() || !in) throw Error::invalid(file + ": the skill's pool_script cannot be read");
-      argv.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      argv.push_back(pool_script_text(skill));
+    } else if (word == "{script_path}") {
+      pool_script_text(skill);  // readable, or the skill cannot be pooled
+      argv.push_back("/workspace/" + pool_script_workspace_path(skill));
     } else {
       argv.push_back(word);
     }

@@ -33,6 +33,20 @@ TEST_F(PoolSkill, PoolRunExpandsTheScriptAndThePreloads) {
   EXPECT_EQ(agent::pool_command(s), (std::vector<std::string>{"python3", "-c", "print('boot')\n", "numpy", "pandas"}));
 }
 
+// "{script_path}": the interpreter loads the bootstrap from a file the member puts in the
+// workspace's .sandcell (node's --require), not from the command line.
+TEST_F(PoolSkill, ScriptPathNamesTheBootstrapsPlaceInTheWorkspace) {
+  std::ofstream(dir / "probe/boot.js") << "// boot\n";
+  agent::Skill s = load(R"(, "pool_run": ["node", "--require", "{script_path}", "/workspace/main.js"], "pool_script": "boot.js")");
+  EXPECT_EQ(agent::pool_command(s),
+            (std::vector<std::string>{"node", "--require", "/workspace/.sandcell/boot.js", "/workspace/main.js"}));
+  EXPECT_TRUE(agent::pool_script_in_workspace(s));
+  EXPECT_EQ(agent::pool_script_workspace_path(s), ".sandcell/boot.js");
+  EXPECT_EQ(agent::pool_script_text(s), "// boot\n");
+  EXPECT_FALSE(agent::pool_script_in_workspace(load(R"(, "pool_run": ["python3", "-c", "{script}"], "pool_script": "boot.js")")));
+  EXPECT_THROW(agent::pool_command(load(R"(, "pool_run": ["node", "-r", "{script_path}"], "pool_script": "missing.js")")), Error);
+}
+
 TEST_F(PoolSkill, WithoutPoolRunOrWithACompileStepItIsNotPooled) {
   EXPECT_THROW(agent::pool_command(load("")), Error);
   EXPECT_THROW(agent::pool_command(load(R"(, "compile": ["cc", "main.c"], "pool_run": ["x"])")), Error);
@@ -55,6 +69,15 @@ TEST(PoolSkillShipped, PythonIsPooled) {
   std::vector<std::string> argv = agent::pool_command(python);
   ASSERT_GE(argv.size(), 4u);
   EXPECT_NE(argv[2].find("os.read(0, 1)"), std::string::npos);
+}
+
+// node is pooled through --require: main.js stays node's main module, as `node /workspace/main.js`.
+TEST(PoolSkillShipped, NodeIsPooledWithItsBootstrapRequiredBeforeMainJs) {
+  agent::SkillCatalog catalog(agent::resolve_skills_dir(""));
+  const agent::Skill& node = catalog.find("node");
+  EXPECT_EQ(agent::pool_command(node),
+            (std::vector<std::string>{"node", "--require", "/workspace/.sandcell/pool_boot.js", "/workspace/main.js"}));
+  EXPECT_NE(agent::pool_script_text(node).find("fs.readSync(0, go, 0, 1, null)"), std::string::npos);
 }
 
 }  // namespace

@@ -131,6 +131,40 @@ TEST(PoolE2E, PooledBashGivesTheColdResult) {
   }
 }
 
+// node's bootstrap is loaded by --require before main.js, which node then runs as its main
+// module: the same argv, execArgv, module cache, stack frames under an uncaught error, stdin,
+// exit codes, signals and workspace as `node /workspace/main.js`; the bootstrap's file is gone.
+TEST(PoolE2E, PooledNodeGivesTheColdResult) {
+  auto cold = executor({});
+  auto warm = executor({.sizes = {{"node", 1}}, .memory_bytes = 1ull << 30, .idle = std::chrono::seconds(600)});
+  const std::vector<json> requests = {
+      {{"skill", "node"}, {"code", "console.log(1)"}},
+      {{"skill", "node"},
+       {"code",
+        "const fs = require('fs');\n"
+        "console.log(process.argv, process.execArgv, Object.keys(require.cache), require.main === module,\n"
+        "            module.parent, fs.readdirSync('/workspace').sort(), fs.readdirSync('/workspace/.sandcell'),\n"
+        "            process.title, process.ppid, Object.keys(process.env).sort())"}},
+      {{"skill", "node"}, {"code", "function f(o) {\n  return o.x.y;\n}\nf({});\n"}},
+      {{"skill", "node"}, {"code", "Promise.reject(new Error('nope'));"}},
+      {{"skill", "node"},
+       {"code", "let s = '';\nprocess.stdin.on('data', d => s += d);\nprocess.stdin.on('end', () => { console.log(JSON.stringify(s)); process.exitCode = 4; });"},
+       {"stdin", "line one\nline two"}},
+      {{"skill", "node"}, {"code", "process.stdin.resume(); process.stdin.on('end', () => console.log('eof'));"}},
+      {{"skill", "node"}, {"code", "console.error('err'); process.exit(7);"}},
+      {{"skill", "node"}, {"code", "process.kill(process.pid, 'SIGINT');"}},
+      {{"skill", "node"}, {"code", "require('fs').mkdirSync('out'); require('fs').writeFileSync('out/t.csv', 'a,b\\n');"}},
+      {{"skill", "node"}, {"code", "console.log(require('child_process').execFileSync(process.execPath, ['-p', 'process.execArgv.length + \" \" + process.argv.length']).toString())"}},
+  };
+  for (const json& request : requests) {
+    wait_ready(*warm, 1, "node");
+    json a = cold->run(request);
+    json b = warm->run(request);
+    EXPECT_TRUE(pooled(b)) << request << "\n" << b;
+    EXPECT_EQ(comparable(a), comparable(b)) << request;
+  }
+}
+
 TEST(PoolE2E, APooledSandboxServesOneRequestAndSeesNothingOfAnother) {
   auto warm = executor(python_pool(2));
   std::set<std::string> seen;

@@ -25,8 +25,9 @@ struct Skill {
   std::string dir{};                    // the recipe folder
   // The warm pool (docs/architecture.md, "The warm pool"): the command of a prepared sandbox,
   // which imports `preload` and waits on its stdin for the code; empty: the skill is not pooled.
-  // "{script}" expands to the text of the skill folder's file `pool_script`, "{preload}" to the
-  // module names.
+  // "{script}" expands to the text of the skill folder's file `pool_script`, "{script_path}" to
+  // where the member puts that file in the workspace for the interpreter to load (it is removed
+  // once the interpreter is ready, before any request), "{preload}" to the module names.
   std::vector<std::string> pool_run{};
   std::string pool_script{};
   std::vector<std::string> preload{};
@@ -37,6 +38,12 @@ struct Skill {
 
 // skill.pool_run with its placeholders expanded; throws Error::invalid when the skill has none.
 std::vector<std::string> pool_command(const Skill& skill);
+// The skill folder's pool_script; throws Error::invalid when it cannot be read.
+std::string pool_script_text(const Skill& skill);
+// Whether pool_run loads the script from a file ("{script_path}"), and where in the workspace
+// that file is (relative to /workspace).
+bool pool_script_in_workspace(const Skill& skill);
+std::string pool_script_workspace_path(const Skill& skill);
 
 // Reads <dir>/skill.json; throws Error::invalid naming the file and the field that is wrong.
 Skill load_skill(const std::string& dir);
