@@ -3,8 +3,8 @@
 # (unit, integration and hostile as root on the real kernel, then the host-clean check) with
 # CTest; then the same tests built with ASan + UBSan (the `asan` preset, clang at -O1) and, beside
 # them, every libFuzzer target over a fixed, seeded set of inputs (`scripts/fuzz.sh ci`: the same
-# inputs on every machine). The asan tree holds the fuzz targets too, and is compiled while the
-# default tests run. Arguments go to the first ctest run only.
+# inputs on every machine). The asan tree holds the fuzz targets too, and is compiled at nice 19
+# beside the default build and its tests. Arguments go to the first ctest run only.
 #
 # Beside all that, the VM stage (tests/vm/ci.sh, issue 31): the same integration binaries on other
 # kinds of host, a pure cgroup v2 + AppArmor guest (Debian 12's kernel) under qemu: variant A's
@@ -43,16 +43,18 @@ store=build/default/test-store
 stage "skill images (background, log: $store.log)"
 bash tests/fixtures/make-skill-images.sh build/default/cli/sandcell "$store" >"$store.log" 2>&1 &
 images=$!
-stage "everything else"
-cmake --build --preset default
-# The sanitizer tree (ASan + UBSan tests and the fuzz targets: one clang tree) compiles while the
-# default tests run: those wait on the kernel, the mirror and sleeps far more than on the CPU, and
-# at nice 19 the compiler only gets what they leave.
+# The sanitizer tree (ASan + UBSan tests and the fuzz targets: one clang tree) compiles at nice 19
+# from here on: beside the default build it gets only what that leaves (its links and serial
+# steps leave one core idle for minutes), then most of the CPU while the default tests run (those
+# wait on the kernel, the mirror and sleeps far more than on the CPU). Started after the default
+# build, it was still compiling 5 minutes after the default tests ended (session 24's CI).
 if [ "${SANDCELL_SKIP_ASAN:-}" != 1 ] || [ "${SANDCELL_SKIP_FUZZ:-}" != 1 ]; then
   stage "sanitizer tree (background, log: build/asan-build.log)"
   setsid bash -c 'cmake --preset asan && nice -n 19 cmake --build --preset asan' >build/asan-build.log 2>&1 &
   asan_build=$!
 fi
+stage "everything else"
+cmake --build --preset default
 # wait_for WHAT PID LOG: waits for a background step; when it failed, prints its log and stops.
 wait_for() {
   stage "waiting for $1"
