@@ -381,6 +381,30 @@ TEST(PoolE2E, RequestsAPreparedSandboxCannotServeRunCold) {
   EXPECT_EQ(warm->pool_ready("python"), 1u);  // none was used up
 }
 
+// --pool-memory below what one python sandbox holds: the first starts (no estimate yet) and says
+// its memory; no second starts beside it, however long the pool waits, and once that one is
+// taken none replaces it (its estimate alone passes the bound): requests run cold and the pool's
+// memory stays at zero. A pool cannot be drained into more memory than it is given.
+TEST(PoolE2E, ThePoolMemoryBoundCapsThePreparedSandboxes) {
+  auto warm = executor({.sizes = {{"python", 4}}, .memory_bytes = 1, .idle = std::chrono::seconds(600)});
+  wait_ready(*warm, 1);
+  for (int i = 0; i < 6; ++i) {  // several start times (one start at a time, ~0.5-2 s each)
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(warm->pool_ready("python"), 1u);
+    EXPECT_EQ(children_of(getpid()).size(), 1u) << "a second prepared sandbox started";
+  }
+  json first = warm->run({{"skill", "python"}, {"code", "print(1)"}});
+  EXPECT_TRUE(pooled(first)) << first;
+  for (int i = 0; i < 2; ++i) {
+    json r = warm->run({{"skill", "python"}, {"code", "print(2)"}});
+    EXPECT_EQ(r["status"], "ok") << r;
+    EXPECT_FALSE(pooled(r)) << "a sandbox was prepared past the memory bound: " << r;
+  }
+  for (int i = 0; i < 100 && !children_of(getpid()).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(children_of(getpid()).empty()) << "a prepared sandbox past the bound";
+  EXPECT_EQ(warm->pool_ready("python"), 0u);
+}
+
 TEST(PoolE2E, WithoutPoolNothingIsPreparedAndTheRecordIsUnchanged) {
   auto cold = executor({});
   json r = cold->run({{"skill", "python"}, {"code", "print(1)"}});
