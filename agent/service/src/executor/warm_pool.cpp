@@ -21,6 +21,9 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kRetryAfterFailure = std::chrono::seconds(5);
 constexpr auto kMaxStart = std::chrono::seconds(120);  // not ready by then: stuck, replaced
 constexpr size_t kMaxReadyLine = 4096;
+// After a member answers, the refill waits this long (or until the member has exited): the
+// server is sending that answer, and a start (a process, a sandbox) would share the CPU with it.
+constexpr auto kAnswerQuiet = std::chrono::milliseconds(30);
 
 void reap(StartedChild& child) {
   child.stdin_write.reset();  // EOF before a request: the member cancels
@@ -72,6 +75,8 @@ WarmPool::~WarmPool() {
 void WarmPool::reap_when_exited(StartedChild member) {
   std::lock_guard lock(mutex_);
   exiting_.push_back(std::move(member));
+  const Clock::time_point now = Clock::now();
+  if (now >= quiet_until_) quiet_until_ = now + kAnswerQuiet;  // a window, never extended: no starving
   uint64_t one = 1;
   ssize_t ignored = write(wake_.get(), &one, sizeof one);  // poll its pidfd, refill
   (void)ignored;
@@ -150,6 +155,7 @@ void WarmPool::maintain(std::stop_token stop) {
     std::vector<pollfd> fds{{wake_.get(), POLLIN, 0}};
     std::vector<pid_t> polled;
     size_t first_member = 1;  // fds: the wake-up, the exiting members' pidfds, the members' stdouts
+    int timeout_ms = 1000;
     {
       std::lock_guard lock(mutex_);
       std::erase_if(exiting_, [](StartedChild& c) {
@@ -173,11 +179,13 @@ void WarmPool::maintain(std::stop_token stop) {
           ++it;
         }
       }
-      refill(now);
+      const bool answering = !exiting_.empty() && now < quiet_until_;
+      if (!answering) refill(now);
+      timeout_ms = answering ? static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(quiet_until_ - now).count()) : 1000;
     }
     for (StartedChild& c : ending_) reap(c);  // only this thread adds to it
     ending_.clear();
-    if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) return;
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) return;
     if (fds[0].revents) {
       uint64_t count;
       ssize_t ignored = read(wake_.get(), &count, sizeof count);

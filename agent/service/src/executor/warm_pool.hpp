@@ -36,7 +36,8 @@ class WarmPool {
   // How many members of `skill` are ready now (tests, the status line).
   size_t ready_count(const std::string& skill) const;
   // A taken member that has answered and is tearing its sandbox down: reaped once it exits
-  // (the pool's thread watches its pidfd), or by the destructor, which waits for it.
+  // (the pool's thread watches its pidfd), or by the destructor, which waits for it. Its
+  // replacement starts once it has exited, or 30 ms after the answer, whichever comes first.
   void reap_when_exited(StartedChild member);
 
  private:
@@ -62,6 +63,7 @@ class WarmPool {
   std::vector<StartedChild> exiting_;  // answered, reaped when their pidfd says so; under mutex_
   std::map<std::string, uint64_t> memory_estimate_;  // per skill: the last ready member's
   std::map<std::string, std::chrono::steady_clock::time_point> retry_after_;  // after a failure
+  std::chrono::steady_clock::time_point quiet_until_{};  // no refill before, while a member is exiting
   runtime::UniqueFd wake_;  // eventfd: a taken member answered (refill), or the pool ends
   std::jthread thread_;     // last: starts once the rest exists
 };
