@@ -49,7 +49,7 @@ void refuse_weakening(const json& host) {
 }
 
 // Fields sandcell will map but does not yet: refused rather than ignored.
-void refuse_not_yet(const json& config, const json& host) {
+void refuse_not_yet(const json& host) {
   for (const char* field : {"Ulimits", "ReadonlyRootfs", "CpuShares", "ShmSize",
                             "CpusetCpus", "CpusetMems", "BlkioWeight", "MemoryReservation", "KernelMemory",
                             "PortBindings", "PublishAllPorts", "ExtraHosts", "Dns", "DnsSearch", "DnsOptions",
@@ -174,7 +174,7 @@ json check_create_request(const std::string& body_text, const std::string& name,
   if (image.empty()) throw bad_request("Config.Image is required");
   try {
     refuse_weakening(host);
-    refuse_not_yet(body, host);
+    refuse_not_yet(host);
     json stored_host = checked_limits(host);
     // docker-py's network_disabled=True: Config.NetworkDisabled, whatever HostConfig says.
     stored_host["NetworkMode"] = body.value("NetworkDisabled", false) ? "none" : network_mode(host);
