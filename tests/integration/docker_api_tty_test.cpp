@@ -266,6 +266,10 @@ TEST_F(DockerApiTty, RestartStopKillAndRemoveLeaveNoTerminalBehind) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(docker({"logs", "r"}).out, "/dev/pts/0\r\n/dev/pts/0\r\n");
   EXPECT_EQ(docker({"exec", "-t", "r", "tty"}).out, "/dev/pts/1\r\n");
+  // The container's devpts is an instance of its own: only its pty (the exec's is gone), none of
+  // the host's, and a ptmx anyone in it may open.
+  EXPECT_EQ(docker({"exec", "r", "ls", "/dev/pts"}).out, "0\nptmx\n");
+  EXPECT_NE(docker({"exec", "r", "grep", "devpts", "/proc/self/mounts"}).out.find("ptmxmode=666"), std::string::npos);
   EXPECT_EQ(docker({"stop", "-t", "1", "r"}).exit_code, 0);
   EXPECT_FALSE(fs::exists(dir + "/tty.ctl"));
   EXPECT_EQ(docker({"start", "r"}).exit_code, 0);
