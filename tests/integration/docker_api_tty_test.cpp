@@ -242,8 +242,9 @@ TEST_F(DockerApiTty, HostileTerminalProgramsStayInTheirTerminal) {
   // The container's profile is Docker's default.json, which lets TIOCSTI through (as Docker
   // does), and so does this kernel (dev.tty.legacy_tiocsti=1) on the caller's own controlling
   // terminal: the text goes into the program's private pty, read back by the program itself.
-  if (r.out.find("tiocsti ok") != std::string::npos)
+  if (r.out.find("tiocsti ok") != std::string::npos) {
     EXPECT_NE(r.out.find("read:echo INJECTED-$((6*7))"), std::string::npos) << r.out;
+  }
   // An exec'd process without a terminal may open the program's pty (the same devpts), but it
   // is not its controlling terminal: no TIOCSTI into it without CAP_SYS_ADMIN.
   ASSERT_EQ(docker({"run", "-dt", "--name", "victim", "probe:1", "sh", "-c", "read line; echo \"victim:$line\""}).exit_code, 0);
