@@ -121,6 +121,26 @@ TEST_F(DockerApiTty, DockerRunItGivesTheProgramItsOwnTerminal) {
   EXPECT_EQ(typed.exit_code, 0) << typed.out;
 }
 
+// `docker run -dit` then `docker attach`: a shell on a terminal that outlives its clients. What
+// is typed reaches it through the stdin FIFO (a client leaving is no end of file for a terminal:
+// the shell is still there for the next one), and its exit code comes back to the attached CLI.
+TEST_F(DockerApiTty, DockerAttachTypesIntoARunningTtyContainer) {
+  ASSERT_EQ(docker({"run", "-dit", "--name", "sh1", "bb:1", "sh"}).exit_code, 0);
+  PtyRun first = under_pty(docker_argv({"attach", "sh1"}), 24, 80,
+                           {{{"expect", ""}, {"send", "echo one-$((1+1))\r"}}, {{"expect", "one-2"}, {"send", "\x10\x11"}}});
+  EXPECT_NE(first.out.find("one-2"), std::string::npos) << first.out;
+  // ^P^Q: the docker CLI's own escape proxy detaches (and says so, exit code 1, as the 20.10
+  // CLI does), the container goes on.
+  EXPECT_NE(first.out.find("read escape sequence"), std::string::npos) << first.out;
+  EXPECT_EQ(inspect("sh1")["State"]["Running"], true);
+  PtyRun second = under_pty(docker_argv({"attach", "sh1"}), 24, 80,
+                            {{{"expect", ""}, {"send", "echo two-$((2+2)); exit 5\r"}}});
+  EXPECT_NE(second.out.find("two-4"), std::string::npos) << second.out;
+  EXPECT_EQ(second.exit_code, 5) << second.out;
+  EXPECT_EQ(docker({"wait", "sh1"}).out, "5\n");
+  EXPECT_EQ(docker({"rm", "sh1"}).exit_code, 0);
+}
+
 // `docker exec -it`: the same for an exec'd process (a pty of the container's devpts, opened by
 // the server), and a resize of the CLI's terminal reaches it as SIGWINCH with the new size.
 TEST_F(DockerApiTty, DockerExecItGetsATerminalThatFollowsResizes) {
