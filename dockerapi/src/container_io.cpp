@@ -151,7 +151,7 @@ class FrameFilter {
  public:
   FrameFilter(const ContainerDir& container, const AttachOptions& options)
       : reader_(container, options), times_(container), want_{false, options.stdout, options.stderr},
-        since_ns_(options.since_ns), timestamps_(options.timestamps) {
+        since_ns_(options.since_ns), timestamps_(options.timestamps), raw_(options.raw) {
     if (options.replay_log && options.tail_lines) {
       std::optional<TailStart> start = find_tail_start(reader_.fd(), want_, *options.tail_lines);
       if (start) {
@@ -190,7 +190,7 @@ class FrameFilter {
       if (pending_.size() < frame) return;
       unsigned stream = byte(0);
       if (stream < 3 && want_[stream]) {
-        if (skip_first_ == 0 && !since_ns_ && !timestamps_) ready_.append(pending_, 0, frame);
+        if (skip_first_ == 0 && !since_ns_ && !timestamps_) ready_.append(pending_, raw_ ? 8 : 0, raw_ ? frame - 8 : frame);
         else add_rewritten(stream, pending_.substr(8 + skip_first_, frame - 8 - skip_first_));
       }
       skip_first_ = 0;
@@ -218,6 +218,10 @@ class FrameFilter {
       }
     }
     if (!timestamps_ && !payload.empty()) line_start = payload.back() == '\n';
+    if (raw_) {
+      ready_.append(text);
+      return;
+    }
     uint32_t n = static_cast<uint32_t>(text.size());
     char header[8] = {static_cast<char>(stream), 0, 0, 0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
                       static_cast<char>(n >> 8), static_cast<char>(n)};
@@ -228,7 +232,7 @@ class FrameFilter {
   LogTimes times_;
   bool want_[3];
   std::optional<int64_t> since_ns_;
-  bool timestamps_;
+  bool timestamps_, raw_;
   bool at_line_start_[3] = {true, true, true};
   uint32_t skip_first_ = 0;
   uint64_t pending_offset_ = 0;  // of pending_'s first byte in the log

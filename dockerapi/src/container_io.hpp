@@ -22,6 +22,9 @@ struct AttachOptions {
   // each line starts with the RFC 3339 time its frame was written and a space.
   std::optional<int64_t> since_ns;
   bool timestamps = false;
+  // A Tty container's: the payloads alone, without Docker's 8-byte frame headers (Docker's
+  // raw stream; its log has only the pty's output, in stdout frames).
+  bool raw = false;
 };
 
 // <container>/log.times: one entry per frame of the log, appended by the supervisor.

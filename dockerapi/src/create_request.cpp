@@ -49,8 +49,7 @@ void refuse_weakening(const json& host) {
 }
 
 // Fields sandcell will map but does not yet: refused rather than ignored.
-void refuse_not_yet(const json& config, const json& host) {
-  if (is_set(config, "Tty")) throw bad_request("Config.Tty is not supported by sandcell's Docker API yet");
+void refuse_not_yet(const json& host) {
   for (const char* field : {"Ulimits", "ReadonlyRootfs", "CpuShares", "ShmSize",
                             "CpusetCpus", "CpusetMems", "BlkioWeight", "MemoryReservation", "KernelMemory",
                             "PortBindings", "PublishAllPorts", "ExtraHosts", "Dns", "DnsSearch", "DnsOptions",
@@ -117,7 +116,9 @@ json checked_config(const json& body, const std::string& image) {
   config["AttachStdin"] = body.value("AttachStdin", false);
   config["AttachStdout"] = body.value("AttachStdout", false);
   config["AttachStderr"] = body.value("AttachStderr", false);
-  config["Tty"] = false;
+  if (body.contains("Tty") && !body["Tty"].is_null() && !body["Tty"].is_boolean())
+    throw bad_request("Config.Tty must be a boolean");
+  config["Tty"] = body.value("Tty", false);
   config["Labels"] = body.contains("Labels") && body["Labels"].is_object() ? body["Labels"] : json::object();
   std::string stop = body.value("StopSignal", "");
   if (!stop.empty()) {
@@ -133,6 +134,23 @@ json checked_config(const json& body, const std::string& image) {
 }
 
 }  // namespace
+
+std::optional<TerminalSize> console_size(const json& object, const std::string& field) {
+  if (!object.contains("ConsoleSize") || object["ConsoleSize"].is_null()) return std::nullopt;
+  const json& value = object["ConsoleSize"];
+  if (!value.is_array() || value.size() != 2 || !value[0].is_number_integer() || !value[1].is_number_integer())
+    throw bad_request(field + " must be [height, width]");
+  TerminalSize size;
+  if (!terminal_size_in_range(value[0].get<int64_t>(), value[1].get<int64_t>(), size))
+    throw bad_request(field + " must be [height, width], each from 0 to 65535");
+  return size.rows == 0 && size.columns == 0 ? std::nullopt : std::optional<TerminalSize>(size);
+}
+
+bool terminal_size_in_range(int64_t rows, int64_t columns, TerminalSize& size) {
+  if (rows < 0 || columns < 0 || rows > 65535 || columns > 65535) return false;
+  size = {static_cast<uint16_t>(rows), static_cast<uint16_t>(columns)};
+  return true;
+}
 
 void check_container_name(const std::string& name) {
   static const std::regex kName("[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}");
@@ -156,11 +174,13 @@ json check_create_request(const std::string& body_text, const std::string& name,
   if (image.empty()) throw bad_request("Config.Image is required");
   try {
     refuse_weakening(host);
-    refuse_not_yet(body, host);
+    refuse_not_yet(host);
     json stored_host = checked_limits(host);
     // docker-py's network_disabled=True: Config.NetworkDisabled, whatever HostConfig says.
     stored_host["NetworkMode"] = body.value("NetworkDisabled", false) ? "none" : network_mode(host);
     stored_host["AutoRemove"] = host.value("AutoRemove", false);
+    if (std::optional<TerminalSize> size = console_size(host, "HostConfig.ConsoleSize"))
+      stored_host["ConsoleSize"] = {size->rows, size->columns};
     json request = {{"Name", name}, {"Image", image}, {"Config", checked_config(body, image)}, {"HostConfig", stored_host}};
     rootfs_builder::ImageRecord record;
     try {

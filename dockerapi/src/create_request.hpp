@@ -3,6 +3,8 @@
 // what would weaken isolation, or is not implemented yet, is refused naming the field
 // (docs/docker-api.md, "Mapping"): a caller relying on a field is never silently ignored.
 #include <nlohmann/json.hpp>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "sandcell/runtime/spec.hpp"
@@ -13,6 +15,16 @@ class ImageStore;
 }
 
 namespace sandcell::dockerapi {
+
+// A terminal's size in characters, as TIOCSWINSZ takes it.
+struct TerminalSize {
+  uint16_t rows = 0, columns = 0;
+};
+// false unless both are 0..65535 (struct winsize's fields).
+bool terminal_size_in_range(int64_t rows, int64_t columns, TerminalSize& size);
+// `ConsoleSize` ([height, width], API 1.42) of a create or exec body; ApiError 400 naming
+// `field` when malformed; nullopt when absent or [0, 0].
+std::optional<TerminalSize> console_size(const nlohmann::json& object, const std::string& field);
 
 // ApiError 400 unless `name` is a container name Docker accepts (create's `name`, rename).
 void check_container_name(const std::string& name);

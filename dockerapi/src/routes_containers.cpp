@@ -11,6 +11,7 @@
 #include "container_io.hpp"
 #include "container_mounts.hpp"
 #include "container_processes.hpp"
+#include "container_tty.hpp"
 #include "create_request.hpp"
 #include "events.hpp"
 #include "routes.hpp"
@@ -127,14 +128,22 @@ HttpReply remove(const ApiContext& api, const ContainerDir& c, const HttpRequest
   return no_content();
 }
 
+bool has_tty(const ContainerDir& c) { return c.create_request()["Config"].value("Tty", false); }
+
+// A Tty container's streams are the pty's bytes as they are (Docker's raw stream).
+const char* stream_type(bool tty) {
+  return tty ? "application/vnd.docker.raw-stream" : "application/vnd.docker.multiplexed-stream";
+}
+
 HttpReply attach(const ContainerDir& c, const HttpRequest& request) {
   if (!request.upgrade) throw bad_request("attach needs a hijacked connection (Upgrade: tcp)");
+  bool tty = has_tty(c);
   AttachOptions options{.replay_log = request.flag("logs"), .follow = request.flag("stream"),
                         .forward_stdin = request.flag("stdin"), .stdout = request.flag("stdout"),
                         .stderr = request.flag("stderr"), .tail_lines = std::nullopt,
-                        .since_ns = std::nullopt, .timestamps = false};
+                        .since_ns = std::nullopt, .timestamps = false, .raw = tty};
   HttpReply reply;
-  reply.content_type = "application/vnd.docker.multiplexed-stream";
+  reply.content_type = stream_type(tty);
   reply.hijack = attach_connection(c, options);
   return reply;
 }
@@ -154,8 +163,18 @@ HttpReply logs(const ContainerDir& c, const HttpRequest& request) {
   }
   AttachOptions options{.replay_log = true, .follow = request.flag("follow"), .forward_stdin = false,
                         .stdout = request.flag("stdout"), .stderr = request.flag("stderr"),
-                        .tail_lines = tail_lines, .since_ns = since_ns, .timestamps = request.flag("timestamps")};
-  return streamed("application/vnd.docker.multiplexed-stream", log_stream(c, options));
+                        .tail_lines = tail_lines, .since_ns = since_ns, .timestamps = request.flag("timestamps"),
+                        .raw = has_tty(c)};
+  return streamed(stream_type(options.raw), log_stream(c, options));
+}
+
+// h and w: what TIOCSWINSZ takes (0 to 65535), else 400. Not running: 409. A container without
+// Tty has no terminal to size: accepted, as Docker's runtime does.
+HttpReply resize(const ContainerDir& c, const HttpRequest& request) {
+  TerminalSize size = resize_request(request);
+  if (c.state().status != "running") throw conflict("Container " + c.id() + " is not running");
+  if (has_tty(c)) resize_container_terminal(c, size);
+  return no_content();
 }
 
 HttpReply wait(const ContainerDir& c, const HttpRequest& request) {
@@ -183,7 +202,7 @@ std::optional<HttpReply> container_route(const ApiContext& api, const HttpReques
   if (verb == "kill") return kill_container(api, api.containers.find(path[1]), request);
   if (verb == "attach") return attach(api.containers.find(path[1]), request);
   if (verb == "wait") return wait(api.containers.find(path[1]), request);
-  if (verb == "resize") return no_content();
+  if (verb == "resize") return resize(api.containers.find(path[1]), request);
   return std::nullopt;
 }
 

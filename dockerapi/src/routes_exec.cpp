@@ -3,20 +3,31 @@
 // runtime::exec_in_sandbox() into the container's running sandbox, with the confinement of the
 // container's own program (the same Spec), and a child of this server, which reaps it and
 // records its exit code.
+#include <linux/magic.h>
+#include <linux/openat2.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "api_error.hpp"
 #include "container_processes.hpp"
+#include "container_tty.hpp"
 #include "create_request.hpp"
 #include "routes.hpp"
 #include "sandcell/base/bounded_json.hpp"
@@ -99,14 +110,16 @@ HttpReply create_exec(const ApiContext& api, const std::string& container_id,
   json body = parse_body(request.body);
   if (boolean(body, "Privileged"))
     throw bad_request("Privileged is refused by sandcell: it would weaken the sandbox");
-  if (boolean(body, "Tty")) throw bad_request("Tty is not supported by sandcell's Docker API yet");
   json config = {{"Cmd", string_list(body, "Cmd", true)},
+                 {"Tty", boolean(body, "Tty")},
                  {"Env", string_list(body, "Env", false)},
                  {"WorkingDir", text(body, "WorkingDir")},
                  {"User", text(body, "User")},
                  {"AttachStdin", boolean(body, "AttachStdin")},
                  {"AttachStdout", boolean(body, "AttachStdout")},
                  {"AttachStderr", boolean(body, "AttachStderr")}};
+  if (std::optional<TerminalSize> size = console_size(body, "ConsoleSize"))
+    config["ConsoleSize"] = {size->rows, size->columns};
   for (const std::string& kv : config["Env"].get<std::vector<std::string>>())
     if (kv.find('=') == std::string::npos || kv[0] == '=')
       throw bad_request("Env: expected KEY=VALUE, got \"" + kv + "\"");
@@ -153,11 +166,35 @@ runtime::SandboxProcess exec_process(const json& container_request, const json& 
           .groups = spec.additional_gids};
 }
 
-// One exec's process and the ends of its pipes this server holds.
+// One exec's process and the ends of its pipes this server holds; with Tty, its pty's master
+// (stdin_w a duplicate of it, so the stdin thread's close does not hang the terminal up).
 struct RunningExec {
   pid_t pid = 0;
   UniqueFd stdin_w, stdout_r, stderr_r;
+  UniqueFd master, pidfd;
 };
+
+// A pty of the container's own devpts, opened from here through the container's root (as its
+// processes see it, RESOLVE_IN_ROOT, no symlink): the master stays with this server, the slave
+// is the process's stdio. The container's programs may have had their way with its /dev by now,
+// so what was opened must be a devpts `ptmx` (5:2) on a devpts, or it is not used.
+UniqueFd open_container_ptmx(const RunningSandbox& sandbox) {
+  UniqueFd root = runtime::open_sandbox_root(sandbox.spec, sandbox.target);
+  open_how how{};
+  how.flags = O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  UniqueFd master(static_cast<int>(syscall(SYS_openat2, root.get(), "dev/pts/ptmx", &how, sizeof how)));
+  if (!master) throw Error(errno, "open the container's /dev/pts/ptmx for the exec's terminal");
+  struct statfs fs {};
+  struct stat st {};
+  if (fstatfs(master.get(), &fs) < 0 || fs.f_type != DEVPTS_SUPER_MAGIC || fstat(master.get(), &st) < 0 ||
+      !S_ISCHR(st.st_mode) || major(st.st_rdev) != 5 || minor(st.st_rdev) != 2)
+    throw Error(EPERM, "the container's /dev/pts/ptmx is not a devpts ptmx");
+  check(fcntl(master.get(), F_SETFL, 0), "clear O_NONBLOCK on the pty master");
+  int unlock = 0;
+  check(ioctl(master.get(), TIOCSPTLCK, &unlock), "unlock the exec's pty");
+  return master;
+}
 
 int exit_code_of(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -181,7 +218,8 @@ void reap(const std::string& file, pid_t pid) {
   }
 }
 
-RunningExec start_process(const ApiContext& api, const json& exec, bool detach) {
+RunningExec start_process(const ApiContext& api, const json& exec, bool detach,
+                          std::optional<TerminalSize> size) {
   ContainerDir container = api.containers.find(exec["ContainerID"].get<std::string>());
   RunningSandbox sandbox = running_sandbox(api.store_root, container);
   const json& config = exec["Config"];
@@ -196,6 +234,19 @@ RunningExec start_process(const ApiContext& api, const json& exec, bool detach) 
     theirs.reset(fds[ours_reads ? 1 : 0]);
   };
   UniqueFd in, out, err;
+  if (config.value("Tty", false)) {
+    running.master = open_container_ptmx(sandbox);
+    UniqueFd slave(ioctl(running.master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
+    if (!slave) throw Error(errno, "open the exec's pty");
+    if (size) set_terminal_size(running.master.get(), *size);
+    if (!detach && config.value("AttachStdin", false))
+      running.stdin_w.reset(static_cast<int>(check(fcntl(running.master.get(), F_DUPFD_CLOEXEC, 0), "dup the pty master")));
+    process.stdin_fd = process.stdout_fd = process.stderr_fd = slave.get();
+    process.terminal = true;
+    running.pid = runtime::exec_in_sandbox(sandbox.spec, process, sandbox.target);
+    running.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, running.pid, 0)));
+    return running;
+  }
   if (!detach && config.value("AttachStdin", false)) make_pipe(running.stdin_w, in, false);
   if (detach) {
     out.reset(open("/dev/null", O_WRONLY | O_CLOEXEC));
@@ -235,8 +286,9 @@ class ExecOutput {
     finish();
   }
 
-  // Some frames, or "" at the end.
+  // Some frames (with Tty: the pty's bytes), or "" at the end.
   std::string next() {
+    if (running_.master) return next_from_terminal();
     std::string out;
     while (out.empty() && (running_.stdout_r || running_.stderr_r)) {
       pollfd fds[2] = {{running_.stdout_r.get(), POLLIN, 0}, {running_.stderr_r.get(), POLLIN, 0}};
@@ -261,18 +313,86 @@ class ExecOutput {
   int stdin_fd() const { return running_.stdin_w.get(); }
   void close_stdin() { running_.stdin_w.reset(); }
 
+  // POST /exec/{id}/resize while it runs; false when it has no terminal (any more).
+  bool resize(TerminalSize size) {
+    std::lock_guard lock(master_mutex_);
+    if (!running_.master) return false;
+    set_terminal_size(running_.master.get(), size);
+    return true;
+  }
+
  private:
+  // The pty's output until the process has exited (its pidfd) and what it wrote is read, or
+  // until no slave is left (EIO): a process of its session that keeps the terminal open does
+  // not keep the stream (and the exec) going once the process is over.
+  std::string next_from_terminal() {
+    char buffer[32768];
+    while (running_.master) {
+      pollfd fds[2] = {{running_.master.get(), POLLIN, 0}, {running_.pidfd.get(), POLLIN, 0}};
+      if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
+      bool exited = fds[1].revents != 0;
+      if (exited) fcntl(running_.master.get(), F_SETFL, O_NONBLOCK);  // drain what is left, then end
+      if (fds[0].revents != 0 || exited) {
+        ssize_t n = read(running_.master.get(), buffer, sizeof buffer);
+        if (n > 0) return std::string(buffer, static_cast<size_t>(n));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN && !exited) continue;
+        break;  // EIO: no slave open; EAGAIN after the exit: all read
+      }
+    }
+    finish();
+    return "";
+  }
+
   void finish() {
     if (running_.pid <= 0) return;
     running_.stdout_r.reset();  // a client gone early: the process gets EPIPE, not a full pipe
     running_.stderr_r.reset();
+    {
+      std::lock_guard lock(master_mutex_);
+      running_.master.reset();  // the terminal hangs up (with the stdin thread's copy gone too)
+    }
     reap(file_, running_.pid);
     running_.pid = 0;
+    running_.pidfd.reset();
   }
+
+  std::mutex master_mutex_;
 
   std::string file_;
   RunningExec running_;
 };
+
+// The running execs with a terminal, for resize: only this server holds their masters.
+std::mutex terminals_mutex;
+std::map<std::string, std::weak_ptr<ExecOutput>> terminals;
+
+void register_terminal(const std::string& id, const std::shared_ptr<ExecOutput>& output) {
+  std::lock_guard lock(terminals_mutex);
+  std::erase_if(terminals, [](const auto& entry) { return entry.second.expired(); });
+  terminals[id] = output;
+}
+
+std::shared_ptr<ExecOutput> find_terminal(const std::string& id) {
+  std::lock_guard lock(terminals_mutex);
+  auto it = terminals.find(id);
+  return it == terminals.end() ? nullptr : it->second.lock();
+}
+
+// h and w as the container's resize takes them. An exec without Tty has no terminal to size
+// (accepted, as Docker's runtime does); one with Tty that is not running: 409.
+HttpReply resize_exec(const ApiContext& api, const std::string& id, const HttpRequest& request) {
+  std::string file = exec_file(api, id);
+  TerminalSize size = resize_request(request);
+  if (read_json(file)["Config"].value("Tty", false)) {
+    std::shared_ptr<ExecOutput> output = find_terminal(id);
+    if (!output || !output->resize(size)) throw conflict("exec " + id + " is not running");
+  }
+  HttpReply reply;
+  reply.status = 204;
+  reply.content_type.clear();
+  return reply;
+}
 
 bool send_all(int sock, const std::string& data) {
   size_t sent = 0;
@@ -342,14 +462,16 @@ HttpReply start_exec(const ApiContext& api, const std::string& id, const HttpReq
   std::string file = exec_file(api, id);
   json body = parse_body(request.body);
   bool detach = boolean(body, "Detach");
-  if (boolean(body, "Tty")) throw bad_request("Tty is not supported by sandcell's Docker API yet");
+  std::optional<TerminalSize> size = console_size(body, "ConsoleSize");  // the start's, else the create's
   claim_start(file, id);
   json exec = read_json(file);
+  if (!size && exec["Config"].contains("ConsoleSize"))
+    size = TerminalSize{exec["Config"]["ConsoleSize"][0].get<uint16_t>(), exec["Config"]["ConsoleSize"][1].get<uint16_t>()};
   exec["Started"] = true;
   write_json_atomically(file, exec);
   RunningExec running;
   try {
-    running = start_process(api, exec, detach);
+    running = start_process(api, exec, detach, size);
   } catch (const Error& e) {
     if (e.input_error()) throw bad_request(e.what());
     return failed_exec(file, e, request.upgrade);
@@ -357,15 +479,20 @@ HttpReply start_exec(const ApiContext& api, const std::string& id, const HttpReq
   exec["Running"] = true;
   exec["Pid"] = running.pid;
   write_json_atomically(file, exec);
-  if (detach) {
-    std::thread([file, pid = running.pid] { reap(file, pid); }).detach();
+  bool tty = static_cast<bool>(running.master);
+  auto output = std::make_shared<ExecOutput>(file, std::move(running));
+  if (tty) register_terminal(id, output);
+  if (detach) {  // its output (a Tty's; the others' go to /dev/null) drained until it is over, then reaped
+    std::thread([output] {
+      while (!output->next().empty()) {
+      }
+    }).detach();
     HttpReply reply;
     reply.body = "";
     return reply;
   }
-  auto output = std::make_shared<ExecOutput>(file, std::move(running));
   HttpReply reply;
-  reply.content_type = "application/vnd.docker.multiplexed-stream";
+  reply.content_type = tty ? "application/vnd.docker.raw-stream" : "application/vnd.docker.multiplexed-stream";
   if (request.upgrade) {
     reply.hijack = hijacked_exec(output);
   } else {
@@ -399,7 +526,7 @@ HttpReply inspect_exec(const ApiContext& api, const std::string& id) {
                           {"ProcessConfig",
                            {{"privileged", false},
                             {"user", config["User"]},
-                            {"tty", false},
+                            {"tty", config.value("Tty", false)},
                             {"entrypoint", cmd[0]},
                             {"arguments", std::vector<std::string>(cmd.begin() + 1, cmd.end())}}}});
 }
@@ -413,12 +540,7 @@ std::optional<HttpReply> exec_route(const ApiContext& api, const HttpRequest& re
   if (path.size() != 3 || path[0] != "exec") return std::nullopt;
   if (path[2] == "start" && request.method == "POST") return start_exec(api, path[1], request);
   if (path[2] == "json" && request.method == "GET") return inspect_exec(api, path[1]);
-  if (path[2] == "resize" && request.method == "POST") {
-    exec_file(api, path[1]);
-    HttpReply reply;
-    reply.body = "";
-    return reply;
-  }
+  if (path[2] == "resize" && request.method == "POST") return resize_exec(api, path[1], request);
   return std::nullopt;
 }
 

@@ -9,9 +9,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 
 #include "container_io.hpp"
 #include "container_mounts.hpp"
+#include "container_tty.hpp"
 #include "container_store.hpp"
 #include "create_request.hpp"
 #include "events.hpp"
@@ -58,23 +61,45 @@ void append_frame(int fd, int times_fd, runtime::Stream stream, std::span<const 
 }
 
 // The stdin FIFO opened without waiting for a writer: an attached client already holds the
-// write end (attach comes before start); without one the program reads end of file.
-UniqueFd open_stdin(const ContainerDir& container) {
+// write end (attach comes before start); without one the program reads end of file. A Tty's
+// (`for_terminal`) is opened for writing too, so it never ends: a terminal's input has no end
+// of file but the ^D the client types.
+UniqueFd open_stdin(const ContainerDir& container, bool for_terminal) {
   if (!std::filesystem::exists(container.file("stdin"))) return UniqueFd();
-  UniqueFd fd(open(container.file("stdin").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  UniqueFd fd(open(container.file("stdin").c_str(), (for_terminal ? O_RDWR : O_RDONLY) | O_NONBLOCK | O_CLOEXEC));
   if (!fd) throw Error(errno, "open " + container.file("stdin"));
   check(fcntl(fd.get(), F_SETFL, 0), "clear O_NONBLOCK on stdin");
   return fd;
 }
 
+// Config.Tty: the program's pty, pumped while it runs (container_tty.hpp).
+struct Terminal {
+  UniqueFd input, control;
+  std::optional<TerminalSize> initial_size;
+  std::unique_ptr<TerminalPump> pump;
+};
+
 // "running" is recorded once the init exists: from then on exec can join it.
 runtime::RunOptions run_options(const ContainerDir& container, ContainerState& state, int log_fd, int times_fd,
-                                int stdin_fd, const std::string& store_root) {
+                                int stdin_fd, const std::string& store_root, Terminal* terminal) {
   runtime::RunOptions options;
   options.output = [log_fd, times_fd](runtime::Stream stream, std::span<const char> data) {
     append_frame(log_fd, times_fd, stream, data);
   };
   options.stdin_fd = stdin_fd >= 0 ? stdin_fd : -1;
+  if (terminal)
+    options.on_terminal = [terminal, log_fd, times_fd](UniqueFd master) {
+      try {
+        if (terminal->initial_size) set_terminal_size(master.get(), *terminal->initial_size);
+        terminal->pump = std::make_unique<TerminalPump>(
+            std::move(master), std::move(terminal->input), std::move(terminal->control),
+            [log_fd, times_fd](std::span<const char> data) {
+              append_frame(log_fd, times_fd, runtime::Stream::Stdout, data);
+            });
+      } catch (const std::exception&) {
+        // no pump (no thread or pipe to be had): the master closes, the program's tty hangs up
+      }
+    };
   options.compile_seccomp = [] { return container_seccomp(/*report_denials=*/true); };
   options.freezer = true;  // pause/unpause (v1 makes no freezer cgroup otherwise)
   options.on_started = [&container, &state, &store_root](pid_t init,
@@ -149,9 +174,26 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
     UniqueFd log(open(container.file("log").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
     if (!log) throw Error(errno, "open " + container.file("log"));
     UniqueFd times(open(container.file("log.times").c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-    UniqueFd input = open_stdin(container);
+    std::optional<Terminal> terminal;
+    UniqueFd input;
+    if (request["Config"].value("Tty", false)) {
+      terminal.emplace();
+      terminal->input = open_stdin(container, true);
+      terminal->control = make_control_fifo(container);
+      if (request["HostConfig"].contains("ConsoleSize")) {
+        const nlohmann::json& size = request["HostConfig"]["ConsoleSize"];
+        terminal->initial_size = TerminalSize{size[0].get<uint16_t>(), size[1].get<uint16_t>()};
+      }
+    } else {
+      input = open_stdin(container, false);
+    }
     runtime::Result result = runtime::run_sandbox(
-        spec, run_options(container, state, log.get(), times.get(), input ? input.get() : -1, store_root));
+        spec, run_options(container, state, log.get(), times.get(), input ? input.get() : -1, store_root,
+                          terminal ? &*terminal : nullptr));
+    if (terminal) {
+      terminal->pump.reset();  // its output in the log before the exit file says the run is over
+      unlink(container.file("tty.ctl").c_str());
+    }
     record_end(container, state, result, store_root);
   } catch (const std::exception& e) {
     record_failure(container, state, e.what(), store_root);

@@ -3,6 +3,7 @@
 // allocation (see child_plan.hpp).
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,6 +22,23 @@ void install_stdio(const ChildPlan& plan) {
   if (in < 0) child_fail(plan, "open /dev/null for stdin");
   if (dup2(in, 0) < 0 || dup2(plan.stdout_fd, 1) < 0 || dup2(plan.stderr_fd, 2) < 0)
     child_fail(plan, "dup2 stdio");
+}
+
+void open_terminal(const ChildPlan& plan) {
+  if (!plan.terminal) return;
+  // The new instance mount_proc_dev_sys made (newinstance, ptmxmode=0666): the pty is the
+  // sandbox's own, not one of the host's devpts, and ttyname() finds it under /dev/pts.
+  int master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master < 0) child_fail(plan, "open /dev/pts/ptmx for the program's terminal");
+  int unlock = 0;
+  if (ioctl(master, TIOCSPTLCK, &unlock) < 0) child_fail(plan, "unlock the pty");
+  int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave < 0) child_fail(plan, "open the pty's peer");
+  if (fchown(slave, plan.uid, plan.gid) < 0) child_fail(plan, "chown the pty to the program's user");
+  send_fd_to_parent(plan, ChildMessage::Terminal, master, "the pty master");
+  close(master);
+  if (dup2(slave, 0) < 0 || dup2(slave, 1) < 0 || dup2(slave, 2) < 0) child_fail(plan, "dup2 the pty");
+  close(slave);
 }
 
 // As Docker does for WORKDIR: a missing working directory is created (in the overlay, so the

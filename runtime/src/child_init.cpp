@@ -3,6 +3,7 @@
 // allocation (see child_plan.hpp).
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -202,6 +203,13 @@ void run_program_under_init(const ChildPlan& plan, const GoMessage& go) {
 
 // execvpe without allocation: try each PATH entry, remembering the most telling errno.
 void exec_program(const ChildPlan& plan) {
+  // A session of its own (the init's, or the caller's for an exec'd process, is not the
+  // program's to share) with the pty on 0 as its controlling terminal: ^C, ^Z and SIGWINCH go
+  // to the program's foreground group.
+  if (plan.terminal) {
+    if (getsid(0) != getpid() && setsid() < 0) child_fail(plan, "setsid for the terminal");
+    if (ioctl(0, TIOCSCTTY, 0) < 0) child_fail(plan, "make the pty the controlling terminal");
+  }
   const char* program = plan.argv[0];
   if (strchr(program, '/') != nullptr) {
     execve(program, plan.argv.data(), plan.envp.data());

@@ -42,24 +42,36 @@ std::optional<ReceivedMessage> receive_child_message(int sync_fd) {
   return received;
 }
 
-UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd) {
+namespace {
+
+UniqueFd wait_for_fd(int sync_fd, int signal_fd, ChildMessage::Kind wanted, const char* what) {
   while (true) {
     pollfd fds[2] = {{.fd = sync_fd, .events = POLLIN, .revents = 0},
                      {.fd = signal_fd, .events = POLLIN, .revents = 0}};
     if (poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
-      throw Error(errno, "wait for the sandbox's proxy listener");
+      throw Error(errno, std::string("wait for the sandbox's ") + what);
     }
     if (fds[1].revents & POLLIN) throw Error(EINTR, "interrupted while the sandbox was starting");
     // Peek first: anything but the listener (a failure, or EOF) is the supervisor loop's to read.
     ChildMessage::Kind kind = ChildMessage::SetupFailed;
     ssize_t n = recv(sync_fd, &kind, sizeof kind, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n != sizeof kind || kind != ChildMessage::ProxyListener) return {};
+    if (n != sizeof kind || kind != wanted) return {};
     std::optional<ReceivedMessage> received = receive_child_message(sync_fd);
-    if (!received || !received->fd) throw Error(EPROTO, "proxy listener message without a socket");
+    if (!received || !received->fd) throw Error(EPROTO, std::string(what) + " message without an fd");
     return std::move(received->fd);
   }
+}
+
+}  // namespace
+
+UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd) {
+  return wait_for_fd(sync_fd, signal_fd, ChildMessage::ProxyListener, "proxy listener");
+}
+
+UniqueFd wait_for_terminal(int sync_fd, int signal_fd) {
+  return wait_for_fd(sync_fd, signal_fd, ChildMessage::Terminal, "pty master");
 }
 
 void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,

@@ -21,6 +21,8 @@ std::optional<ReceivedMessage> receive_child_message(int sync_fd);
 // Returns an empty fd when the child failed or died first: its message stays in the socket for
 // the supervisor loop to report. Throws Error if sandcell is interrupted (`signal_fd` readable).
 UniqueFd wait_for_proxy_listener(int sync_fd, int signal_fd);
+// ChildPlan::terminal, before "go": the same for the pty master the child opened.
+UniqueFd wait_for_terminal(int sync_fd, int signal_fd);
 
 // "Go", with the cgroup's `tasks` files when the child joins by itself (v1: writing "0" moves only
 // the writer, without the RCU grace period a write of another pid waits for, ~12 ms here). A

@@ -191,6 +191,11 @@ struct ChildPlan {
   // Socket transport: the child listens on 127.0.0.1:<port> in its own netns and hands the
   // listener to the supervisor's proxy (0: no listener).
   uint16_t proxy_listener_port = 0;
+  // A pseudo-terminal for the program (RunOptions::on_terminal, SandboxProcess::terminal): its
+  // stdin, stdout, stderr and controlling terminal (setsid + TIOCSCTTY just before execve). For
+  // a sandbox, the child opens it in the sandbox's own devpts and sends the master to the
+  // supervisor before "go"; an exec'd process gets its slave from the caller as its stdio.
+  bool terminal = false;
   std::string path_env;  // the PATH the program is searched in
 
   // File descriptors: the child's stdio, and its end of the sync socket. The supervisor's end is
@@ -230,7 +235,8 @@ struct ChildMessage {
     SeccompListener = 2,
     Ready = 3,
     ProgramExited = 4,
-    ProxyListener = 5
+    ProxyListener = 5,
+    Terminal = 6  // the pty master (ChildPlan::terminal)
   };
   int kind = SetupFailed;
   int err = 0;          // errno of the failure

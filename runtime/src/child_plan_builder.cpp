@@ -54,6 +54,8 @@ void ChildPlanBuilder::proxy_listener(uint16_t port) {
   plan.proxy_env->fill("http://127.0.0.1:" + std::to_string(port));
 }
 
+void ChildPlanBuilder::terminal() { building().terminal = true; }
+
 std::vector<UniqueFd> ChildPlanBuilder::detach_bind_sources() {
   std::vector<UniqueFd> trees;
   for (PlannedMount& m : building().mounts) {

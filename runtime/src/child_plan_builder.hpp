@@ -46,6 +46,8 @@ class ChildPlanBuilder {
   // Socket transport: the child listens on 127.0.0.1:`port` of its own netns for the proxy, and
   // the program's proxy variables point there (known before clone).
   void proxy_listener(uint16_t port);
+  // The program runs on a pseudo-terminal (ChildPlan::terminal).
+  void terminal();
   // --userns=auto: a detached clone (open_tree) of every bind mount's source, which clone hands
   // to the child; the caller owns them and closes its copies once the child has its own.
   std::vector<UniqueFd> detach_bind_sources();

@@ -33,6 +33,7 @@ namespace sandcell::runtime {
   set_hostname(plan);
   if (!pooled_netns) bring_up_loopback(plan);  // a pooled namespace's lo is up
   open_proxy_listener(plan);      // socket transport: the proxy's listener, made in our netns
+  open_terminal(plan);            // a pty of our devpts; its master to the supervisor
   apply_rlimits(plan);
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
   // The steps above are sandcell's own code and run while the parent makes the cgroup (v1) and

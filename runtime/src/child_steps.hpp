@@ -67,6 +67,9 @@ void reset_signals();
 void leave_callers_session(const ChildPlan& plan);  // setsid: kill(0) cannot reach the caller
 void restore_cpu_mask(const ChildPlan& plan);  // ChildPlan::cpus, when the supervisor pinned
 void install_stdio(const ChildPlan& plan);
+// ChildPlan::terminal: a pty of the sandbox's own devpts (mounted and pivoted into) as 0, 1, 2;
+// the master goes to the supervisor and is closed here, before anything of the program runs.
+void open_terminal(const ChildPlan& plan);
 // One message of the supervisor's on the sync socket, with up to `max` fds (SCM_RIGHTS) into
 // `fds`; returns how many came. Exits 125 if the supervisor is gone; fails the child with `what`
 // on an error or when more fds came than `max`.

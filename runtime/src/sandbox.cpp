@@ -459,6 +459,10 @@ const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int in
     // No listener: the child failed first, and supervise() reports its message.
     if (sandbox.proxy_listener) network.emplace(l.network, std::move(sandbox));
   }
+  if (plan.terminal) {
+    // No master: the child failed first, and supervise() reports its message.
+    if (UniqueFd master = wait_for_terminal(sync_fd, interrupts_fd)) l.options.on_terminal(std::move(master));
+  }
   send_go(sync_fd, cgroup_tasks, l.late_seccomp ? &*l.late_seccomp : nullptr, parent_tasks, pids_limit);
   // The next run's network namespace, made while this one's program starts (~0.7 ms of the
   // supervisor's otherwise idle time; the child entered the one it took long before "go").
@@ -557,6 +561,7 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   std::string run_id = new_run_id();
   // Input errors here and in plan_network().
   ChildPlanBuilder builder = ChildPlanBuilder::for_sandbox(spec, scratch_mount_point(state_root));
+  if (options.on_terminal) builder.terminal();
   const ChildPlan& plan = builder.plan();
   NetworkPlan network_plan = plan_network(spec);
 

@@ -202,6 +202,7 @@ pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process,
   close(fds[1]);
   builder.sync_socket(child.get(), parent.get());
   builder.stdio(process.stdin_fd, process.stdout_fd, process.stderr_fd);
+  if (process.terminal) builder.terminal();
   exec.plan = &builder.freeze();
   pid_t pid = clone_into_pid_namespace(pid_ns.get(), exec);
   child.reset();

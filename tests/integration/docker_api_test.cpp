@@ -133,8 +133,7 @@ TEST_F(DockerApi, IsolationWeakeningFieldsAreRefusedNamingTheField) {
            {{"--cap-add", "SYS_ADMIN"}, "HostConfig.CapAdd"},
            {{"--device", "/dev/null"}, "HostConfig.Devices"},
            {{"--security-opt", "seccomp=unconfined"}, "HostConfig.SecurityOpt"},
-           {{"-v", "/etc:/host-etc"}, "HostConfig.Binds"},
-           {{"-t"}, "Config.Tty"}}) {
+           {{"-v", "/etc:/host-etc"}, "HostConfig.Binds"}}) {
     std::vector<std::string> args{"run", "--rm"};
     args.insert(args.end(), flag.begin(), flag.end());
     args.insert(args.end(), {"bb:1", "true"});

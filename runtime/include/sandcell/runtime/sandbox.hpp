@@ -65,6 +65,12 @@ struct RunOptions {
   // v1: also make a freezer cgroup for the run (listed in on_started's paths), so the caller
   // can pause the sandbox (the Docker API's pause). v2's directory always has cgroup.freeze.
   bool freezer = false;
+  // Set: the program runs on a pseudo-terminal of the sandbox's own devpts instance (stdin,
+  // stdout, stderr and its controlling terminal, in a session of its own), as Docker's Tty.
+  // The master is handed over here, once, on the supervisor's thread, before the program
+  // starts; no process of the sandbox keeps it. What the program writes then reaches the master
+  // and not `output`, and `stdin_fd` is not used (write its input to the master). Must not throw.
+  std::function<void(UniqueFd master)> on_terminal;
 };
 
 // The command line of the process that runs sandboxes, main()'s own argc and argv (unchanged),
@@ -84,6 +90,9 @@ struct SandboxProcess {
   gid_t gid = 0;
   std::vector<gid_t> groups;
   int stdin_fd = -1, stdout_fd = 1, stderr_fd = 2;  // stdin -1: /dev/null
+  // The three fds are a pty's slave: it becomes the process's controlling terminal (its own
+  // session, TIOCSCTTY), as Docker's exec Tty.
+  bool terminal = false;
 };
 // The sandbox, as RunOptions::on_started reported it.
 struct SandboxTarget {
