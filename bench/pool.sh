@@ -8,8 +8,9 @@
 #   mcp-cold     tools/call run_code to `sandcell mcp` on stdio
 #   mcp-pool     the same to `sandcell mcp --pool python=POOL`
 # for each of print(1) and `import numpy as np; print(np.arange(10).sum())`; bench/pool_client.py
-# rotates the order round by round and rests SETTLE seconds after a pooled request (its pool
-# refills, so each finds a prepared sandbox and no other line pays for the refill). Prints per
+# rotates the order round by round and, after a pooled request, rests until that server is idle
+# again (at most SETTLE seconds): its pool has refilled, so each request finds a prepared sandbox
+# and no other line pays for the refill. Prints per
 # line and snippet the median, p90, p99, min, how many were pooled (HTTP says; MCP does not) and
 # the ratio to chroot; then the memory of the servers and of their prepared sandboxes.
 # BACK_TO_BACK=N adds the old measurement: N print(1) requests back to back on one connection to
@@ -17,7 +18,7 @@
 #
 # Usage: sudo bench/pool.sh [BUILD_DIR]
 # Environment: ROOT (image store with the python skill; default the build's SANDCELL_TEST_STORE,
-#   else $BUILD/test-store), ROUNDS (20), WARMUP (1), POOL (2), SETTLE (1.0 s), SNIPPETS
+#   else $BUILD/test-store), ROUNDS (20), WARMUP (1), POOL (2), SETTLE (10 s), SNIPPETS
 #   (print,numpy), LINES (the lines above, space-separated, in order; the first is the base of the
 #   ratios), OUT (directory for pool.json; default $BUILD/bench), BACK_TO_BACK (0)
 set -euo pipefail
@@ -35,7 +36,7 @@ ROOT=${ROOT:-$(test_store "$BUILD")}
 ROUNDS=${ROUNDS:-20}
 WARMUP=${WARMUP:-1}
 POOL=${POOL:-2}
-SETTLE=${SETTLE:-1.0}
+SETTLE=${SETTLE:-10}
 SNIPPETS=${SNIPPETS:-print,numpy}
 LINES=${LINES:-chroot code serve-cold serve-pool mcp-cold mcp-pool}
 OUT=${OUT:-$BUILD/bench}
@@ -98,7 +99,7 @@ for name in $LINES; do
 done
 
 mkdir -p "$OUT"
-echo "python snippets, interleaved: $ROUNDS rounds (+$WARMUP warm-up), pools of $POOL, ${SETTLE}s rest after a pooled request"
+echo "python snippets, interleaved: $ROUNDS rounds (+$WARMUP warm-up), pools of $POOL, rest after a pooled request until its server is idle (at most ${SETTLE}s)"
 python3 "$HERE/pool_client.py" --rounds "$ROUNDS" --warmup "$WARMUP" --snippets "$SNIPPETS" \
   --settle "$settle" --settle-seconds "$SETTLE" --json "$OUT/pool.json" "${rss[@]}" --lines "${lines[@]}"
 

@@ -13,9 +13,11 @@ A line is one of:
   NAME=mcp:COMMAND        `sandcell mcp` started here: initialize, then tools/call run_code
                           (language python) per snippet, over its stdin/stdout
 
-A line named in --settle is followed by --settle-seconds of rest (a pooled line: its pool refills
-before the next measurement, so every request of it finds a prepared sandbox and no measurement
-pays for another line's refill). HTTP results say whether they were pooled (`report.pooled`);
+A line named in --settle is followed by rest until its server is idle again (a pooled line: its
+pool refills before the next measurement, so every request of it finds a prepared sandbox and no
+measurement pays for another line's refill): until the CPU time of the server and everything
+below it has not grown for two 0.2 s looks in a row, at most --settle-seconds. The server's pid
+is the one --rss names for the line (an mcp line's is known). HTTP results say whether they were pooled (`report.pooled`);
 MCP's do not.
 
 --rss NAME=PID (after the fill wait, before the first round): the resident memory of PID itself
@@ -192,6 +194,36 @@ def tree_memory(pid):
             "descendants_pss_kb": pss, "descendants": count}
 
 
+def tree_cpu_ticks(pid):
+    """utime + stime of pid, of its reaped children and of every live descendant, in ticks."""
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                stats[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
+            except (OSError, IndexError, ValueError):
+                pass
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += stats.get(p, (0, 0))[1]
+        todo.extend(child for child, (ppid, _) in stats.items() if ppid == p)
+    return total
+
+
+def wait_until_idle(pid, longest):
+    """Until the tree under pid used no CPU time for two 0.2 s looks in a row (or longest s)."""
+    deadline = time.monotonic() + longest
+    last, quiet = tree_cpu_ticks(pid), 0
+    while quiet < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = tree_cpu_ticks(pid)
+        quiet = quiet + 1 if now == last else 0
+        last = now
+
+
 def legacy(argv):
     port, token, n, pace, label = int(argv[0]), argv[1], int(argv[2]), float(argv[3]), argv[4]
     line = HttpLine(port, token)
@@ -217,7 +249,8 @@ def main():
     parser.add_argument("--snippets", default="print,numpy", help="of: " + ",".join(SNIPPETS))
     parser.add_argument("--token", default="bench")
     parser.add_argument("--settle", default="", help="comma-separated lines to rest after")
-    parser.add_argument("--settle-seconds", type=float, default=1.0)
+    parser.add_argument("--settle-seconds", type=float, default=10.0,
+                        help="the longest rest after a --settle line (default 10)")
     parser.add_argument("--fill-wait", type=float, default=5.0,
                         help="seconds to wait once everything started (the pools fill)")
     parser.add_argument("--rss", action="append", default=[], metavar="NAME=PID")
@@ -246,11 +279,14 @@ def main():
                 parser.error(f"unknown line kind in {spec!r}")
             names.append(name)
         time.sleep(args.fill_wait)
-        memory = {}
+        memory, server_pid = {}, {}
         for spec in args.rss:
             name, _, pid = spec.partition("=")
             pid = lines[name].process.pid if pid == "self" else int(pid)
+            server_pid[name] = pid
             memory[name] = tree_memory(pid)
+        if not settle <= set(server_pid):
+            parser.error("a --settle line needs its server's pid (--rss)")
 
         pairs = [(name, snippet) for snippet in snippets for name in names]
         times = {pair: [] for pair in pairs}
@@ -263,7 +299,7 @@ def main():
                     times[(name, snippet)].append(ms)
                     pooled[(name, snippet)] += was_pooled
                 if name in settle:
-                    time.sleep(args.settle_seconds)
+                    wait_until_idle(server_pid[name], args.settle_seconds)
     finally:
         for line in lines.values():
             if isinstance(line, McpLine):

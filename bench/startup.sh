@@ -103,7 +103,8 @@ cleanup() {
   floor_cleanup
   # podman's storage under $TMP: its overlay mounts (the bind of its own storage dir, a
   # container's rootfs a failed run left) go before the directory.
-  grep -F " $TMP/" /proc/self/mountinfo | awk '{print $5}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  { grep -F " $TMP/" /proc/self/mountinfo || true; } | awk '{print $5}' | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
   # podman's cgroup parent (cgroupfs manager), when this script made it: empty once every
   # container has gone.
   if [ -n "$PODMAN_PARENT_MADE" ]; then
