@@ -21,7 +21,7 @@ done
 work=$(mktemp -d /tmp/sandcell-bench-pull.XXXXXX)
 registry_pid=""
 cleanup() {
-  [ -n "$registry_pid" ] && kill "$registry_pid" 2>/dev/null && wait "$registry_pid" 2>/dev/null
+  if [ -n "$registry_pid" ]; then kill "$registry_pid" 2>/dev/null || true; wait "$registry_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
