@@ -8,8 +8,8 @@
 #   mcp-cold     tools/call run_code to `sandcell mcp` on stdio
 #   mcp-pool     the same to `sandcell mcp --pool python=POOL`
 # for each of print(1) and `import numpy as np; print(np.arange(10).sum())`; bench/pool_client.py
-# rotates the order round by round and, after a pooled request, rests until that server is idle
-# again (at most SETTLE seconds): its pool has refilled, so each request finds a prepared sandbox
+# rotates the order round by round and, after a pooled request, rests until that server's tree
+# holds POOL interpreters again and uses no CPU (at most SETTLE seconds): its pool has refilled, so each request finds a prepared sandbox
 # and no other line pays for the refill. Prints per
 # line and snippet the median, p90, p99, min, how many were pooled (HTTP says; MCP does not) and
 # the ratio to chroot; then the memory of the servers and of their prepared sandboxes.
@@ -101,7 +101,7 @@ done
 mkdir -p "$OUT"
 echo "python snippets, interleaved: $ROUNDS rounds (+$WARMUP warm-up), pools of $POOL, rest after a pooled request until its server is idle (at most ${SETTLE}s)"
 python3 "$HERE/pool_client.py" --rounds "$ROUNDS" --warmup "$WARMUP" --snippets "$SNIPPETS" \
-  --settle "$settle" --settle-seconds "$SETTLE" --json "$OUT/pool.json" "${rss[@]}" --lines "${lines[@]}"
+  --settle "$settle" --settle-seconds "$SETTLE" --pool-size "$POOL" --json "$OUT/pool.json" "${rss[@]}" --lines "${lines[@]}"
 
 if [ "$BACK_TO_BACK" -gt 0 ]; then
   port=$(free_port)

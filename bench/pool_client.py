@@ -15,8 +15,9 @@ A line is one of:
 
 A line named in --settle is followed by rest until its server is idle again (a pooled line: its
 pool refills before the next measurement, so every request of it finds a prepared sandbox and no
-measurement pays for another line's refill): until the CPU time of the server and everything
-below it has not grown for two 0.2 s looks in a row, at most --settle-seconds. The server's pid
+measurement pays for another line's refill): until the server's tree holds --pool-size python3
+processes (its prepared sandboxes' interpreters) and its CPU time (the server's and everything
+below it) has not grown for two 0.2 s looks in a row, at most --settle-seconds. The server's pid
 is the one --rss names for the line (an mcp line's is known). HTTP results say whether they were pooled (`report.pooled`);
 MCP's do not.
 
@@ -215,33 +216,37 @@ def tree_memory(pid):
             "descendants_pss_kb": pss, "descendants": count}
 
 
-def tree_cpu_ticks(pid):
-    """utime + stime of pid, of its reaped children and of every live descendant, in ticks."""
+def tree_state(pid):
+    """(utime + stime of pid, of its reaped children and of every live descendant, in ticks;
+    how many of the descendants are python3)."""
     stats = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                stats[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
+                    comm, _, rest = f.read().partition(" (")[2].rpartition(")")
+                    fields = rest.split()
+                stats[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]), comm)
             except (OSError, IndexError, ValueError):
                 pass
-    total, todo = 0, [pid]
+    total, pythons, todo = 0, 0, [pid]
     while todo:
         p = todo.pop()
-        total += stats.get(p, (0, 0))[1]
-        todo.extend(child for child, (ppid, _) in stats.items() if ppid == p)
-    return total
+        total += stats.get(p, (0, 0, ""))[1]
+        pythons += p != pid and stats.get(p, (0, 0, ""))[2] == "python3"
+        todo.extend(child for child, (ppid, _, _) in stats.items() if ppid == p)
+    return total, pythons
 
 
-def wait_until_idle(pid, longest):
-    """Until the tree under pid used no CPU time for two 0.2 s looks in a row (or longest s)."""
+def wait_until_idle(pid, pool_size, longest):
+    """Until the tree under pid holds pool_size interpreters and used no CPU time for two 0.2 s
+    looks in a row (or longest seconds)."""
     deadline = time.monotonic() + longest
-    last, quiet = tree_cpu_ticks(pid), 0
+    last, quiet = tree_state(pid)[0], 0
     while quiet < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
-        now = tree_cpu_ticks(pid)
-        quiet = quiet + 1 if now == last else 0
+        now, pythons = tree_state(pid)
+        quiet = quiet + 1 if now == last and pythons >= pool_size else 0
         last = now
 
 
@@ -270,6 +275,8 @@ def main():
     parser.add_argument("--snippets", default="print,numpy", help="of: " + ",".join(SNIPPETS))
     parser.add_argument("--token", default="bench")
     parser.add_argument("--settle", default="", help="comma-separated lines to rest after")
+    parser.add_argument("--pool-size", type=int, default=1,
+                        help="prepared sandboxes a --settle line's server keeps (default 1)")
     parser.add_argument("--settle-seconds", type=float, default=10.0,
                         help="the longest rest after a --settle line (default 10)")
     parser.add_argument("--fill-wait", type=float, default=5.0,
@@ -307,7 +314,7 @@ def main():
         if not settle <= set(server_pid):
             parser.error("a --settle line needs its server's pid (--rss)")
         for name in settle:  # the pools are full and their servers idle before the first round
-            wait_until_idle(server_pid[name], args.settle_seconds)
+            wait_until_idle(server_pid[name], args.pool_size, args.settle_seconds)
         memory = {name: tree_memory(pid) for name, pid in server_pid.items()}
 
         pairs = [(name, snippet) for snippet in snippets for name in names]
@@ -321,7 +328,7 @@ def main():
                     times[(name, snippet)].append(ms)
                     pooled[(name, snippet)] += was_pooled
                 if name in settle:
-                    wait_until_idle(server_pid[name], args.settle_seconds)
+                    wait_until_idle(server_pid[name], args.pool_size, args.settle_seconds)
     finally:
         for line in lines.values():
             if isinstance(line, McpLine):
