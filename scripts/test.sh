@@ -20,8 +20,8 @@
 # more than 1.5x worse, measured twice.
 #
 # SANDCELL_SKIP_ASAN=1 / SANDCELL_SKIP_FUZZ=1 / SANDCELL_SKIP_VM=1 / SANDCELL_SKIP_BENCH=1 skip
-# those stages (for a quick local run); SANDCELL_FUZZ_SECONDS=N fuzzes each target for N seconds instead (exploring, not
-# reproducible).
+# those stages (for a quick local run); SANDCELL_FUZZ_SECONDS=N fuzzes each target for N seconds
+# instead (exploring, not reproducible).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
