@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by bench/floor.sh and bench/startup.sh: builds bench/floor.c and makes the network
 # namespace its pooled levels join (see the top of floor.c).
 #   floor_setup DIR   compiles DIR/floor, makes the namespace on $FLOOR_NETNS (sets FLOOR and

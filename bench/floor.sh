@@ -44,7 +44,7 @@ floor_setup "$TMP" || die "cannot build or prepare bench/floor.c"
 cp "$BUILD/cli/sandcell" "$TMP/sandcell"  # a rebuild must not swap it under hyperfine
 LEVELS=(ns rootfs mounts cgroups full pooled parallel complete)
 for level in "${LEVELS[@]}"; do
-  $(floor_command "$level" "$ROOTFS") || die "floor $level failed"
+  "$FLOOR" "$level" "$ROOTFS" "$FLOOR_SCRATCH" "$FLOOR_NETNS" || die "floor $level failed"
 done
 
 JSON=$TMP/floor.json

@@ -210,7 +210,7 @@ if has_line bwrap; then
 fi
 if has_line runc; then "$RUNC_WRAPPER" </dev/null || die "runc run failed (bundle $BUNDLE)"; fi
 if has_line podman; then $PODMAN_RUN </dev/null || die "podman run failed: $PODMAN_RUN"; fi
-if has_line floor-complete; then $(floor_command complete "$ROOTFS") || die "bench/floor.c failed"; fi
+if has_line floor-complete; then "$FLOOR" complete "$ROOTFS" "$FLOOR_SCRATCH" "$FLOOR_NETNS" || die "bench/floor.c failed"; fi
 "$SANDCELL" run --rootfs "$ROOTFS" -- /bin/true || die "sandcell run failed"
 if has_line sandcell-rootless; then (cd "$TMP" && $ROOTLESS) || die "rootless sandcell run failed (as $BENCH_USER)"; fi
 

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the benchmarks that run the skill images (bench/pool.sh, bench/code.sh, bench/http.sh).
 #   test_store BUILD          the store the build's tests use: SANDCELL_TEST_STORE from
 #                             BUILD/CMakeCache.txt (cmake -DSANDCELL_TEST_STORE=...), else
