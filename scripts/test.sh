@@ -14,10 +14,10 @@
 # built fails the run; it is never skipped silently.
 #
 # Last, once nothing else runs, the short benchmark (issue 30): `bench/run --short --check
-# bench/RESULTS.md`, ~1 min, a few ratios (sandcell's cold start over unshare's, `sandcell code`
-# over the chroot'd interpreter, a pooled `serve` round trip over `sandcell code`) measured again
-# and compared with the ones bench/RESULTS.md recorded on the project's VM; it fails when one is
-# more than 1.5x worse, measured twice.
+# bench/RESULTS.md`, ~1 min: sandcell's cold start over unshare's and `sandcell code` over the
+# chroot'd interpreter measured again and compared with the ratios bench/RESULTS.md recorded on
+# the project's VM; it fails when one is more than 1.5x worse, measured twice (a pooled `serve`
+# round trip over `sandcell code` is printed, not gated: bench/README.md, "run").
 #
 # SANDCELL_SKIP_ASAN=1 / SANDCELL_SKIP_FUZZ=1 / SANDCELL_SKIP_VM=1 / SANDCELL_SKIP_BENCH=1 skip
 # those stages (for a quick local run); SANDCELL_FUZZ_SECONDS=N fuzzes each target for N seconds
