@@ -3,7 +3,8 @@
 # sandcell and by `buildah bud --layers`, in one hyperfine run; then a check that running an
 # image a second time unpacks nothing.
 #
-#   bench/build.sh [BUILD]     (root; BUILD defaults to build/default)
+#   bench/build.sh [BUILD]     (root; BUILD defaults to build/default; RUNS=10; OUT=DIR also
+#                              keeps hyperfine's JSON there as build.json)
 #
 # Targets (issue "Images"): cached rebuild <= 0.1 s; cold build <= 0.7x buildah.
 set -euo pipefail
@@ -37,7 +38,9 @@ buildah_build="buildah --storage-driver vfs bud --layers -q -t bench-build:1 $wo
 # One --prepare per command: cold runs start from an empty store/cache, cached runs from a full one.
 "$SANDCELL" build -q -t bench:1 "$work/ctx" >/dev/null 2>&1
 $buildah_build >/dev/null 2>&1
-hyperfine --warmup 1 --runs "$RUNS" --export-markdown "$work/build.md" \
+json_opt=()
+[ -n "${OUT:-}" ] && mkdir -p "$OUT" && json_opt=(--export-json "$(realpath "$OUT")/build.json")
+hyperfine --warmup 1 --runs "$RUNS" --export-markdown "$work/build.md" "${json_opt[@]}" \
   -n "sandcell cold" --prepare "rm -rf $work/store" \
   -n "buildah cold" --prepare "buildah --storage-driver vfs rmi -af" \
   -n "sandcell cached" --prepare "$SANDCELL build -q -t bench:1 $work/ctx" \

@@ -10,7 +10,8 @@
 # Usage: sudo bench/code.sh [BUILD_DIR]
 # Environment:
 #   BUILD  build tree with cli/sandcell (default: build/default)
-#   ROOT   image store with the python skill built (default: $BUILD/test-store, the test fixture's)
+#   ROOT   image store with the python skill built (default: the build's SANDCELL_TEST_STORE,
+#          else $BUILD/test-store: the test fixture's; bench/store.sh)
 #   RUNS   hyperfine --runs (default 30); WARMUP (default 3)
 #   OUT    directory for code.md / code.json (default: $BUILD/bench)
 set -euo pipefail
@@ -21,7 +22,9 @@ die() {
 }
 
 BUILD=${1:-${BUILD:-build/default}}
-ROOT=${ROOT:-$BUILD/test-store}
+# shellcheck source=bench/store.sh
+. "$(dirname "$0")/store.sh"
+ROOT=${ROOT:-$(test_store "$BUILD")}
 RUNS=${RUNS:-30}
 WARMUP=${WARMUP:-3}
 OUT=${OUT:-$BUILD/bench}
@@ -34,7 +37,7 @@ for tool in hyperfine python3 jq; do
   command -v "$tool" >/dev/null 2>&1 || die "missing $tool (scripts/install-deps.sh)"
 done
 [ -x "$SANDCELL" ] || die "$SANDCELL not built (cmake --build --preset default)"
-"$SANDCELL" --root "$ROOT" skills list --json | jq -e '.[] | select(.name == "python") | .built' >/dev/null ||
+skill_built "$SANDCELL" "$ROOT" python ||
   die "the python skill is not built in $ROOT (sandcell --root $ROOT skills build python)"
 
 work=$(mktemp -d)

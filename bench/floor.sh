@@ -25,35 +25,32 @@ WARMUP=${WARMUP:-5}
 ROUNDS=${ROUNDS:-200}
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 2 ]] || die "ROUNDS must be an integer >= 2 (got '$ROUNDS')"
 [ "$(id -u)" -eq 0 ] || die "must run as root: sudo $0 $*"
-for tool in hyperfine bwrap unshare cc python3 ip mountpoint; do
+for tool in hyperfine bwrap unshare python3; do
   command -v "$tool" >/dev/null 2>&1 || die "missing $tool (scripts/install-deps.sh)"
 done
 [ -x "$BUILD/cli/sandcell" ] || die "$BUILD/cli/sandcell not found: cmake --build $BUILD --target sandcell"
 [ -d "$ROOTFS" ] || die "rootfs $ROOTFS not found: cmake --build $BUILD --target test-rootfs"
 ROOTFS=$(realpath "$ROOTFS")
 
+# shellcheck source=bench/floor-setup.sh
+. "$(dirname "$0")/floor-setup.sh"
 TMP=$(mktemp -d /tmp/sandcell-floor.XXXXXX)
-NETNS=/run/sandcell/floor-netns-$$  # made here; parallel and complete put the next one on it
 cleanup() {
-  if mountpoint -q "$NETNS" 2>/dev/null; then umount "$NETNS"; fi
-  rm -f "$NETNS"
+  floor_cleanup
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-cc -O2 -Wall -o "$TMP/floor" "$(dirname "$0")/floor.c" -lseccomp
+floor_setup "$TMP" || die "cannot build or prepare bench/floor.c"
 cp "$BUILD/cli/sandcell" "$TMP/sandcell"  # a rebuild must not swap it under hyperfine
-mkdir -p /run/sandcell/scratch            # where sandcell mounts its scratch tmpfs too
-touch "$NETNS"
-unshare --net="$NETNS" ip link set lo up || die "cannot make a network namespace on $NETNS"
 LEVELS=(ns rootfs mounts cgroups full pooled parallel complete)
 for level in "${LEVELS[@]}"; do
-  "$TMP/floor" "$level" "$ROOTFS" /run/sandcell/scratch "$NETNS" || die "floor $level failed"
+  "$FLOOR" "$level" "$ROOTFS" "$FLOOR_SCRATCH" "$FLOOR_NETNS" || die "floor $level failed"
 done
 
 JSON=$TMP/floor.json
 cmds=(-n unshare "$(command -v unshare) --pid --fork --mount --uts --ipc --net /bin/true")
 for level in "${LEVELS[@]}"; do
-  cmds+=(-n "floor-$level" "$TMP/floor $level $ROOTFS /run/sandcell/scratch $NETNS")
+  cmds+=(-n "floor-$level" "$(floor_command "$level" "$ROOTFS")")
 done
 cmds+=(-n bwrap "$(command -v bwrap) --unshare-all --die-with-parent --ro-bind $ROOTFS / --proc /proc --dev /dev /bin/true")
 cmds+=(-n sandcell "$TMP/sandcell run --rootfs $ROOTFS -- /bin/true")
@@ -82,7 +79,7 @@ echo
 echo "## Interleaved ($ROUNDS rounds)"
 python3 "$(dirname "$0")/interleave.py" --rounds "$ROUNDS" --warmup "$WARMUP" --json "$TMP/interleaved.json" \
   "unshare=$(command -v unshare) --pid --fork --mount --uts --ipc --net /bin/true" \
-  "floor-complete=$TMP/floor complete $ROOTFS /run/sandcell/scratch $NETNS" \
+  "floor-complete=$(floor_command complete "$ROOTFS")" \
   "sandcell=$TMP/sandcell run --rootfs $ROOTFS -- /bin/true"
 python3 - "$TMP/interleaved.json" <<'EOF'
 import json, sys

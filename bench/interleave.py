@@ -7,7 +7,7 @@ the same binaries swapped places between runs of bench/startup.sh. Here every ro
 command once, in an order that rotates from round to round, so drift slows every command alike,
 and the per-round difference to the first command cancels most of it.
 
-Prints, per command: median, mean, p10 and p90 in ms, and the median of the per-round
+Prints, per command: median, mean, p10, p90 and p99 in ms, and the median of the per-round
 differences to the first command ("paired"); writes the raw times as JSON if asked.
 
 usage: bench/interleave.py [--rounds N] [--warmup W] [--json FILE] [--prepare NAME=COMMAND]...
@@ -88,7 +88,7 @@ def main():
                 times[name].append(ms)
 
     base = names[0]
-    print(f"{'command':<18} {'median':>8} {'mean':>8} {'p10':>8} {'p90':>8}   "
+    print(f"{'command':<18} {'median':>8} {'mean':>8} {'p10':>8} {'p90':>8} {'p99':>8}   "
           f"paired vs {base} (ms)")
     summary = {}
     for name in names:
@@ -96,9 +96,10 @@ def main():
         paired = statistics.median(t - b for t, b in zip(times[name], times[base]))
         summary[name] = {"median": statistics.median(values), "mean": statistics.mean(values),
                          "p10": percentile(values, 0.1), "p90": percentile(values, 0.9),
+                         "p99": percentile(values, 0.99),
                          "paired_vs_first": paired}
         s = summary[name]
-        print(f"{name:<18} {s['median']:8.2f} {s['mean']:8.2f} {s['p10']:8.2f} {s['p90']:8.2f}   "
+        print(f"{name:<18} {s['median']:8.2f} {s['mean']:8.2f} {s['p10']:8.2f} {s['p90']:8.2f} {s['p99']:8.2f}   "
               f"{paired:+8.2f}")
     if args.json:
         with open(args.json, "w") as out:

@@ -12,7 +12,8 @@
 #
 # Usage: sudo bench/network.sh [BUILD_DIR]
 # Environment: BUILD (default build/default), ROOTFS ($BUILD/test-rootfs), RUNS (30), WARMUP (3),
-#              SIZE_MB (100).
+#              SIZE_MB (100), OUT (a directory: hyperfine's JSON and the throughputs are also kept
+#              there as network.json).
 set -euo pipefail
 
 die() {
@@ -106,7 +107,7 @@ for transport in socket veth; do
   record=$($SANDCELL run --json --timeout 120 --rootfs "$ROOTFS" --net allow:bench.test --net-hosts "$WORK/hosts" \
     --net-transport $transport \
     -- sh -c 'read a _ </proc/uptime; wget -q -O /dev/null http://bench.test/big || exit 1; read b _ </proc/uptime; echo $a $b')
-  python3 - "$record" "$direct_s" "$SIZE_MB" "$transport" <<'EOF'
+  python3 - "$record" "$direct_s" "$SIZE_MB" "$transport" "$WORK/throughput.jsonl" <<'EOF'
 import json, sys
 record, direct_s, size_mb, transport = json.loads(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 assert record["status"] == "ok", record
@@ -114,5 +115,17 @@ start, end = map(float, record["stdout"].split())  # /proc/uptime: 10 ms resolut
 proxied_s = max(end - start, 0.01)
 print(f"{size_mb} MB through the proxy ({transport}): {proxied_s:.2f} s = {size_mb / proxied_s:.0f} MB/s "
       f"(direct from the host, no proxy: {direct_s:.2f} s = {size_mb / direct_s:.0f} MB/s)")
+with open(sys.argv[5], "a") as out:
+    out.write(json.dumps({"transport": transport, "size_mb": size_mb, "proxied_s": proxied_s,
+                          "direct_s": direct_s}) + "\n")
 EOF
 done
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT"
+  python3 - "$WORK/start.json" "$WORK/throughput.jsonl" "$OUT/network.json" <<'EOF'
+import json, sys
+start = json.load(open(sys.argv[1]))
+throughput = [json.loads(line) for line in open(sys.argv[2])]
+json.dump({"start": start, "throughput": throughput}, open(sys.argv[3], "w"), indent=1)
+EOF
+fi

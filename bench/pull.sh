@@ -4,7 +4,8 @@
 # `sandcell pull` (into an empty store: download, sha256, DiffID check of every layer) and by
 # `skopeo copy docker://... oci:DIR` (into an empty OCI layout), in one hyperfine run.
 #
-#   bench/pull.sh [BUILD]     (root; BUILD defaults to build/default; RUNS=5, LAYER_MB=50)
+#   bench/pull.sh [BUILD]     (root; BUILD defaults to build/default; RUNS=5, LAYER_MB=50; OUT=DIR
+#                             also keeps hyperfine's JSON there as pull.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-${BUILD:-build/default}}
@@ -20,7 +21,7 @@ done
 work=$(mktemp -d /tmp/sandcell-bench-pull.XXXXXX)
 registry_pid=""
 cleanup() {
-  [ -n "$registry_pid" ] && kill "$registry_pid" 2>/dev/null && wait "$registry_pid" 2>/dev/null
+  if [ -n "$registry_pid" ]; then kill "$registry_pid" 2>/dev/null || true; wait "$registry_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -70,3 +71,4 @@ r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 s, k = r["sandcell pull"]["mean"], r["skopeo copy"]["mean"]
 print(f"sandcell pull {s:.2f} s, skopeo copy {k:.2f} s: sandcell/skopeo = {s / k:.2f}")
 PY
+if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$work/pull.json" "$OUT/pull.json"; fi

@@ -9,6 +9,10 @@
 #   sandcell-rootless  the same as an unprivileged user (a temporary user with a /etc/subuid range,
 #             started through `setpriv --reuid --regid --init-groups --reset-env`), in its own user
 #             namespace with rlimits instead of cgroups
+#   floor-complete  (interleaved only) bench/floor.c's last level: the kernel work sandcell does,
+#             by the shortest C program (bench/floor.sh)
+#   podman    (interleaved only) podman run --rm --network none --rootfs ROOTFS:O /bin/true with
+#             runc as its runtime, in a temporary storage (conmon, the OCI spec, runc, cleanup)
 #
 # Usage: sudo bench/startup.sh [BUILD_DIR]
 #   BUILD_DIR  build tree with cli/sandcell and test-rootfs (default: $BUILD or build/default)
@@ -19,6 +23,10 @@
 #   ROUNDS   rounds of the interleaved measurement that follows hyperfine's (default 200;
 #            bench/interleave.py: each round runs every command once, in rotating order)
 #   OUT      directory for the exported startup.md / startup.json (default: $BUILD/bench)
+#   HYPERFINE  0: skip the hyperfine run, measure interleaved only (bench/run does)
+#   LINES    the interleaved lines, in order, space-separated (default: sandcell unshare
+#            floor-complete bwrap runc podman sandcell-nopool sandcell-rootless); sandcell and
+#            unshare are always measured. The hyperfine run has its five lines whatever LINES says.
 # Targets (see bench/README.md): sandcell <= 1.2x unshare, faster than bwrap, ~10x faster than runc.
 set -euo pipefail
 
@@ -32,6 +40,10 @@ ROOTFS=${ROOTFS:-$BUILD/test-rootfs}
 RUNS=${RUNS:-50}
 WARMUP=${WARMUP:-5}
 ROUNDS=${ROUNDS:-200}
+HYPERFINE=${HYPERFINE:-1}
+LINES=${LINES:-sandcell unshare floor-complete bwrap runc podman sandcell-nopool sandcell-rootless}
+has_line() { [[ " sandcell unshare $LINES " == *" $1 "* ]]; }
+[ "$HYPERFINE" = 0 ] || LINES="$LINES bwrap runc sandcell-rootless"  # the hyperfine run needs them
 
 # ---- prerequisites -------------------------------------------------------------------------------
 [ "$(id -u)" -eq 0 ] || die "must run as root (unshare/runc/sandcell need full privileges): sudo $0 $*"
@@ -40,11 +52,17 @@ ROUNDS=${ROUNDS:-200}
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 2 ]] || die "ROUNDS must be an integer >= 2 (got '$ROUNDS')"
 
 missing=()
-for tool in hyperfine bwrap runc unshare python3 setpriv useradd newuidmap; do
+tools=(unshare python3)
+[ "$HYPERFINE" = 0 ] || tools+=(hyperfine)
+has_line bwrap && tools+=(bwrap)
+has_line runc && tools+=(runc)
+has_line podman && tools+=(podman runc)
+has_line sandcell-rootless && tools+=(setpriv useradd newuidmap)
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 [ ${#missing[@]} -eq 0 ] ||
-  die "missing tools: ${missing[*]} (run scripts/install-deps.sh: Debian packages hyperfine bubblewrap runc util-linux passwd uidmap)"
+  die "missing tools: ${missing[*]} (run scripts/install-deps.sh: Debian packages hyperfine bubblewrap runc podman util-linux passwd uidmap)"
 
 SANDCELL=$BUILD/cli/sandcell
 [ -x "$SANDCELL" ] ||
@@ -57,15 +75,17 @@ SANDCELL=$BUILD/cli/sandcell
 SANDCELL=$(realpath "$SANDCELL")
 ROOTFS=$(realpath "$ROOTFS")
 UNSHARE=$(command -v unshare)
-BWRAP=$(command -v bwrap)
-RUNC=$(command -v runc)
+BWRAP=$(command -v bwrap || true)
+RUNC=$(command -v runc || true)
 HOST_TRUE=$(command -v true 2>/dev/null || true)
 [ -x /bin/true ] && HOST_TRUE=/bin/true
 
 # -N / --shell=none (hyperfine >= 1.13) avoids measuring a shell around every command.
-hf_version=$(hyperfine --version | awk '{print $2}')
+hf_version=
 shell_opt=()
-if hyperfine --help 2>/dev/null | grep -q -- "--shell=none"; then
+if [ "$HYPERFINE" = 0 ]; then
+  :
+elif hf_version=$(hyperfine --version | awk '{print $2}') && hyperfine --help 2>/dev/null | grep -q -- "--shell=none"; then
   shell_opt=(--shell=none)
 else
   echo "note: hyperfine $hf_version has no --shell=none; times include a shell spawn (subtracted by hyperfine)" >&2
@@ -76,7 +96,24 @@ TMP=$(mktemp -d /tmp/sandcell-bench.XXXXXX)
 chmod 0755 "$TMP"  # the rootless user runs the copy of sandcell kept here
 STATE=$TMP/runc-state
 BENCH_USER=sandcell-bench-$$
+# shellcheck source=bench/floor-setup.sh
+. "$(dirname "$0")/floor-setup.sh"
+PODMAN_PARENT_MADE=
 cleanup() {
+  floor_cleanup
+  # podman's storage under $TMP: its overlay mounts (the bind of its own storage dir, a
+  # container's rootfs a failed run left) go before the directory.
+  { grep -F " $TMP/" /proc/self/mountinfo || true; } | awk '{print $5}' | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  # podman's cgroup parent (cgroupfs manager), when this script made it: empty once every
+  # container has gone.
+  if [ -n "$PODMAN_PARENT_MADE" ]; then
+    for d in /sys/fs/cgroup/*/libpod_parent /sys/fs/cgroup/libpod_parent; do
+      [ -d "$d" ] || continue
+      find "$d" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null || true
+      rmdir "$d" 2>/dev/null || true
+    done
+  fi
   # Every rootless run has ended (hyperfine waits for each): nothing of the user is left to stop.
   if id "$BENCH_USER" >/dev/null 2>&1; then userdel "$BENCH_USER" || true; fi
   # Any container a failed run left behind (runc run without -d deletes its own on exit).
@@ -103,6 +140,7 @@ for d in proc dev sys; do
   fi
 done
 
+if has_line runc || has_line podman; then
 # OCI bundle: runc's default spec (namespaces pid, net, ipc, uts, mount, cgroup; all caps but a few
 # dropped; masked paths; devices cgroup), edited to run /bin/true without a terminal on ROOTFS read-only.
 BUNDLE=$TMP/bundle
@@ -129,6 +167,19 @@ cat >"$RUNC_WRAPPER" <<EOF
 exec "$RUNC" --root "$STATE" run --bundle "$BUNDLE" "sandcell-bench-\$\$"
 EOF
 chmod +x "$RUNC_WRAPPER"
+fi
+
+# podman with runc as its runtime, on the same rootfs (":O": an overlay over it, so podman's
+# /etc/hosts and friends never touch it), in a storage of its own under $TMP. The rlimits are
+# given: podman's defaults (nofile and nproc 1048576) exceed what a shell here may set, and runc
+# then refuses to start. --events-backend none: no journal or event file per run.
+PODMAN_RUN=
+if has_line podman; then
+  [ -d /sys/fs/cgroup/memory/libpod_parent ] || [ -d /sys/fs/cgroup/libpod_parent ] || PODMAN_PARENT_MADE=1
+  PODMAN_RUN="$(command -v podman) --root $TMP/podman/root --runroot $TMP/podman/runroot --runtime $RUNC"
+  PODMAN_RUN+=" --cgroup-manager cgroupfs --events-backend none --storage-driver vfs"
+  PODMAN_RUN+=" run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --rootfs $ROOTFS:O /bin/true"
+fi
 
 # Benchmark a private copy of the sandcell binary: a concurrent rebuild of the build tree would
 # otherwise replace it under hyperfine (sandcell finds nothing relative to its own path).
@@ -138,26 +189,37 @@ SANDCELL=$TMP/sandcell
 
 # The rootless line: a temporary user (removed on exit) with a subordinate id range, so sandcell
 # maps a full range through newuidmap as it would for a real user.
+if has_line floor-complete; then
+  floor_setup "$TMP" || die "cannot build or prepare bench/floor.c (bench/floor.sh)"
+fi
+ROOTLESS=
+if has_line sandcell-rootless; then
 mkdir -p "$TMP/home"
 useradd --system --user-group --no-create-home --home-dir "$TMP/home" --shell /usr/sbin/nologin "$BENCH_USER"
 usermod --add-subuids 3100000-3165535 --add-subgids 3100000-3165535 "$BENCH_USER"
 chown "$BENCH_USER:" "$TMP/home"
 SETPRIV=$(command -v setpriv)
 ROOTLESS="$SETPRIV --reuid=$BENCH_USER --regid=$BENCH_USER --init-groups --reset-env $SANDCELL run --rootfs $ROOTFS -- /bin/true"
+fi
 
 # Smoke-run each command once so a broken runtime fails here with its own message, not in hyperfine.
 "$UNSHARE" --pid --fork --mount --uts --ipc --net "$HOST_TRUE" || die "unshare failed"
-"$BWRAP" --unshare-all --die-with-parent --ro-bind "$ROOTFS" / --proc /proc --dev /dev /bin/true ||
-  die "bwrap failed"
-"$RUNC_WRAPPER" </dev/null || die "runc run failed (bundle $BUNDLE)"
+if has_line bwrap; then
+  "$BWRAP" --unshare-all --die-with-parent --ro-bind "$ROOTFS" / --proc /proc --dev /dev /bin/true ||
+    die "bwrap failed"
+fi
+if has_line runc; then "$RUNC_WRAPPER" </dev/null || die "runc run failed (bundle $BUNDLE)"; fi
+if has_line podman; then $PODMAN_RUN </dev/null || die "podman run failed: $PODMAN_RUN"; fi
+if has_line floor-complete; then "$FLOOR" complete "$ROOTFS" "$FLOOR_SCRATCH" "$FLOOR_NETNS" || die "bench/floor.c failed"; fi
 "$SANDCELL" run --rootfs "$ROOTFS" -- /bin/true || die "sandcell run failed"
-(cd "$TMP" && $ROOTLESS) || die "rootless sandcell run failed (as $BENCH_USER)"
+if has_line sandcell-rootless; then (cd "$TMP" && $ROOTLESS) || die "rootless sandcell run failed (as $BENCH_USER)"; fi
 
 OUT=${OUT:-$BUILD/bench}
 mkdir -p "$OUT"
 MD=$OUT/startup.md
 JSON=$OUT/startup.json
 
+if [ "$HYPERFINE" != 0 ]; then
 echo "hyperfine $hf_version, runs=$RUNS warmup=$WARMUP, rootfs=$ROOTFS, sandcell=$SANDCELL_BIN (copied to $SANDCELL)"
 hyperfine "${shell_opt[@]}" --warmup "$WARMUP" --runs "$RUNS" \
   --export-markdown "$MD" --export-json "$JSON" \
@@ -204,6 +266,7 @@ for key in ("mean", "median"):
 sc, rootless = stat("sandcell", "median"), stat("sandcell-rootless", "median")
 print(f"sandcell-rootless / sandcell (root default), medians = {rootless / sc:.2f}x (+{(rootless - sc) * 1e3:.1f} ms)")
 EOF
+fi
 # ---- interleaved -----------------------------------------------------------------------------------
 # hyperfine runs each command's block in turn, and a shared VM drifts between blocks: the bwrap
 # verdict above flipped between runs of this script (bench/README.md, session 9). The same six
@@ -211,16 +274,29 @@ EOF
 # to judge the targets on.
 echo
 echo "## Interleaved ($ROUNDS rounds, $OUT/interleaved.json)"
+declare -A line_command=(
+  [sandcell]="$SANDCELL run --rootfs $ROOTFS -- /bin/true"
+  [unshare]="$UNSHARE --pid --fork --mount --uts --ipc --net $HOST_TRUE"
+  [floor-complete]="$(floor_command complete "$ROOTFS")"
+  [bwrap]="$BWRAP --unshare-all --die-with-parent --ro-bind $ROOTFS / --proc /proc --dev /dev /bin/true"
+  [runc]="${RUNC_WRAPPER:-}"
+  [podman]="$PODMAN_RUN"
+  [sandcell-nopool]="SANDCELL_NETNS_POOL=0 $SANDCELL run --rootfs $ROOTFS -- /bin/true"
+  [sandcell-rootless]="$ROOTLESS"
+)
+interleaved=()
+for name in sandcell unshare $LINES; do
+  [ -n "${line_command[$name]+set}" ] || die "LINES: no line called '$name'"
+  [[ " ${interleaved[*]} " == *" $name="* ]] && continue  # named twice
+  interleaved+=("$name=${line_command[$name]}")
+done
 python3 "$(dirname "$0")/interleave.py" --rounds "$ROUNDS" --warmup "$WARMUP" --json "$OUT/interleaved.json" \
-  "sandcell=$SANDCELL run --rootfs $ROOTFS -- /bin/true" \
-  "unshare=$UNSHARE --pid --fork --mount --uts --ipc --net $HOST_TRUE" \
-  "bwrap=$BWRAP --unshare-all --die-with-parent --ro-bind $ROOTFS / --proc /proc --dev /dev /bin/true" \
-  "runc=$RUNC_WRAPPER" \
-  "sandcell-nopool=SANDCELL_NETNS_POOL=0 $SANDCELL run --rootfs $ROOTFS -- /bin/true" \
-  "sandcell-rootless=$ROOTLESS"
+  "${interleaved[@]}"
 python3 - "$OUT/interleaved.json" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))["summary"]
+if not {"bwrap", "runc"} <= set(s):
+    sys.exit(0)
 sc, unshare, bwrap, runc = (s[n]["median"] for n in ("sandcell", "unshare", "bwrap", "runc"))
 bwrap_minus_sc = s["bwrap"]["paired_vs_first"]  # median of per-round bwrap - sandcell
 print()
@@ -231,8 +307,8 @@ for label, ok, detail in [
     ("sandcell >= 10x faster than runc", runc / sc >= 10, f"runc/sandcell = {runc / sc:.2f}x"),
 ]:
     print(f"target (interleaved) {label:<32} {'met' if ok else 'NOT met':<8} ({detail})")
-nopool = s["sandcell-nopool"]
-print(f"sandcell-nopool (no namespace made ahead): median {nopool['median']:.2f} ms, "
+nopool = s.get("sandcell-nopool")
+if nopool: print(f"sandcell-nopool (no namespace made ahead): median {nopool['median']:.2f} ms, "
       f"{nopool['median'] / unshare:.2f}x unshare, {nopool['paired_vs_first']:+.2f} ms paired vs sandcell")
 EOF
 

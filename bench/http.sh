@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): HTTP throughput and latency of `sandcell serve` under load, with
+# Apache's `ab` (Debian's apache2-utils) as the load generator: python print(1) POSTed to /v1/run
+# at each concurrency of CONCURRENCY, against serve without a pool (every run cold) and with
+# --pool python=POOL. Before each ab run the server rests REST seconds (its pool is full again);
+# under load the pool drains and refills beside the requests, which is counted: "refill included".
+# --max-running stays at its default (the CPU count), so requests beyond it queue.
+#
+# Usage: sudo bench/http.sh [BUILD_DIR]
+# Environment: ROOT (image store with the python skill; default the build's SANDCELL_TEST_STORE,
+#   else $BUILD/test-store), CONCURRENCY ("1 8 32"), REQUESTS (requests per ab run, one per
+#   concurrency: "40 96 160"), POOL (4), REST (4 s), SERVERS ("cold pool"), OUT (directory for
+#   http.json; default $BUILD/bench)
+# Prints one line per server and concurrency: requests/s, mean, p50 and p99 in ms (from ab's
+# per-request times, -g), and the count of non-2xx answers (must be 0). ab counts every answer whose length
+# differs from the first as "failed (length)": the result records differ in their timings, so that
+# count is not an error; the answers are checked by a request before and after instead.
+set -euo pipefail
+
+die() {
+  echo "bench/http.sh: error: $*" >&2
+  exit 1
+}
+
+BUILD=${1:-${BUILD:-build/default}}
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/store.sh
+. "$HERE/store.sh"
+ROOT=${ROOT:-$(test_store "$BUILD")}
+read -r -a CONCURRENCY <<<"${CONCURRENCY:-1 8 32}"
+read -r -a REQUESTS <<<"${REQUESTS:-40 96 160}"
+POOL=${POOL:-4}
+REST=${REST:-4}
+read -r -a SERVERS <<<"${SERVERS:-cold pool}"
+OUT=${OUT:-$BUILD/bench}
+SANDCELL=$BUILD/cli/sandcell
+
+[ "$(id -u)" -eq 0 ] || die "must run as root: sudo $0 $*"
+for tool in ab python3; do
+  command -v "$tool" >/dev/null 2>&1 || die "missing $tool (scripts/install-deps.sh: apache2-utils)"
+done
+[ ${#CONCURRENCY[@]} -eq ${#REQUESTS[@]} ] || die "CONCURRENCY and REQUESTS must have as many words"
+[ -x "$SANDCELL" ] || die "$SANDCELL not built (cmake --build --preset default)"
+SANDCELL=$(realpath "$SANDCELL")
+skill_built "$SANDCELL" "$ROOT" python ||
+  die "the python skill is not built in $ROOT (sandcell --root $ROOT skills build python)"
+
+TMP=$(mktemp -d /tmp/sandcell-bench-http.XXXXXX)
+server=
+cleanup() {
+  if [ -n "$server" ]; then kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo '{"skill": "python", "code": "print(1)"}' >"$TMP/body.json"
+# One request, checked: status ok and stdout "1\n".
+check() {
+  python3 - "$1" <<'PY'
+import http.client, json, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=120)
+for _ in range(1500):  # the server starts
+    try:
+        c.request("GET", "/v1/health"); c.getresponse().read(); break
+    except OSError:
+        import time; time.sleep(0.02); c.close()
+c.request("POST", "/v1/run", json.dumps({"skill": "python", "code": "print(1)"}),
+          {"Authorization": "Bearer bench", "Content-Type": "application/json"})
+r = json.loads(c.getresponse().read())
+if r.get("status") != "ok" or r.get("stdout") != "1\n":
+    sys.exit(f"bench/http.sh: serve answered {r}")
+PY
+}
+
+results=()
+for kind in "${SERVERS[@]}"; do
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  flags=()
+  case $kind in
+    cold) ;;
+    pool) flags=(--pool "python=$POOL") ;;
+    *) die "SERVERS: no server called '$kind' (cold, pool)" ;;
+  esac
+  "$SANDCELL" --root "$ROOT" serve --listen "127.0.0.1:$port" --token bench "${flags[@]}" 2>"$TMP/serve-$kind.log" &
+  server=$!
+  check "$port" || die "serve ($kind) does not answer print(1) (log: $(tail -3 "$TMP/serve-$kind.log"))"
+  for i in "${!CONCURRENCY[@]}"; do
+    c=${CONCURRENCY[$i]} n=${REQUESTS[$i]}
+    sleep "$REST"
+    ab -q -k -n "$n" -c "$c" -s 300 -p "$TMP/body.json" -T application/json -H "Authorization: Bearer bench" \
+      -g "$TMP/$kind-$c.tsv" "http://127.0.0.1:$port/v1/run" >"$TMP/$kind-$c.txt" 2>&1 ||
+      die "ab failed: $(tail -5 "$TMP/$kind-$c.txt")"
+    results+=("$kind" "$c" "$TMP/$kind-$c.txt" "$TMP/$kind-$c.tsv")
+  done
+  check "$port" || die "serve ($kind) does not answer print(1) after the load"
+  kill -TERM "$server"
+  wait "$server" 2>/dev/null || true
+  server=
+done
+
+mkdir -p "$OUT"
+python3 - "$OUT/http.json" "$POOL" "${results[@]}" <<'PY'
+import json, re, sys
+out, pool, rest = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+rows = []
+for i in range(0, len(rest), 4):
+    kind, c, txt, tsv = rest[i], int(rest[i + 1]), open(rest[i + 2]).read(), rest[i + 3]
+    def number(label, default=None):
+        m = re.search(rf"^{label}:\s+([0-9.]+)", txt, re.M)
+        if m is None and default is None:
+            sys.exit(f"bench/http.sh: no '{label}' in ab's output:\n{txt}")
+        return float(m.group(1)) if m else default
+    # ab -g: one line per request, "ttime" its whole time in ms (ab's own percentile table is
+    # wrong below 100 requests).
+    lines = open(tsv).read().splitlines()
+    column = lines[0].split("\t").index("ttime")
+    times = sorted(float(line.split("\t")[column]) for line in lines[1:])
+    pct = {q: times[round(q / 100 * (len(times) - 1))] for q in (50, 99, 100)}
+    row = {"server": kind, "pool": pool if kind == "pool" else 0, "concurrency": c,
+           "requests": int(number("Complete requests")), "rps": number("Requests per second"),
+           "mean_ms": number(r"Time per request", None), "p50_ms": pct[50], "p99_ms": pct[99],
+           "max_ms": pct[100], "non_2xx": int(number("Non-2xx responses", 0))}
+    rows.append(row)
+    print(f"serve {kind:<4} c={c:<3} {row['requests']:4} requests: {row['rps']:7.1f} req/s, "
+          f"mean {row['mean_ms']:7.1f} ms, p50 {row['p50_ms']:6.0f} ms, p99 {row['p99_ms']:6.0f} ms, "
+          f"non-2xx {row['non_2xx']}")
+    if row["non_2xx"]:
+        sys.exit("bench/http.sh: some answers were not 2xx")
+json.dump({"rows": rows}, open(out, "w"), indent=1)
+PY
