@@ -1,11 +1,12 @@
 // Disk fills (issue 32): nothing a sandbox writes may fill the host's disk. `sandcell code` gives
 // each workspace its own ext4 image of the --disk size on a loop device
-// (agent/src/workspace_disk.hpp); `sandcell run` sizes its tmpfs upper with it. Each case asserts
+// (sandcell/base/workspace_disk.hpp); `sandcell run` sizes its tmpfs upper with it. Each case asserts
 // what the program saw (ENOSPC), what the record says (status, limits, enforced, usage), that the
 // host's filesystem holds no more than the bound, and that no mount or loop device is left after
 // the call, the session's removal or its expiry. The skill is the busybox test rootfs imported as
 // sandcell/skill-probe.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 
@@ -323,6 +324,120 @@ TEST_F(HostileDisk, AKilledCallsDiskIsUnmountedByTheNextCallAndGc) {
     EXPECT_EQ(loops_backed_under(tree_.path.string()), std::vector<std::string>{});
   }
 }
+
+// Each hostile case again through the three ways a workspace is made: a `sandcell code` call, a
+// session's call, and a server request (`sandcell serve` on a unix socket, which runs `code
+// --request-json` for it). Each ends with the bound enforced and the same status, the host's
+// filesystem holding no more than the bound, and no mount or loop device left (TearDown), nor
+// the session once removed.
+enum class Route { Code, Session, Server };
+
+struct DiskCase {
+  const char* name;
+  const char* script;
+  const char* status;
+  const char* stdout_regex;  // what the program saw
+  bool flood = false;        // run with an output cap of 1m
+};
+
+const DiskCase kDiskCases[] = {
+    {"Fill", "/bin/sc-probe fill-bytes /workspace/a\ndd if=/dev/zero of=/workspace/b bs=1M count=64\n",
+     "disk_limit", "wrote 1[0-6] MB errno=ENOSPC\n"},
+    {"EmptyFiles", "mkdir /workspace/d && /bin/sc-probe fill-files /workspace/d; exit 3\n", "disk_limit",
+     "created (9[0-9][0-9]|10[0-9][0-9]) errno=ENOSPC\n"},
+    {"SparseTerabyte",
+     "truncate -s 1099511627776 /workspace/sparse && wc -c < /workspace/sparse\n"
+     "dd if=/dev/zero of=/workspace/sparse bs=1M count=64 seek=500000 conv=notrunc 2>/dev/null\n",
+     "disk_limit", "1099511627776\n"},
+    {"LinksOut",
+     "mkdir -p /workspace/out\nln /bin/busybox /workspace/out/hard 2>/dev/null || echo no-hard-link\n"
+     "ln -s /etc/shadow /workspace/out/soft\n",
+     "ok", "no-hard-link\n"},
+    {"TmpAndShm", "/bin/sc-probe fill-bytes /tmp/fill\nrm /tmp/fill\n/bin/sc-probe fill-bytes /dev/shm/fill\n", "ok",
+     "wrote 6[0-4] MB errno=ENOSPC\nwrote 64 MB errno=ENOSPC\n"},
+    {"OutputFlood", "yes sandcell-flood\n", "output_limit", "(sandcell-flood\n)+(sandcell-fl?o?o?d?)?", true},
+};
+
+class HostileDiskRoutes : public HostileDisk,
+                          public ::testing::WithParamInterface<std::tuple<Route, DiskCase>> {
+ protected:
+  void SetUp() override {
+    HostileDisk::SetUp();
+    if (route() != Route::Server) return;
+    // The server's `code` children find the skill and the sessions as the CLI's do.
+    setenv("SANDCELL_SKILLS", (tree_.path / "skills").c_str(), 1);
+    setenv("SANDCELL_SESSIONS", sessions().c_str(), 1);
+    server_ = spawn_sandcell({"--root", store(), "serve", "--listen", "unix:" + socket()});
+    unsetenv("SANDCELL_SKILLS");
+    unsetenv("SANDCELL_SESSIONS");
+    for (int i = 0; i < 300 && !fs::exists(socket()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(fs::exists(socket()));
+  }
+  void TearDown() override {
+    if (server_ > 0) {
+      kill(server_, SIGTERM);
+      waitpid(server_, nullptr, 0);
+    }
+    HostileDisk::TearDown();
+  }
+  Route route() const { return std::get<0>(GetParam()); }
+  std::string socket() const { return (tree_.path / "api.sock").string(); }
+
+  // The call's result (the code result: stdout, status, usage, report).
+  nlohmann::json run(const DiskCase& c) {
+    if (route() == Route::Server) {
+      nlohmann::json body = {{"skill", "probe"}, {"code", c.script}, {"disk", "16m"}};
+      if (c.flood) body["output_limit"] = "1m";
+      const std::string body_file = (tree_.path / "body.json").string();
+      std::ofstream(body_file) << body.dump();
+      CliRun r = run_program({"/usr/bin/curl", "-s", "--unix-socket", socket(), "--data-binary", "@" + body_file,
+                              "-H", "Content-Type: application/json", "http://sandcell/v1/run"});
+      return nlohmann::json::parse(r.out, nullptr, false);
+    }
+    std::vector<std::string> flags = {"--disk", "16m"};
+    if (route() == Route::Session) flags.insert(flags.end(), {"--session", "s1"});
+    if (c.flood) flags.insert(flags.end(), {"--output-limit", "1m"});
+    return code(c.script, flags).record;
+  }
+  pid_t server_ = -1;
+};
+
+TEST_P(HostileDiskRoutes, EndsWithTheBoundEnforcedAndNothingLeft) {
+  const DiskCase& c = std::get<1>(GetParam());
+  const uint64_t before = free_bytes(tree_.path.string());
+  nlohmann::json r = run(c);
+  ASSERT_TRUE(r.is_object() && r.contains("status")) << r.dump().substr(0, 2000);
+  EXPECT_EQ(r["status"], c.status) << r.dump().substr(0, 2000);
+  const std::string out = r["stdout"].get<std::string>();
+  EXPECT_TRUE(std::regex_match(out.substr(0, 4096), std::regex(c.stdout_regex)) || c.flood) << out.substr(0, 2000);
+  if (c.flood) {
+    EXPECT_LE(out.size(), kMiB);
+    EXPECT_EQ(out.substr(0, 15), "sandcell-flood\n");
+  }
+  EXPECT_EQ(r["report"]["limits"]["disk_bytes"], 16 * kMiB);
+  EXPECT_EQ(r["report"]["enforced"]["disk_bytes"], "ext4-loop");
+  EXPECT_LE(r["usage"]["disk_bytes"].get<uint64_t>(), 16 * kMiB);
+  for (const auto& a : r["artifacts"]) EXPECT_TRUE(a["base64"].is_null()) << a.dump();  // a link is not followed
+  // Other helpers build and test on this host at the same time: a margin, not equality.
+  EXPECT_GT(free_bytes(tree_.path.string()) + 64 * kMiB, before);
+  EXPECT_TRUE(nothing_left_in_code_runs());
+  if (route() == Route::Session) {
+    struct stat image {};
+    ASSERT_EQ(stat((fs::path(sessions()) / "s1/disk.img").c_str(), &image), 0);
+    EXPECT_LE(static_cast<uint64_t>(image.st_blocks) * 512, 16 * kMiB);
+    CliRun removed = run_sandcell({"--root", store(), "sessions", "--sessions-dir", sessions(), "rm", "s1"});
+    EXPECT_EQ(removed.exit_code, 0) << removed.err;
+    EXPECT_FALSE(fs::exists(fs::path(sessions()) / "s1"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllRoutes, HostileDiskRoutes, ::testing::Combine(::testing::Values(Route::Code, Route::Session, Route::Server),
+                                                     ::testing::ValuesIn(kDiskCases)),
+    [](const ::testing::TestParamInfo<std::tuple<Route, DiskCase>>& info) {
+      const char* route[] = {"Code", "Session", "Server"};
+      return std::string(route[static_cast<int>(std::get<0>(info.param))]) + "_" + std::get<1>(info.param).name;
+    });
 
 // The image store on a small filesystem (a 48 MiB ext4 image the test loop-mounts): an import
 // larger than the free space is refused before it writes, and a load whose archive expands past

@@ -9,6 +9,10 @@
 
 #include "sandcell/runtime/spec.hpp"
 
+namespace sandcell {
+class WorkspaceDisk;
+}
+
 namespace sandcell::runtime {
 
 enum class Status {
@@ -100,6 +104,13 @@ struct Result {
 };
 
 nlohmann::json to_json(const Result& r);
+
+// The disk bound in the record (README "Disk limits"), once the program is gone and while `disk`
+// is mounted: limits.disk_bytes, enforced.disk_bytes (ext4-loop), usage.disk_bytes, and status
+// disk_limit for a program that failed (exit_nonzero or signaled) with its filesystem full. No
+// disk: enforced none and a warning that the bound is not enforced on `where`, and why.
+void record_disk(Result& r, const WorkspaceDisk* disk, uint64_t bound, const std::string& where,
+                 const std::string& unbounded);
 
 // The exit code `sandcell run` uses for a result: the program's own code, 128+N for signal N,
 // 125 when sandcell failed, 126 not executable, 127 not found.
