@@ -534,6 +534,27 @@ TEST_F(StoreOnASmallDisk, ALoadThatFillsTheDiskHalfWayLeavesNothingBehind) {
   EXPECT_EQ(run.exit_code, 0) << "the store still works: " << run.err;
 }
 
+// A build whose step writes a layer the store cannot hold fails before writing it: no tag, no
+// temporary left, the index as before, and the store still works.
+TEST_F(StoreOnASmallDisk, ABuildWhoseLayerDoesNotFitFailsBeforeWritingIt) {
+  const fs::path ctx = tree_.path / "ctx";
+  fs::create_directories(ctx);
+  fs::copy_file(test_rootfs() + "/bin/busybox", ctx / "busybox");
+  std::ofstream(ctx / "Dockerfile")
+      << "FROM scratch\nCOPY busybox /bin/busybox\n"
+         "RUN [\"/bin/busybox\", \"dd\", \"if=/dev/urandom\", \"of=/big\", \"bs=1M\", \"count=60\"]\n";
+  const std::string index = fs::exists(store_ / "index.json") ? read_text(store_ / "index.json") : "";
+  CliRun built = sandcell({"build", "-q", "-t", "big:1", ctx.string()});
+  EXPECT_NE(built.exit_code, 0) << built.out;
+  EXPECT_NE(built.err.find("the step's layer needs 62914560 bytes"), std::string::npos) << built.err;
+  EXPECT_EQ(fs::exists(store_ / "index.json") ? read_text(store_ / "index.json") : "", index);
+  EXPECT_EQ(entries("tmp"), 0u);
+  EXPECT_EQ(sandcell({"images"}).out.find("big"), std::string::npos);
+  CliRun after =
+      sandcell({"import", make_tar("after.tar", "head -c 1M /dev/urandom", kMiB), "after:1"});
+  EXPECT_EQ(after.exit_code, 0) << "the store still works: " << after.err;
+}
+
 // `run`: the tmpfs upper is sized by --disk, so /tmp filling inside a small --memory ends in
 // ENOSPC instead of the OOM killer, and the record says so.
 TEST(HostileDiskRun, ADiskBoundTurnsATmpFillIntoEnospcInsteadOfOom) {
