@@ -137,7 +137,7 @@ void remove_container(const ContainerDir& container, const nlohmann::json& reque
 }
 
 // The container's writable layer on a filesystem of its own (docs/docker-api.md, "Disk"): the
-// image <dir>/disk.img, made at the first start from the template of the StorageOpt size and kept
+// image <dir>/disk.img (unnamed for an AutoRemove'd container), made at the first start from the template of the StorageOpt size and kept
 // until rm (a restart finds its files), mounted at <dir>/disk while the container runs, with
 // <dir>/lock held: a disk mounted there whose lock nobody holds is a killed supervisor's, which
 // `sandcell gc`, rm and the next start unmount.
@@ -166,8 +166,12 @@ ContainerDisk mount_disk(const ContainerDir& container, const nlohmann::json& re
   // With the lock, a disk still mounted there is a killed supervisor's.
   if (umount2(container.file("disk").c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT)
     throw Error(errno, "unmount the stale disk " + container.file("disk"));
-  out.disk = WorkspaceDisk::session(store_root + "/disk-templates", container.file("disk.img"),
-                                    container.file("disk"), *bytes);
+  // An AutoRemove'd container (`run --rm`) is never started again: its image needs no name, is
+  // never written back to the host's disk, and goes with the loop device.
+  const std::string templates = store_root + "/disk-templates";
+  out.disk = request["HostConfig"].value("AutoRemove", false)
+                 ? WorkspaceDisk::scratch(templates, container.file("disk"), *bytes)
+                 : WorkspaceDisk::session(templates, container.file("disk.img"), container.file("disk"), *bytes);
   return out;
 }
 
