@@ -137,10 +137,10 @@ void remove_container(const ContainerDir& container, const nlohmann::json& reque
 }
 
 // The container's writable layer on a filesystem of its own (docs/docker-api.md, "Disk"): the
-// image <dir>/disk.img (unnamed for an AutoRemove'd container), made at the first start from the template of the StorageOpt size and kept
-// until rm (a restart finds its files), mounted at <dir>/disk while the container runs, with
-// <dir>/lock held: a disk mounted there whose lock nobody holds is a killed supervisor's, which
-// `sandcell gc`, rm and the next start unmount.
+// image <dir>/disk.img (unnamed for an AutoRemove'd container), made at the first start from the
+// template of the StorageOpt size and kept until rm (a restart finds its files), mounted at
+// <dir>/disk while the container runs, with <dir>/lock held: a disk mounted there whose lock
+// nobody holds is a killed supervisor's, which `sandcell gc`, rm and the next start unmount.
 struct ContainerDisk {
   UniqueFd lock;
   std::unique_ptr<WorkspaceDisk> disk;
