@@ -578,6 +578,17 @@ TEST(HostileDiskRun, ADiskBoundTurnsATmpFillIntoEnospcInsteadOfOom) {
   EXPECT_EQ(stdout_of(r), "wrote 16 MB errno=ENOSPC\n");
   EXPECT_EQ(r.record["limits"]["disk_bytes"], 16 * kMiB);
   EXPECT_EQ(r.record["enforced"]["disk_bytes"], "tmpfs");
+  EXPECT_FALSE(r.record["limits"].contains("tmpfs_bytes")) << "only when there are any";
+}
+
+// `run --tmpfs DST:SIZE`: each mount's size is in the record, and a write past it gets ENOSPC.
+TEST(HostileDiskRun, EachTmpfsSizeIsInTheRecordAndBoundsItsWrites) {
+  auto r = run_in_sandbox({"--memory", "64m", "--tmpfs", "/scratch:8m", "--tmpfs", "/more"},
+                          {"/bin/sc-probe", "fill-bytes", "/scratch/fill"});
+  EXPECT_EQ(status_of(r), "ok") << r.record.dump();
+  EXPECT_EQ(stdout_of(r), "wrote 8 MB errno=ENOSPC\n");
+  EXPECT_EQ(r.record["limits"]["tmpfs_bytes"], (nlohmann::json{{"/scratch", 8 * kMiB}, {"/more", 64 * kMiB}}));
+  EXPECT_EQ(r.record["enforced"]["tmpfs_bytes"], "tmpfs");
 }
 
 }  // namespace

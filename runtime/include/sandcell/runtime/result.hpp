@@ -97,6 +97,9 @@ struct Result {
   std::optional<uint64_t> pool_wait_ms;
   std::optional<uint64_t>
       disk_usage_bytes;  // "usage.disk_bytes": used on the bounded filesystem at the end
+  // "limits.tmpfs_bytes" (only when there are any): each tmpfs mount's size by its destination
+  // (`run --tmpfs DST:SIZE`, the Docker API's Tmpfs): past it a write gets ENOSPC.
+  std::map<std::string, uint64_t> tmpfs_bytes;
 
   // Filled by callers that capture output instead of passing it through (`--json`).
   std::optional<std::string> stdout_text;
