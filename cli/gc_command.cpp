@@ -16,7 +16,7 @@ void add_gc_command(CLI::App& app, Action& action, const Globals& globals) {
       "supervisor is gone, their run state, id-range claims and network rules; and the "
       "network namespaces runs made ahead for the next; the image store's temporary directories "
       "that a killed build, pull or load left; the workspace disks (and their loop devices) of "
-      "`sandcell code` calls that died. Live runs and builds are not touched.");
+      "`sandcell code` calls that died, and the disks of Docker API containers whose supervisor was killed. Live runs and builds are not touched.");
   auto state_root = std::make_shared<std::string>();
   gc->add_option("--state", *state_root, "Run state directory (default /run/sandcell, or $SANDCELL_STATE)");
   gc->callback([&action, state_root, globals] {
@@ -33,9 +33,11 @@ void add_gc_command(CLI::App& app, Action& action, const Globals& globals) {
       for (const std::string& dir : runtime::remove_abandoned_temp_dirs(globals->store_root() + "/tmp"))
         std::cout << "removed " << dir << "\n";
       // The sessions directory may be elsewhere ($SANDCELL_SESSIONS): `sandcell code` sweeps it.
-      for (const char* dir : {"/code-runs", "/sessions"})
+      // A Docker API container's disk whose supervisor was killed (its lock free) goes too.
+      for (auto [dir, what] : {std::pair{"/code-runs", "workspace"}, {"/sessions", "workspace"},
+                               {"/docker/containers", "container"}})
         if (int n = unmount_stale_disks(globals->store_root() + dir))
-          std::cout << "unmounted " << n << " workspace disk(s) under "
+          std::cout << "unmounted " << n << " " << what << " disk(s) under "
                     << globals->store_root() + dir << "\n";
       return 0;
     };

@@ -13,8 +13,10 @@
 #include "pool_flags.hpp"
 #include "request_ceiling_flags.hpp"
 #include "sandcell/agent_service/http_api.hpp"
+#include "sandcell/base/error.hpp"
 #include "sandcell/runtime/spec.hpp"
 #if SANDCELL_SERVES_HTTP
+#include "sandcell/base/workspace_disk.hpp"
 #include "sandcell/dockerapi/server.hpp"
 #endif
 
@@ -103,13 +105,22 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
       throw CLI::ValidationError("serve", "give one of --listen (sandcell's API) or --docker-api (Docker's)");
 #if SANDCELL_SERVES_HTTP
     if (!docker->listen.empty()) {
-      action = [docker, globals] {
+      action = [docker, globals, ceilings, workspace] {
         uint64_t max_load = runtime::parse_size(docker->max_load, "--docker-api-max-load");
+        check_workspace_flags(*workspace, *ceilings);
+        // --disk and --max-disk bound each container's writable layer (StorageOpt size).
+        std::optional<uint64_t> max_disk;
+        if (ceilings->disk) max_disk = runtime::parse_size(*ceilings->disk, "--max-disk");
+        uint64_t disk = workspace->disk ? runtime::parse_size(*workspace->disk, "--disk")
+                                        : std::min<uint64_t>(1ull << 30, max_disk.value_or(UINT64_MAX));
+        if (disk < kMinDiskBytes) throw Error::invalid("--disk " + std::to_string(disk) + " is too small (at least 8m)");
         return dockerapi::serve_docker_api_until_signal({.listen = docker->listen,
                                                          .group = docker->group,
                                                          .store_root = globals->store_root(),
                                                          .supervisor_exe = {},
-                                                         .max_load_bytes = max_load});
+                                                         .max_load_bytes = max_load,
+                                                         .default_disk_bytes = disk,
+                                                         .max_disk_bytes = max_disk});
       };
       return;
     }

@@ -25,7 +25,7 @@
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
-#include "workspace_disk.hpp"
+#include "sandcell/base/workspace_disk.hpp"
 
 namespace sandcell::agent {
 namespace {

@@ -32,24 +32,6 @@ runtime::Spec phase_spec(const PhaseContext& ctx) {
   return spec;
 }
 
-// The workspace's bound in the record, and disk_limit for a program that failed on a full disk
-// (README "Disk limits": the status is the program's own when it survived the full disk).
-void record_disk(const PhaseContext& ctx, runtime::Result& r) {
-  using runtime::Enforcement;
-  using runtime::Status;
-  if (!ctx.disk) {
-    r.limits.disk_bytes = ctx.disk_bytes;
-    r.enforced["disk_bytes"] = Enforcement::None;
-    r.warnings.push_back("disk_bytes not enforced on /workspace: " + ctx.disk_unbounded);
-    return;
-  }
-  r.limits.disk_bytes = ctx.disk->size_bytes();
-  r.enforced["disk_bytes"] = Enforcement::Ext4Loop;
-  r.disk_usage_bytes = ctx.disk->used_bytes();
-  if ((r.status == Status::ExitNonzero || r.status == Status::Signaled) && ctx.disk->full())
-    r.status = Status::DiskLimit;
-}
-
 void set_env(runtime::Spec& spec, const std::vector<std::string>& env) {
   for (const std::string& kv : env) {
     auto eq = kv.find('=');
@@ -88,7 +70,8 @@ PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const st
     if (stream && ctx.runner.on_output) ctx.runner.on_output(s, data);
   };
   auto complete = [&ctx](runtime::Result& r) {
-    if (r.status != runtime::Status::RuntimeError) record_disk(ctx, r);
+    if (r.status != runtime::Status::RuntimeError)
+      runtime::record_disk(r, ctx.disk, ctx.disk_bytes, "/workspace", ctx.disk_unbounded);
     if (ctx.warning) r.warnings.push_back(*ctx.warning);
   };
   if (pooled && pooled->on_result)

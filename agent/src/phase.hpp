@@ -12,7 +12,7 @@
 #include "sandcell/agent/code_runner.hpp"
 #include "sandcell/agent/skill.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
-#include "workspace_disk.hpp"
+#include "sandcell/base/workspace_disk.hpp"
 
 namespace sandcell::agent {
 
@@ -25,7 +25,7 @@ struct PhaseContext {
   const rootfs_builder::ImageRecord& image;  // the skill's, resolved once (code_runner.cpp)
   std::string workspace_dir;  // host path
   std::optional<runtime::SeccompProgram> seccomp;
-  // The workspace's own filesystem (workspace_disk.hpp); null: unbounded, for `disk_unbounded`.
+  // The workspace's own filesystem (sandcell/base/workspace_disk.hpp); null: unbounded, for `disk_unbounded`.
   const WorkspaceDisk* disk = nullptr;
   uint64_t disk_bytes = 0;  // the bound asked for
   std::string disk_unbounded{};

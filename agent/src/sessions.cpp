@@ -17,7 +17,7 @@
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/runtime/spec.hpp"
-#include "workspace_disk.hpp"
+#include "sandcell/base/workspace_disk.hpp"
 
 namespace sandcell::agent {
 namespace {

@@ -14,6 +14,7 @@
 #include "api_error.hpp"
 #include "sandcell/oci/state.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/base/stale_disk_mounts.hpp"
 #include "sandcell/base/unique_fd.hpp"
 #include "sandcell/runtime/container.hpp"
 
@@ -183,6 +184,9 @@ void ContainerStore::rename(const ContainerDir& container, const std::string& ne
 }
 
 void ContainerStore::remove(const ContainerDir& container) const {
+  // A killed supervisor left the container's disk mounted (its lock free): remove_all would stop
+  // at the mount point, and the loop device would stay.
+  unmount_stale_disks(container.path());
   std::error_code ec;
   fs::remove_all(container.path(), ec);
   if (ec) throw Error(ec.value(), "remove " + container.path());

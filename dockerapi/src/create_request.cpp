@@ -7,6 +7,7 @@
 #include "container_mounts.hpp"
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/base/workspace_disk.hpp"
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/rootfs_builder/image_spec.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
@@ -91,6 +92,33 @@ json checked_limits(const json& host) {
   return out;
 }
 
+// HostConfig.StorageOpt: only "size" (Docker's overlay2 with pquota; here the size of the
+// container's own filesystem). Stored as the bound in bytes, the server's default when not given.
+json checked_storage(const json& host, const DiskBounds& disk) {
+  uint64_t bytes = disk.default_bytes;
+  if (is_set(host, "StorageOpt")) {
+    if (!host["StorageOpt"].is_object()) throw bad_request("HostConfig.StorageOpt must be an object");
+    for (const auto& [key, value] : host["StorageOpt"].items()) {
+      if (key != "size")
+        throw bad_request("HostConfig.StorageOpt " + key + " is not supported by sandcell (only size)");
+      if (!value.is_string()) throw bad_request("HostConfig.StorageOpt size must be a string");
+      try {
+        bytes = runtime::parse_size(value.get<std::string>(), "HostConfig.StorageOpt size");
+      } catch (const Error& e) {
+        throw bad_request(e.what());
+      }
+      if (bytes < kMinDiskBytes)
+        throw bad_request("HostConfig.StorageOpt size " + value.get<std::string>() + " is too small (at least 8m)");
+      if (std::optional<std::string> why = WorkspaceDisk::unavailable())
+        throw bad_request("HostConfig.StorageOpt size cannot be enforced on this host: " + *why);
+      if (disk.max_bytes && bytes > *disk.max_bytes)
+        throw bad_request("HostConfig.StorageOpt size " + value.get<std::string>() + " is over the server's --max-disk (" +
+                          std::to_string(*disk.max_bytes) + " bytes)");
+    }
+  }
+  return {{"size", std::to_string(bytes)}};
+}
+
 json checked_config(const json& body, const std::string& image) {
   json config = json::object();
   for (const char* key : {"Cmd", "Entrypoint", "Env"}) {
@@ -159,7 +187,8 @@ void check_container_name(const std::string& name) {
 }
 
 json check_create_request(const std::string& body_text, const std::string& name,
-                          const rootfs_builder::ImageStore& images, const VolumeStore& volumes) {
+                          const rootfs_builder::ImageStore& images, const VolumeStore& volumes,
+                          const DiskBounds& disk) {
   if (!name.empty()) check_container_name(name);
   json body;
   try {
@@ -181,6 +210,7 @@ json check_create_request(const std::string& body_text, const std::string& name,
     stored_host["AutoRemove"] = host.value("AutoRemove", false);
     if (std::optional<TerminalSize> size = console_size(host, "HostConfig.ConsoleSize"))
       stored_host["ConsoleSize"] = {size->rows, size->columns};
+    stored_host["StorageOpt"] = checked_storage(host, disk);
     json request = {{"Name", name}, {"Image", image}, {"Config", checked_config(body, image)}, {"HostConfig", stored_host}};
     rootfs_builder::ImageRecord record;
     try {
@@ -228,9 +258,16 @@ runtime::Spec spec_for_container(const json& request, rootfs_builder::ImageStore
   if (host.contains("PidsLimit")) spec.limits.pids = host["PidsLimit"].get<uint64_t>();
   spec.network = host.value("NetworkMode", "none") == "none" ? runtime::NetworkMode::None : runtime::NetworkMode::Full;
   apply_mounts(host.value("Mounts", json::array()), VolumeStore(images.root() + "/docker/volumes"), spec);
-  spec.rootfs_upper_dir = container_dir + "/upper";
-  spec.rootfs_work_dir = container_dir + "/work";
+  const std::string layer_dir = disk_bytes_of(request) ? container_dir + "/disk" : container_dir;
+  spec.rootfs_upper_dir = layer_dir + "/upper";
+  spec.rootfs_work_dir = layer_dir + "/work";
   return spec;
+}
+
+std::optional<uint64_t> disk_bytes_of(const json& request) {
+  const json& host = request["HostConfig"];
+  if (!host.contains("StorageOpt") || !host["StorageOpt"].contains("size")) return std::nullopt;
+  return runtime::parse_size(host["StorageOpt"]["size"].get<std::string>(), "StorageOpt size");
 }
 
 std::optional<runtime::SeccompProgram> container_seccomp(bool report_denials) {

@@ -29,14 +29,29 @@ std::optional<TerminalSize> console_size(const nlohmann::json& object, const std
 // ApiError 400 unless `name` is a container name Docker accepts (create's `name`, rename).
 void check_container_name(const std::string& name);
 
+// The bound on a container's writable layer (`HostConfig.StorageOpt size`; docs/docker-api.md,
+// "Disk"): the server's --disk for a request without one, and its --max-disk (none: no ceiling).
+struct DiskBounds {
+  uint64_t default_bytes = 1ull << 30;
+  std::optional<uint64_t> max_bytes;
+};
+
 // Returns the request to store (create.json): Name, Image, ImageID, Config, HostConfig (the
-// mapped subset). Throws ApiError: 400 for a bad or refused field, 404 for a missing image.
+// mapped subset; StorageOpt.size always, in bytes: the bound the container's disk is made with).
+// Throws ApiError: 400 for a bad or refused field, 404 for a missing image.
 // The volumes it names are made once everything else checked.
 nlohmann::json check_create_request(const std::string& body, const std::string& name,
-                                    const rootfs_builder::ImageStore& images, const VolumeStore& volumes);
+                                    const rootfs_builder::ImageStore& images, const VolumeStore& volumes,
+                                    const DiskBounds& disk);
+
+// The bound a stored request's writable layer is made with (StorageOpt.size); none for a
+// container created before disk bounds (its layer is a plain directory, unbounded).
+std::optional<uint64_t> disk_bytes_of(const nlohmann::json& request);
 
 // The sandbox a stored request runs in: the image applied, limits, network, mounts (volumes under
-// <images.root()>/docker/volumes), the container's writable layer under `container_dir`.
+// <images.root()>/docker/volumes), the container's writable layer under `container_dir`: in
+// disk/upper and disk/work, on the container's own filesystem (supervisor.cpp mounts it there),
+// or upper/ and work/ for a container made before disk bounds.
 runtime::Spec spec_for_container(const nlohmann::json& request, rootfs_builder::ImageStore& images,
                                  const std::string& container_dir);
 

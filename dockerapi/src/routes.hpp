@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "container_store.hpp"
+#include "create_request.hpp"
 #include "http_server.hpp"
 #include "volume_store.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
@@ -21,6 +22,7 @@ struct ApiContext {
   ContainerStore containers;
   VolumeStore volumes;
   uint64_t max_load_bytes = 0;
+  DiskBounds disk;
 };
 
 // Path segments after the version prefix: "/v1.43/containers/x/json" → {"containers","x","json"}.

@@ -18,6 +18,7 @@
 #include "events.hpp"
 #include "routes.hpp"
 #include "sandcell/base/number.hpp"
+#include "sandcell/base/workspace_disk.hpp"
 #include "sandcell/runtime/container.hpp"
 
 namespace sandcell::dockerapi {
@@ -46,7 +47,7 @@ std::map<std::string, std::string> labels_in_request(const json& request) {
 std::string status_word(const ContainerState& state) { return is_paused(state) ? "paused" : state.status; }
 
 // Bytes of the files in the writable layer (`size`): lstat each entry, no link followed.
-int64_t layer_bytes(const std::string& dir) {
+int64_t files_bytes(const std::string& dir) {
   int64_t total = 0;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
@@ -58,6 +59,16 @@ int64_t layer_bytes(const std::string& dir) {
     }
   }
   return total;
+}
+
+// The writable layer's size: its files' bytes while its disk is mounted (running); a stopped
+// container's disk image is not mounted, so then the bytes its image holds on the host's disk
+// (the files and the filesystem's own few blocks), which is also what rm frees.
+int64_t layer_bytes(const ContainerDir& c) {
+  std::error_code ec;
+  if (!fs::exists(c.file("disk.img"), ec)) return files_bytes(c.file("upper"));  // unbounded
+  if (fs::exists(c.file("disk/upper"), ec)) return files_bytes(c.file("disk/upper"));
+  return static_cast<int64_t>(allocated_bytes(c.file("disk.img")));
 }
 
 json list_row(const ContainerDir& c, const json& request, const ContainerState& state, bool with_size) {
@@ -77,7 +88,7 @@ json list_row(const ContainerDir& c, const json& request, const ContainerState& 
                 {"HostConfig", {{"NetworkMode", request["HostConfig"].value("NetworkMode", "none")}}},
                 {"NetworkSettings", {{"Networks", json::object()}}}, {"Mounts", json::array()}};
   if (with_size) {
-    int64_t rw = layer_bytes(c.file("upper"));
+    int64_t rw = layer_bytes(c);
     entry["SizeRw"] = rw;
     entry["SizeRootFs"] = rw;  // the image's layers are shared, read-only: counted by `docker images`
   }
@@ -218,7 +229,7 @@ HttpReply prune_containers(const ApiContext& api, const HttpRequest& request) {
       if (!labels_match(filters["label"], labels)) continue;
       if (!filters["label!"].empty() && labels_match(filters["label!"], labels)) continue;
       if (until_ns && parse_timestamp_ns(created.value("Created", "0"), "Created") >= *until_ns) continue;
-      int64_t size = layer_bytes(c.file("upper"));
+      int64_t size = layer_bytes(c);
       if (c.state().status == "running") continue;  // started meanwhile
       api.containers.remove(c);
       record_event(api.store_root, container_event("destroy", c.id(), created));

@@ -75,7 +75,7 @@ json inspect_json(const ApiContext& api, const ContainerDir& c) {
 
 HttpReply create(const ApiContext& api, const HttpRequest& request) {
   rootfs_builder::ImageStore images(api.store_root);
-  json checked = check_create_request(request.body, request.param("name").value_or(""), images, api.volumes);
+  json checked = check_create_request(request.body, request.param("name").value_or(""), images, api.volumes, api.disk);
   ContainerDir c = api.containers.create(checked);
   record_container_event(api.store_root, c, "create");
   return json_reply(201, {{"Id", c.id()}, {"Warnings", json::array()}});

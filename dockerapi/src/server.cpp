@@ -77,7 +77,8 @@ int serve_docker_api_until_signal(const DockerApiOptions& options) {
                  .supervisor_exe = options.supervisor_exe.empty() ? "/proc/self/exe" : options.supervisor_exe,
                  .containers = ContainerStore(options.store_root + "/docker/containers"),
                  .volumes = VolumeStore(options.store_root + "/docker/volumes"),
-                 .max_load_bytes = options.max_load_bytes};
+                 .max_load_bytes = options.max_load_bytes,
+                 .disk = {.default_bytes = options.default_disk_bytes, .max_bytes = options.max_disk_bytes}};
   if (api.supervisor_exe == "/proc/self/exe") {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);

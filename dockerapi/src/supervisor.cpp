@@ -1,7 +1,10 @@
 // One container's supervisor: its own process in its own session (as conmon is), so the
-// container outlives the API server. A checklist: detach, build the sandbox, record "running",
-// run it with the output framed into the log, record the outcome.
+// container outlives the API server. A checklist: detach, mount the container's disk, build the
+// sandbox, record "running", run it with the output framed into the log, unmount the disk,
+// record the outcome.
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -20,6 +23,7 @@
 #include "events.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
+#include "sandcell/base/workspace_disk.hpp"
 #include "sandcell/dockerapi/server.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 #include "sandcell/runtime/result.hpp"
@@ -157,6 +161,45 @@ void remove_container(const ContainerDir& container, const nlohmann::json& reque
   }
 }
 
+// The container's writable layer on a filesystem of its own (docs/docker-api.md, "Disk"): the
+// image <dir>/disk.img (unnamed for an AutoRemove'd container), made at the first start from the
+// template of the StorageOpt size and kept until rm (a restart finds its files), mounted at
+// <dir>/disk while the container runs, with <dir>/lock held: a disk mounted there whose lock
+// nobody holds is a killed supervisor's, which `sandcell gc`, rm and the next start unmount.
+struct ContainerDisk {
+  UniqueFd lock;
+  std::unique_ptr<WorkspaceDisk> disk;
+  uint64_t bound = 0;
+  std::string unbounded;  // why there is no disk
+};
+
+ContainerDisk mount_disk(const ContainerDir& container, const nlohmann::json& request, const std::string& store_root) {
+  ContainerDisk out;
+  std::optional<uint64_t> bytes = disk_bytes_of(request);
+  if (!bytes) {
+    out.unbounded = "a container created before disk bounds";
+    return out;
+  }
+  out.bound = *bytes;
+  if (std::optional<std::string> why = WorkspaceDisk::unavailable()) {
+    out.unbounded = *why;
+    return out;
+  }
+  out.lock = UniqueFd(open(container.file("lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!out.lock || flock(out.lock.get(), LOCK_EX | LOCK_NB) != 0)
+    throw Error(errno, "lock " + container.file("lock") + " (another supervisor has the container)");
+  // With the lock, a disk still mounted there is a killed supervisor's.
+  if (umount2(container.file("disk").c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT)
+    throw Error(errno, "unmount the stale disk " + container.file("disk"));
+  // An AutoRemove'd container (`run --rm`) is never started again: its image needs no name, is
+  // never written back to the host's disk, and goes with the loop device.
+  const std::string templates = store_root + "/disk-templates";
+  out.disk = request["HostConfig"].value("AutoRemove", false)
+                 ? WorkspaceDisk::scratch(templates, container.file("disk"), *bytes)
+                 : WorkspaceDisk::session(templates, container.file("disk.img"), container.file("disk"), *bytes);
+  return out;
+}
+
 int supervise(const ContainerDir& container, const std::string& store_root) {
   nlohmann::json request = container.create_request();
   ContainerState state;
@@ -167,6 +210,7 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
   try {
     rootfs_builder::ImageStore images(store_root);
     rootfs_builder::ImageStore::Lease lease = images.lease();  // no prune under a running container
+    ContainerDisk disk = mount_disk(container, request, store_root);
     runtime::Spec spec = spec_for_container(request, images, container.path());
     std::filesystem::create_directories(spec.rootfs_upper_dir);
     std::filesystem::remove_all(spec.rootfs_work_dir);  // overlay wants it empty
@@ -194,6 +238,9 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
       terminal->pump.reset();  // its output in the log before the exit file says the run is over
       unlink(container.file("tty.ctl").c_str());
     }
+    if (result.status != runtime::Status::RuntimeError)
+      runtime::record_disk(result, disk.disk.get(), disk.bound, "the container's writable layer", disk.unbounded);
+    disk.disk.reset();  // unmounted before the exit is recorded: an rm that waited for it finds it gone
     record_end(container, state, result, store_root);
   } catch (const std::exception& e) {
     record_failure(container, state, e.what(), store_root);

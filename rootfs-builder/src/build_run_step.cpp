@@ -154,6 +154,21 @@ void drop_mount_points(const std::string& upper) {
   if (lstat(resolv.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) fs::remove(resolv);
 }
 
+// What a layer's files hold (no link followed): what the store needs for it at most, as the
+// tarball of incompressible data and once unpacked for the next step or a run.
+std::uint64_t files_bytes(const std::string& dir) {
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    std::error_code size_ec;
+    if (!it->is_regular_file(size_ec) || it->is_symlink(size_ec)) continue;
+    const std::uintmax_t size = it->file_size(size_ec);
+    if (!size_ec) total += size;
+  }
+  return total;
+}
+
 }  // namespace
 
 CachedStep run_step(BuildContext& ctx, const ImageState& state, const StageScope& scope,
@@ -187,6 +202,8 @@ CachedStep run_step(BuildContext& ctx, const ImageState& state, const StageScope
 
 CachedStep layer_from_directory(BuildContext& ctx, const std::string& dir) {
   if (directory_is_empty(dir)) return {};
+  // A store too small for the layer fails here, before it writes (README "Disk limits").
+  ctx.store.require_free(files_bytes(dir), "the step's layer");
   ScratchDir out(ctx.store.tmp_dir(), "layer");
   LayerWriteOptions options;
   options.mtime_clamp = source_date_epoch();

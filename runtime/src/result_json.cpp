@@ -96,6 +96,10 @@ nlohmann::json to_json(const Result& r) {
       {"events", events_json(r.events)},
       {"usage", {{"disk_bytes", optional_json(r.disk_usage_bytes)}}},
   };
+  if (!r.tmpfs_bytes.empty()) {
+    j["limits"]["tmpfs_bytes"] = r.tmpfs_bytes;
+    j["enforced"]["tmpfs_bytes"] = to_string(Enforcement::Tmpfs);
+  }
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.warnings.empty()) j["warnings"] = r.warnings;
   if (r.pooled) {

@@ -567,6 +567,7 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
 
   Result result;
   result.limits = spec.limits;
+  for (const TmpfsMount& t : spec.tmpfs_mounts) result.tmpfs_bytes[t.destination] = t.size_bytes;
   std::optional<SeccompProgram> late_seccomp;
   std::exception_ptr late_failure;
   const CgroupHost& host = cgroup_host();

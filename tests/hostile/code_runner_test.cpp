@@ -62,7 +62,7 @@ mode_t mode_of(const fs::path& p) {
 }
 
 // A session's workspace as the host holds it between calls: the directory "workspace" of its disk
-// image (agent/src/workspace_disk.hpp), mounted here for the check like `code` mounts it.
+// image (sandcell/base/workspace_disk.hpp), mounted here for the check like `code` mounts it.
 class MountedSession {
  public:
   explicit MountedSession(const fs::path& session) : dir_(session / "inspect") {

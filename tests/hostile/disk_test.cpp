@@ -1,11 +1,12 @@
 // Disk fills (issue 32): nothing a sandbox writes may fill the host's disk. `sandcell code` gives
 // each workspace its own ext4 image of the --disk size on a loop device
-// (agent/src/workspace_disk.hpp); `sandcell run` sizes its tmpfs upper with it. Each case asserts
+// (sandcell/base/workspace_disk.hpp); `sandcell run` sizes its tmpfs upper with it. Each case asserts
 // what the program saw (ENOSPC), what the record says (status, limits, enforced, usage), that the
 // host's filesystem holds no more than the bound, and that no mount or loop device is left after
 // the call, the session's removal or its expiry. The skill is the busybox test rootfs imported as
 // sandcell/skill-probe.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 
@@ -85,7 +86,8 @@ class HostileDisk : public ::testing::Test {
   }
   bool nothing_left_in_code_runs() const {
     std::error_code ec;
-    return fs::is_empty(fs::path(store()) / "code-runs", ec);
+    const fs::path dir = fs::path(store()) / "code-runs";
+    return !fs::exists(dir, ec) || fs::is_empty(dir, ec);  // a session's call makes none
   }
   TempTree tree_{"sc-hostile-disk"};
 };
@@ -324,6 +326,126 @@ TEST_F(HostileDisk, AKilledCallsDiskIsUnmountedByTheNextCallAndGc) {
   }
 }
 
+// Each hostile case again through the three ways a workspace is made: a `sandcell code` call, a
+// session's call, and a server request (`sandcell serve` on a unix socket, which runs `code
+// --request-json` for it). Each ends with the bound enforced and the same status, the host's
+// filesystem holding no more than the bound, and no mount or loop device left (TearDown), nor
+// the session once removed.
+enum class Route { Code, Session, Server };
+
+struct DiskCase {
+  const char* name;
+  const char* script;
+  const char* status;
+  const char* stdout_regex;  // what the program saw
+  bool flood = false;        // run with an output cap of 1m
+};
+
+const DiskCase kDiskCases[] = {
+    {"Fill", "/bin/sc-probe fill-bytes /workspace/a\ndd if=/dev/zero of=/workspace/b bs=1M count=64\n",
+     "disk_limit", "wrote 1[0-6] MB errno=ENOSPC\n"},
+    {"EmptyFiles", "mkdir /workspace/d && /bin/sc-probe fill-files /workspace/d; exit 3\n", "disk_limit",
+     "created (9[0-9][0-9]|10[0-9][0-9]) errno=ENOSPC\n"},
+    {"SparseTerabyte",
+     "truncate -s 1099511627776 /workspace/sparse && ls -l /workspace/sparse\n"
+     "dd if=/dev/zero of=/workspace/sparse bs=1M count=64 seek=500000 conv=notrunc 2>/dev/null\n",
+     "disk_limit", ".* 1099511627776 .*\n"},
+    {"LinksOut",
+     "mkdir -p /workspace/out\nln /bin/busybox /workspace/out/hard 2>/dev/null || echo no-hard-link\n"
+     "ln -s /etc/shadow /workspace/out/soft\n",
+     "ok", "no-hard-link\n"},
+    {"TmpAndShm", "/bin/sc-probe fill-bytes /tmp/fill\nrm /tmp/fill\n/bin/sc-probe fill-bytes /dev/shm/fill\n", "ok",
+     "wrote 6[0-4] MB errno=ENOSPC\nwrote 64 MB errno=ENOSPC\n"},
+    {"OutputFlood", "yes sandcell-flood\n", "output_limit", "(sandcell-flood\n)+(sandcell-fl?o?o?d?)?", true},
+};
+
+// (gtest and ctest name a case by these, not by its bytes)
+void PrintTo(const DiskCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(Route r, std::ostream* os) { *os << static_cast<int>(r); }
+
+class HostileDiskRoutes : public HostileDisk,
+                          public ::testing::WithParamInterface<std::tuple<Route, DiskCase>> {
+ protected:
+  void SetUp() override {
+    HostileDisk::SetUp();
+    if (route() != Route::Server) return;
+    // The server's `code` children find the skill and the sessions as the CLI's do.
+    setenv("SANDCELL_SKILLS", (tree_.path / "skills").c_str(), 1);
+    setenv("SANDCELL_SESSIONS", sessions().c_str(), 1);
+    server_ = spawn_sandcell({"--root", store(), "serve", "--listen", "unix:" + socket()});
+    unsetenv("SANDCELL_SKILLS");
+    unsetenv("SANDCELL_SESSIONS");
+    for (int i = 0; i < 300 && !fs::exists(socket()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(fs::exists(socket()));
+  }
+  void TearDown() override {
+    if (server_ > 0) {
+      kill(server_, SIGTERM);
+      waitpid(server_, nullptr, 0);
+    }
+    HostileDisk::TearDown();
+  }
+  Route route() const { return std::get<0>(GetParam()); }
+  std::string socket() const { return (tree_.path / "api.sock").string(); }
+
+  // The call's result (the code result: stdout, status, usage, report).
+  nlohmann::json run(const DiskCase& c) {
+    if (route() == Route::Server) {
+      nlohmann::json body = {{"skill", "probe"}, {"code", c.script}, {"disk", "16m"}};
+      if (c.flood) body["output_limit"] = "1m";
+      const std::string body_file = (tree_.path / "body.json").string();
+      std::ofstream(body_file) << body.dump();
+      CliRun r = run_program({"/usr/bin/curl", "-s", "--unix-socket", socket(), "--data-binary", "@" + body_file,
+                              "-H", "Content-Type: application/json", "http://sandcell/v1/run"});
+      return nlohmann::json::parse(r.out, nullptr, false);
+    }
+    std::vector<std::string> flags = {"--disk", "16m"};
+    if (route() == Route::Session) flags.insert(flags.end(), {"--session", "s1"});
+    if (c.flood) flags.insert(flags.end(), {"--output-limit", "1m"});
+    return code(c.script, flags).record;
+  }
+  pid_t server_ = -1;
+};
+
+TEST_P(HostileDiskRoutes, EndsWithTheBoundEnforcedAndNothingLeft) {
+  const DiskCase& c = std::get<1>(GetParam());
+  const uint64_t before = free_bytes(tree_.path.string());
+  nlohmann::json r = run(c);
+  ASSERT_TRUE(r.is_object() && r.contains("status")) << r.dump().substr(0, 2000);
+  EXPECT_EQ(r["status"], c.status) << r.dump().substr(0, 2000);
+  const std::string out = r["stdout"].get<std::string>();
+  EXPECT_TRUE(std::regex_match(out.substr(0, 4096), std::regex(c.stdout_regex)) || c.flood) << out.substr(0, 2000);
+  if (c.flood) {
+    EXPECT_LE(out.size(), kMiB);
+    EXPECT_EQ(out.substr(0, 15), "sandcell-flood\n");
+  }
+  EXPECT_EQ(r["report"]["limits"]["disk_bytes"], 16 * kMiB);
+  EXPECT_EQ(r["report"]["enforced"]["disk_bytes"], "ext4-loop");
+  EXPECT_LE(r["usage"]["disk_bytes"].get<uint64_t>(), 16 * kMiB);
+  for (const auto& a : r["artifacts"]) EXPECT_TRUE(a["base64"].is_null()) << a.dump();  // a link is not followed
+  // Other helpers build and test on this host at the same time: a margin, not equality.
+  EXPECT_GT(free_bytes(tree_.path.string()) + 64 * kMiB, before);
+  EXPECT_TRUE(nothing_left_in_code_runs());
+  if (route() == Route::Session) {
+    struct stat image {};
+    ASSERT_EQ(stat((fs::path(sessions()) / "s1/disk.img").c_str(), &image), 0);
+    EXPECT_LE(static_cast<uint64_t>(image.st_blocks) * 512, 16 * kMiB);
+    CliRun removed = run_sandcell({"--root", store(), "sessions", "--sessions-dir", sessions(), "rm", "s1"});
+    EXPECT_EQ(removed.exit_code, 0) << removed.err;
+    EXPECT_FALSE(fs::exists(fs::path(sessions()) / "s1"));
+  }
+}
+
+std::string route_and_case(const ::testing::TestParamInfo<std::tuple<Route, DiskCase>>& info) {
+  static const char* const kRoutes[] = {"Code", "Session", "Server"};
+  return std::string(kRoutes[static_cast<int>(std::get<0>(info.param))]) + "_" + std::get<1>(info.param).name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllRoutes, HostileDiskRoutes,
+                         ::testing::Combine(::testing::Values(Route::Code, Route::Session, Route::Server),
+                                            ::testing::ValuesIn(kDiskCases)),
+                         route_and_case);
+
 // The image store on a small filesystem (a 48 MiB ext4 image the test loop-mounts): an import
 // larger than the free space is refused before it writes, and a load whose archive expands past
 // the free space fails half-way without a trace: no temporary left, no blob, the index as before.
@@ -342,6 +464,10 @@ class StoreOnASmallDisk : public ::testing::Test {
     if (mounted_) {
       EXPECT_EQ(shell_output("umount " + store_.string() + " 2>&1"), "");
     }
+    // A build's RUN sandbox had the store's layers in its mount namespace, which the kernel
+    // tears down just after the sandbox ends: the loop device detaches then.
+    for (int i = 0; i < 250 && !loops_backed_under(tree_.path.string()).empty(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_EQ(loops_backed_under(tree_.path.string()), std::vector<std::string>{});
   }
   CliRun sandcell(std::vector<std::string> args) {
@@ -419,6 +545,30 @@ TEST_F(StoreOnASmallDisk, ALoadThatFillsTheDiskHalfWayLeavesNothingBehind) {
   EXPECT_EQ(run.exit_code, 0) << "the store still works: " << run.err;
 }
 
+// A build whose step writes a layer the store cannot hold fails before writing it: no tag, no
+// temporary left, the index as before, and the store still works.
+TEST_F(StoreOnASmallDisk, ABuildWhoseLayerDoesNotFitFailsBeforeWritingIt) {
+  const fs::path ctx = tree_.path / "ctx";
+  fs::create_directories(ctx);
+  fs::copy_file(test_rootfs() + "/bin/busybox", ctx / "busybox");
+  std::ofstream(ctx / "Dockerfile")
+      << "FROM scratch\nCOPY busybox /bin/busybox\n"
+         "RUN [\"/bin/busybox\", \"dd\", \"if=/dev/urandom\", \"of=/big\", \"bs=1M\", \"count=60\"]\n";
+  ASSERT_EQ(sandcell({"import", make_tar("small.tar", "head -c 1M /dev/urandom", kMiB), "small:1"})
+                .exit_code,
+            0);
+  const std::string index = read_text(store_ / "index.json");
+  CliRun built = sandcell({"build", "-q", "-t", "big:1", ctx.string()});
+  EXPECT_NE(built.exit_code, 0) << built.out;
+  EXPECT_NE(built.err.find("the step's layer needs 62914560 bytes"), std::string::npos) << built.err;
+  EXPECT_EQ(read_text(store_ / "index.json"), index);
+  EXPECT_EQ(entries("tmp"), 0u);
+  EXPECT_EQ(sandcell({"images"}).out.find("big"), std::string::npos);
+  CliRun after =
+      sandcell({"import", make_tar("after.tar", "head -c 1M /dev/urandom", kMiB), "after:1"});
+  EXPECT_EQ(after.exit_code, 0) << "the store still works: " << after.err;
+}
+
 // `run`: the tmpfs upper is sized by --disk, so /tmp filling inside a small --memory ends in
 // ENOSPC instead of the OOM killer, and the record says so.
 TEST(HostileDiskRun, ADiskBoundTurnsATmpFillIntoEnospcInsteadOfOom) {
@@ -428,6 +578,17 @@ TEST(HostileDiskRun, ADiskBoundTurnsATmpFillIntoEnospcInsteadOfOom) {
   EXPECT_EQ(stdout_of(r), "wrote 16 MB errno=ENOSPC\n");
   EXPECT_EQ(r.record["limits"]["disk_bytes"], 16 * kMiB);
   EXPECT_EQ(r.record["enforced"]["disk_bytes"], "tmpfs");
+  EXPECT_FALSE(r.record["limits"].contains("tmpfs_bytes")) << "only when there are any";
+}
+
+// `run --tmpfs DST:SIZE`: each mount's size is in the record, and a write past it gets ENOSPC.
+TEST(HostileDiskRun, EachTmpfsSizeIsInTheRecordAndBoundsItsWrites) {
+  auto r = run_in_sandbox({"--memory", "64m", "--tmpfs", "/scratch:8m", "--tmpfs", "/more"},
+                          {"/bin/sc-probe", "fill-bytes", "/scratch/fill"});
+  EXPECT_EQ(status_of(r), "ok") << r.record.dump();
+  EXPECT_EQ(stdout_of(r), "wrote 8 MB errno=ENOSPC\n");
+  EXPECT_EQ(r.record["limits"]["tmpfs_bytes"], (nlohmann::json{{"/scratch", 8 * kMiB}, {"/more", 64 * kMiB}}));
+  EXPECT_EQ(r.record["enforced"]["tmpfs_bytes"], "tmpfs");
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // Sessions: a workspace kept across `sandcell code --session ID` calls, under
 // <sessions dir>/<ID>/{disk.img, session.json, lock}: the workspace is the directory "workspace"
-// of the image's filesystem (workspace_disk.hpp), mounted at <ID>/disk only while a call holds the
+// of the image's filesystem (sandcell/base/workspace_disk.hpp), mounted at <ID>/disk only while a call holds the
 // session (<ID>/workspace/ where the host cannot mount one, or for a session made before). One call
 // at a time holds a session (flock); sessions idle longer than the TTL are removed by the next
 // sweep. A session's workspace is only ever bind-mounted into its own calls' sandboxes.
@@ -12,6 +12,10 @@
 #include <vector>
 
 #include "sandcell/base/unique_fd.hpp"
+
+namespace sandcell {
+class WorkspaceDisk;
+}
 
 namespace sandcell::agent {
 
@@ -24,8 +28,6 @@ struct SessionInfo {
   uint64_t disk_bytes = 0;  // its bound (the image's size); 0: unbounded
   int64_t expires = 0;     // last_used + TTL
 };
-
-class WorkspaceDisk;
 
 // A session held for one call: the workspace path, its mounted disk and the lock.
 class SessionLease {

@@ -1,5 +1,5 @@
 #pragma once
-// Workspace disks (agent/src/workspace_disk.hpp) whose call is over: a crashed `sandcell code`
+// Workspace disks (sandcell/base/workspace_disk.hpp) whose call is over: a crashed `sandcell code`
 // leaves its disk mounted, and the loop device under it attached. Here, not in the agent library,
 // because `sandcell gc` (the lean binary) removes them too.
 #include <string>

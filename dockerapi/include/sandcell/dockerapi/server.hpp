@@ -1,6 +1,7 @@
 #pragma once
 // `sandcell serve --docker-api unix:PATH`: the Docker Engine API (docs/docker-api.md).
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace sandcell::dockerapi {
@@ -13,6 +14,10 @@ struct DockerApiOptions {
   // `docker load`'s archive and `docker build`'s context, spooled to a file in the store (not
   // memory): larger gets 413.
   uint64_t max_load_bytes = 4ull << 30;
+  // A container's writable layer (`HostConfig.StorageOpt size`; docs/docker-api.md, "Disk"):
+  // the bound of a create that gives none, and the most one may ask for (none: no ceiling).
+  uint64_t default_disk_bytes = 1ull << 30;
+  std::optional<uint64_t> max_disk_bytes;
 };
 
 // Serves until SIGINT/SIGTERM; running containers keep running (their supervisors are not ours).

@@ -9,6 +9,10 @@
 
 #include "sandcell/runtime/spec.hpp"
 
+namespace sandcell {
+class WorkspaceDisk;
+}
+
 namespace sandcell::runtime {
 
 enum class Status {
@@ -93,6 +97,9 @@ struct Result {
   std::optional<uint64_t> pool_wait_ms;
   std::optional<uint64_t>
       disk_usage_bytes;  // "usage.disk_bytes": used on the bounded filesystem at the end
+  // "limits.tmpfs_bytes" (only when there are any): each tmpfs mount's size by its destination
+  // (`run --tmpfs DST:SIZE`, the Docker API's Tmpfs): past it a write gets ENOSPC.
+  std::map<std::string, uint64_t> tmpfs_bytes;
 
   // Filled by callers that capture output instead of passing it through (`--json`).
   std::optional<std::string> stdout_text;
@@ -100,6 +107,13 @@ struct Result {
 };
 
 nlohmann::json to_json(const Result& r);
+
+// The disk bound in the record (README "Disk limits"), once the program is gone and while `disk`
+// is mounted: limits.disk_bytes, enforced.disk_bytes (ext4-loop), usage.disk_bytes, and status
+// disk_limit for a program that failed (exit_nonzero or signaled) with its filesystem full. No
+// disk: enforced none and a warning that the bound is not enforced on `where`, and why.
+void record_disk(Result& r, const WorkspaceDisk* disk, uint64_t bound, const std::string& where,
+                 const std::string& unbounded);
 
 // The exit code `sandcell run` uses for a result: the program's own code, 128+N for signal N,
 // 125 when sandcell failed, 126 not executable, 127 not found.

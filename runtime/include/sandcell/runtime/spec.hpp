@@ -27,7 +27,7 @@ struct Limits {
   std::optional<uint64_t> output_bytes;  // per stream (stdout, stderr)
   // What the sandbox may write to disk-backed storage (`--disk`; README "Disk limits"). `run`
   // sizes its tmpfs upper with it; `code` and the servers give each workspace a filesystem image
-  // of this size (agent/src/workspace_disk.hpp).
+  // of this size (sandcell/base/workspace_disk.hpp).
   std::optional<uint64_t> disk_bytes;
 };
 

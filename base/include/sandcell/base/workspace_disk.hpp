@@ -23,7 +23,10 @@
 
 #include "sandcell/base/stale_disk_mounts.hpp"
 
-namespace sandcell::agent {
+namespace sandcell {
+
+// The smallest bound a disk can have: ext4's metadata alone needs a few MiB.
+constexpr uint64_t kMinDiskBytes = 8 << 20;
 
 class WorkspaceDisk {
  public:
@@ -31,8 +34,9 @@ class WorkspaceDisk {
   // its image an unnamed file (O_TMPFILE in mount_dir's parent), gone with the mount.
   static std::unique_ptr<WorkspaceDisk> scratch(const std::string& templates_dir,
                                                 std::string mount_dir, uint64_t size_bytes);
-  // A session's disk: `image` mounted at `mount_dir`; made of size_bytes when it does not exist
-  // (a session keeps the size it was made with), and kept.
+  // A kept disk (a session's workspace, a Docker API container's writable layer): `image`
+  // mounted at `mount_dir`; made of size_bytes when it does not exist (it keeps the size it was
+  // made with), and kept.
   static std::unique_ptr<WorkspaceDisk> session(const std::string& templates_dir, std::string image,
                                                 std::string mount_dir, uint64_t size_bytes);
   ~WorkspaceDisk();  // unmounts; the loop device detaches with the mount (LO_FLAGS_AUTOCLEAR)
@@ -63,4 +67,4 @@ class WorkspaceDisk {
 // Bytes the host's filesystem holds for an image (its allocated blocks; the image is sparse).
 uint64_t allocated_bytes(const std::string& path);
 
-}  // namespace sandcell::agent
+}  // namespace sandcell

@@ -1,7 +1,7 @@
 // A loop-mounted ext4 image per workspace (workspace_disk.hpp): a copy of a template mke2fs made
 // once per size, on a loop device attached with LOOP_CONFIGURE (one ioctl, Linux 5.8) and
 // LO_FLAGS_AUTOCLEAR.
-#include "workspace_disk.hpp"
+#include "sandcell/base/workspace_disk.hpp"
 
 #include <fcntl.h>
 #include <linux/loop.h>
@@ -24,7 +24,7 @@
 
 extern char** environ;
 
-namespace sandcell::agent {
+namespace sandcell {
 namespace {
 
 namespace fs = std::filesystem;
@@ -32,7 +32,6 @@ using runtime::UniqueFd;
 
 constexpr uint64_t kBytesPerInode = 16 << 10;  // mke2fs's own default ratio
 constexpr uint64_t kFullSlack = 1 << 20;
-constexpr uint64_t kMinBytes = 8 << 20;  // ext4's metadata alone needs a few MiB
 // Each size a request asks for gets a template (~100 KiB on disk per GiB): the least recently
 // used go past this many, so that requests of ever new sizes cannot fill the store.
 constexpr size_t kMaxTemplates = 8;
@@ -169,7 +168,7 @@ UniqueFd attach_loop(int file, const std::string& what) {
 // written.
 UniqueFd attach_new_image(int file, const std::string& what, const std::string& templates_dir,
                           uint64_t size_bytes) {
-  if (size_bytes < kMinBytes)
+  if (size_bytes < kMinDiskBytes)
     throw Error::invalid("--disk " + std::to_string(size_bytes) + " is too small (at least 8m)");
   UniqueFd from = open_template(templates_dir, size_bytes);
   UniqueFd loop = attach_loop(file, what);
@@ -320,4 +319,4 @@ uint64_t allocated_bytes(const std::string& path) {
   return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
 }
 
-}  // namespace sandcell::agent
+}  // namespace sandcell
