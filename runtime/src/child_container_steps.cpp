@@ -53,12 +53,7 @@ void attach_terminal(const ChildPlan& plan) {
     errno = EINVAL;
     child_fail(plan, "process.terminal is true but no --console-socket was given");
   }
-  int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (master < 0) child_fail(plan, "open /dev/ptmx in the container");
-  int unlock = 0;
-  if (ioctl(master, TIOCSPTLCK, &unlock) < 0) child_fail(plan, "unlock the pty");
-  int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (slave < 0) child_fail(plan, "open the pty's peer");
+  const auto [master, slave] = open_pty_pair(plan, "/dev/ptmx");
   if (c.rows > 0 || c.columns > 0) {
     winsize size{.ws_row = c.rows, .ws_col = c.columns, .ws_xpixel = 0, .ws_ypixel = 0};
     if (ioctl(slave, TIOCSWINSZ, &size) < 0) child_fail(plan, "process.consoleSize");

@@ -24,16 +24,22 @@ void install_stdio(const ChildPlan& plan) {
     child_fail(plan, "dup2 stdio");
 }
 
+PtyPair open_pty_pair(const ChildPlan& plan, const char* ptmx) {
+  PtyPair pty;
+  pty.master = open(ptmx, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (pty.master < 0) child_fail(plan, "open the pty multiplexer for the program's terminal");
+  int unlock = 0;
+  if (ioctl(pty.master, TIOCSPTLCK, &unlock) < 0) child_fail(plan, "unlock the pty");
+  pty.slave = ioctl(pty.master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (pty.slave < 0) child_fail(plan, "open the pty's peer");
+  return pty;
+}
+
 void open_terminal(const ChildPlan& plan) {
   if (!plan.terminal) return;
   // The new instance mount_proc_dev_sys made (newinstance, ptmxmode=0666): the pty is the
   // sandbox's own, not one of the host's devpts, and ttyname() finds it under /dev/pts.
-  int master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (master < 0) child_fail(plan, "open /dev/pts/ptmx for the program's terminal");
-  int unlock = 0;
-  if (ioctl(master, TIOCSPTLCK, &unlock) < 0) child_fail(plan, "unlock the pty");
-  int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (slave < 0) child_fail(plan, "open the pty's peer");
+  const auto [master, slave] = open_pty_pair(plan, "/dev/pts/ptmx");
   if (fchown(slave, plan.uid, plan.gid) < 0) child_fail(plan, "chown the pty to the program's user");
   send_fd_to_parent(plan, ChildMessage::Terminal, master, "the pty master");
   close(master);

@@ -70,6 +70,13 @@ void install_stdio(const ChildPlan& plan);
 // ChildPlan::terminal: a pty of the sandbox's own devpts (mounted and pivoted into) as 0, 1, 2;
 // the master goes to the supervisor and is closed here, before anything of the program runs.
 void open_terminal(const ChildPlan& plan);
+// A new pty from the multiplexer at `ptmx` (the sandbox's devpts): unlocked, its peer opened by
+// TIOCGPTPEER (no path lookup under /dev/pts the program could have replaced). Both O_CLOEXEC.
+struct PtyPair {
+  int master = -1;
+  int slave = -1;
+};
+PtyPair open_pty_pair(const ChildPlan& plan, const char* ptmx);
 // One message of the supervisor's on the sync socket, with up to `max` fds (SCM_RIGHTS) into
 // `fds`; returns how many came. Exits 125 if the supervisor is gone; fails the child with `what`
 // on an error or when more fds came than `max`.
