@@ -7,7 +7,6 @@
 // sandcell/skill-probe.
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include <regex>
 #include <thread>
 
+#include "disk_probes.hpp"
 #include "hostile.hpp"
 #include "temp_tree.hpp"
 
@@ -26,33 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr uint64_t kMiB = 1 << 20;
-
-// Loop devices whose backing file is under `dir`, and mounts under it: host-global, so a test
-// that attached one must see it gone.
-std::vector<std::string> loops_backed_under(const std::string& dir) {
-  std::vector<std::string> found;
-  std::error_code ec;
-  for (const auto& dev : fs::directory_iterator("/sys/block", ec)) {
-    std::ifstream backing(dev.path() / "loop/backing_file");
-    std::string file;
-    if (std::getline(backing, file) && file.rfind(dir, 0) == 0)
-      found.push_back(dev.path().filename().string() + " " + file);
-  }
-  return found;
-}
-
-std::vector<std::string> mounts_under(const std::string& dir) {
-  std::vector<std::string> found;
-  std::ifstream mountinfo("/proc/self/mountinfo");
-  for (std::string line; std::getline(mountinfo, line);)
-    if (line.find(" " + dir + "/") != std::string::npos) found.push_back(line);
-  return found;
-}
-
-uint64_t free_bytes(const std::string& dir) {
-  struct statvfs st {};
-  return statvfs(dir.c_str(), &st) == 0 ? static_cast<uint64_t>(st.f_bavail) * st.f_frsize : 0;
-}
 
 class HostileDisk : public ::testing::Test {
  protected:
@@ -445,129 +418,6 @@ INSTANTIATE_TEST_SUITE_P(AllRoutes, HostileDiskRoutes,
                          ::testing::Combine(::testing::Values(Route::Code, Route::Session, Route::Server),
                                             ::testing::ValuesIn(kDiskCases)),
                          route_and_case);
-
-// The image store on a small filesystem (a 48 MiB ext4 image the test loop-mounts): an import
-// larger than the free space is refused before it writes, and a load whose archive expands past
-// the free space fails half-way without a trace: no temporary left, no blob, the index as before.
-class StoreOnASmallDisk : public ::testing::Test {
- protected:
-  void SetUp() override {
-    image_ = (tree_.path / "store.img").string();
-    ASSERT_EQ(shell_output("truncate -s 48M " + image_ + " && mke2fs -q -F -t ext4 -m 0 " + image_ +
-                           " 2>&1"),
-              "");
-    fs::create_directories(store_);
-    ASSERT_EQ(shell_output("mount -o loop " + image_ + " " + store_.string() + " 2>&1"), "");
-    mounted_ = true;
-  }
-  void TearDown() override {
-    if (mounted_) {
-      EXPECT_EQ(shell_output("umount " + store_.string() + " 2>&1"), "");
-    }
-    // A build's RUN sandbox had the store's layers in its mount namespace, which the kernel
-    // tears down just after the sandbox ends: the loop device detaches then.
-    for (int i = 0; i < 250 && !loops_backed_under(tree_.path.string()).empty(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    EXPECT_EQ(loops_backed_under(tree_.path.string()), std::vector<std::string>{});
-  }
-  CliRun sandcell(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--root", store_.string()});
-    return run_sandcell(args);
-  }
-  // A tar of one file of `bytes` bytes from `source` (a shell command's output).
-  std::string make_tar(const std::string& name, const std::string& source, uint64_t bytes,
-                       bool gzip = false) {
-    const fs::path dir = tree_.path / (name + ".d");
-    fs::create_directories(dir);
-    EXPECT_EQ(shell_output(source + " | head -c " + std::to_string(bytes) + " > " +
-                           (dir / "data").string()),
-              "");
-    const std::string tar = (tree_.path / name).string();
-    EXPECT_EQ(
-        shell_output("tar -C " + dir.string() + (gzip ? " -czf " : " -cf ") + tar + " data 2>&1"),
-        "");
-    fs::remove_all(dir);
-    return tar;
-  }
-  size_t entries(const std::string& sub) const {
-    std::error_code ec;
-    size_t n = 0;
-    for (auto it = fs::directory_iterator(store_ / sub, ec); it != fs::directory_iterator(); ++it)
-      ++n;
-    return n;
-  }
-  TempTree tree_{"sc-hostile-store"};
-  std::string image_;
-  fs::path store_ = tree_.path / "store";
-  bool mounted_ = false;
-};
-
-TEST_F(StoreOnASmallDisk, AnImportLargerThanTheFreeSpaceIsRefusedBeforeWriting) {
-  CliRun small =
-      sandcell({"import", make_tar("small.tar", "head -c 1M /dev/urandom", kMiB), "small:1"});
-  ASSERT_EQ(small.exit_code, 0) << small.err;
-  const std::string index = read_text(store_ / "index.json");
-  const size_t blobs = entries("blobs/sha256");
-  const uint64_t before = free_bytes(store_.string());
-  CliRun big =
-      sandcell({"import", make_tar("big.tar", "head -c 64M /dev/urandom", 64 * kMiB), "big:1"});
-  EXPECT_NE(big.exit_code, 0);
-  EXPECT_NE(big.err.find("needs 67"), std::string::npos) << big.err;
-  EXPECT_NE(big.err.find("free"), std::string::npos) << big.err;
-  EXPECT_EQ(read_text(store_ / "index.json"), index);
-  EXPECT_EQ(entries("blobs/sha256"), blobs);
-  EXPECT_EQ(entries("tmp"), 0u);
-  EXPECT_GE(free_bytes(store_.string()) + kMiB, before) << "nothing was written";
-  CliRun listed = sandcell({"images"});
-  EXPECT_NE(listed.out.find("small"), std::string::npos) << listed.out;
-  EXPECT_EQ(listed.out.find("big"), std::string::npos) << listed.out;
-}
-
-TEST_F(StoreOnASmallDisk, ALoadThatFillsTheDiskHalfWayLeavesNothingBehind) {
-  ASSERT_EQ(sandcell({"import", make_tar("small.tar", "head -c 1M /dev/urandom", kMiB), "small:1"})
-                .exit_code,
-            0);
-  const std::string index = read_text(store_ / "index.json");
-  const size_t blobs = entries("blobs/sha256");
-  const uint64_t before = free_bytes(store_.string());
-  // 100 MiB of text, gzipped to well under 1 MiB: the free-space check passes, the unpacking fills.
-  const std::string archive = make_tar("expands.tar.gz", "yes sandcell", 100 * kMiB, true);
-  ASSERT_LT(fs::file_size(archive), kMiB);
-  CliRun load = sandcell({"load", "-i", archive});
-  EXPECT_NE(load.exit_code, 0);
-  EXPECT_NE(load.err.find("No space left on device"), std::string::npos) << load.err;
-  EXPECT_EQ(read_text(store_ / "index.json"), index);
-  EXPECT_EQ(entries("blobs/sha256"), blobs);
-  EXPECT_EQ(entries("tmp"), 0u) << "the half-unpacked archive stays behind";
-  EXPECT_GE(free_bytes(store_.string()) + kMiB, before);
-  CliRun run =
-      sandcell({"import", make_tar("after.tar", "head -c 1M /dev/urandom", kMiB), "after:1"});
-  EXPECT_EQ(run.exit_code, 0) << "the store still works: " << run.err;
-}
-
-// A build whose step writes a layer the store cannot hold fails before writing it: no tag, no
-// temporary left, the index as before, and the store still works.
-TEST_F(StoreOnASmallDisk, ABuildWhoseLayerDoesNotFitFailsBeforeWritingIt) {
-  const fs::path ctx = tree_.path / "ctx";
-  fs::create_directories(ctx);
-  fs::copy_file(test_rootfs() + "/bin/busybox", ctx / "busybox");
-  std::ofstream(ctx / "Dockerfile")
-      << "FROM scratch\nCOPY busybox /bin/busybox\n"
-         "RUN [\"/bin/busybox\", \"dd\", \"if=/dev/urandom\", \"of=/big\", \"bs=1M\", \"count=60\"]\n";
-  ASSERT_EQ(sandcell({"import", make_tar("small.tar", "head -c 1M /dev/urandom", kMiB), "small:1"})
-                .exit_code,
-            0);
-  const std::string index = read_text(store_ / "index.json");
-  CliRun built = sandcell({"build", "-q", "-t", "big:1", ctx.string()});
-  EXPECT_NE(built.exit_code, 0) << built.out;
-  EXPECT_NE(built.err.find("the step's layer needs 62914560 bytes"), std::string::npos) << built.err;
-  EXPECT_EQ(read_text(store_ / "index.json"), index);
-  EXPECT_EQ(entries("tmp"), 0u);
-  EXPECT_EQ(sandcell({"images"}).out.find("big"), std::string::npos);
-  CliRun after =
-      sandcell({"import", make_tar("after.tar", "head -c 1M /dev/urandom", kMiB), "after:1"});
-  EXPECT_EQ(after.exit_code, 0) << "the store still works: " << after.err;
-}
 
 // `run`: the tmpfs upper is sized by --disk, so /tmp filling inside a small --memory ends in
 // ENOSPC instead of the OOM killer, and the record says so.

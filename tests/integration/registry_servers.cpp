@@ -286,6 +286,20 @@ void TamperingProxy::forward(const httplib::Request& req, httplib::Response& res
                              });
     return;
   }
+  if (layer && mode_ == Mode::PauseBlobHalfway) {
+    auto shared = std::make_shared<std::string>(std::move(body));
+    res.set_content_provider(shared->size(), "application/octet-stream",
+                             [shared, this](std::size_t offset, std::size_t, httplib::DataSink& sink) {
+                               const std::size_t half = shared->size() / 2;
+                               if (offset < half) return sink.write(shared->data() + offset, half - offset);
+                               ++halfway_;
+                               for (int i = 0; i < 600 && !released_; ++i)
+                                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                               return sink.is_writable() &&
+                                      sink.write(shared->data() + offset, shared->size() - offset);
+                             });
+    return;
+  }
   if ((layer && mode_ == Mode::TrickleBlob) || (is_manifest && req.method == "GET" && mode_ == Mode::TrickleManifest)) {
     // One byte a second, the whole length announced: a registry that never quite stalls.
     auto shared = std::make_shared<std::string>(std::move(body));

@@ -75,7 +75,8 @@ class TokenServer {
 class TamperingProxy {
  public:
   enum class Mode { PassThrough, CorruptBlob, TruncateBlob, OversizeBlob, CorruptManifest, RedirectLoop,
-                    FlakyBlob, DenyManifest, RedirectBlobElsewhere, CutBlobOnce, TrickleManifest, TrickleBlob };
+                    FlakyBlob, DenyManifest, RedirectBlobElsewhere, CutBlobOnce, TrickleManifest, TrickleBlob,
+              PauseBlobHalfway };
   TamperingProxy(const std::string& upstream, Mode mode);
   std::string address() const { return server_.address(); }
   std::string blob_host_address() const { return blob_host_.address(); }
@@ -83,6 +84,10 @@ class TamperingProxy {
   std::vector<std::string> credentials_seen_elsewhere();
   int blob_failures_sent() const { return failures_; }
   int range_requests() const { return ranges_; }
+  // PauseBlobHalfway: a layer's first half is sent, then the answer waits (at most 60 s) until
+  // release(); halfway() counts the layers waiting so.
+  int halfway() const { return halfway_; }
+  void release() { released_ = true; }
 
  private:
   void forward(const httplib::Request& req, httplib::Response& res);
@@ -90,6 +95,8 @@ class TamperingProxy {
   Mode mode_;
   std::atomic<int> failures_{0};
   std::atomic<int> ranges_{0};
+  std::atomic<int> halfway_{0};
+  std::atomic<bool> released_{false};
   std::mutex mutex_;
   std::vector<std::string> elsewhere_auth_;
   LoopbackServer server_;

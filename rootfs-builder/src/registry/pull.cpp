@@ -2,6 +2,7 @@
 // parallel. Nothing is tagged until every blob is verified and in the store; blobs are only
 // ever renamed into place complete, so a failure leaves at most whole, unreferenced blobs
 // (reused by the next pull, removed by prune).
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -64,6 +65,22 @@ void verify_diff_ids(ImageStore& store, const Manifest& manifest, const ImageCon
   }
 }
 
+// The blobs the store lacks must all fit before the first is fetched: each download checks its
+// own size too, but the layers arrive in parallel, and layers that each fit can together fill
+// the disk half-way.
+void require_room(const ImageStore& store, const Manifest& manifest, const FetchedManifest& fetched,
+                  const std::string& name) {
+  std::set<std::string> counted;
+  uint64_t bytes = fetched.bytes.size();
+  auto count = [&](const Descriptor& blob) {
+    if (counted.insert(blob.digest).second && !store.has_blob(blob.digest))
+      bytes += static_cast<uint64_t>(std::max<std::int64_t>(blob.size, 0));
+  };
+  count(manifest.config);
+  for (const Descriptor& layer : manifest.layers) count(layer);
+  store.require_free(bytes, "pulling " + name);
+}
+
 }  // namespace
 
 PullResult pull_image(ImageStore& store, const std::string& reference, const PullOptions& options) {
@@ -77,6 +94,7 @@ PullResult pull_image(ImageStore& store, const std::string& reference, const Pul
       throw Error::invalid(ref.familiar() + ": layer " + layer.digest + " has unsupported media type " +
                            layer.media_type);
   ImageStore::Lease hold = store.lease();  // prune must not take blobs before the tag exists
+  require_room(store, manifest, fetched, ref.familiar());
   PullResult result{.local_name = ref.familiar(), .manifest_digest = fetched.digest,
                     .image_id = manifest.config.digest};
   ImageConfig config = fetch_config(session, client, store, ref.repository, manifest, result);

@@ -1,0 +1,40 @@
+#pragma once
+// What a disk test checks on the host (issue 32): loop devices backed by files under a directory
+// and mounts under it (host-global, so a test that attached one must see it gone), and the free
+// space of the filesystem holding a directory.
+#include <sys/statvfs.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace sandcell::test {
+
+inline std::vector<std::string> loops_backed_under(const std::string& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& dev : std::filesystem::directory_iterator("/sys/block", ec)) {
+    std::ifstream backing(dev.path() / "loop/backing_file");
+    std::string file;
+    if (std::getline(backing, file) && file.rfind(dir, 0) == 0)
+      found.push_back(dev.path().filename().string() + " " + file);
+  }
+  return found;
+}
+
+inline std::vector<std::string> mounts_under(const std::string& dir) {
+  std::vector<std::string> found;
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  for (std::string line; std::getline(mountinfo, line);)
+    if (line.find(" " + dir + "/") != std::string::npos) found.push_back(line);
+  return found;
+}
+
+inline uint64_t free_bytes(const std::string& dir) {
+  struct statvfs st {};
+  return statvfs(dir.c_str(), &st) == 0 ? static_cast<uint64_t>(st.f_bavail) * st.f_frsize : 0;
+}
+
+}  // namespace sandcell::test
