@@ -205,5 +205,15 @@ TEST(CompactResult, KeepsHeadAndTailListsArtifactsWithoutBytes) {
   EXPECT_FALSE(without_payloads(result)["artifacts"][0].contains("base64"));
 }
 
+// MCP's run_code answer is this summary: it says when the run was served by a pooled sandbox.
+TEST(CompactResult, SaysWhenTheRunWasPooled) {
+  Json cold = code_result("ok", "1\n");
+  EXPECT_FALSE(compact_result(cold).contains("pooled"));
+  Json pooled = cold;
+  pooled["report"]["pooled"] = true;
+  pooled["report"]["pool_wait_ms"] = 0;
+  EXPECT_EQ(compact_result(pooled)["pooled"], true);
+}
+
 }  // namespace
 }  // namespace sandcell::agent_service

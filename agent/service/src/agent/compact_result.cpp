@@ -43,6 +43,9 @@ Json compact_result(const Json& result, size_t keep_output) {
       for (const Json& r : result["report"]) add_events(r, out);
     else add_events(result["report"], out);
   }
+  // A pooled run is as isolated as a cold one; the client (MCP's run_code) may still want to know.
+  if (result.contains("report") && result["report"].is_object() && result["report"].value("pooled", false))
+    out["pooled"] = true;
   return out;
 }
 
