@@ -5,6 +5,7 @@
 // records its exit code.
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <linux/sockios.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -422,6 +423,27 @@ void forward_stdin(int sock, const std::string& early, int fd) {
   }
 }
 
+// docker-py reads the 101's head through a buffered reader and then the raw socket: frames that
+// arrived with the head would be read into that buffer and lost. On a unix socket the head is
+// read once none of it is left in the socket (SIOCOUTQ: the bytes the peer has not read yet);
+// elsewhere (TCP, where it counts unacknowledged bytes) a moment is left between them. At most
+// 20 ms either way.
+void wait_until_head_read(int sock) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  const bool unix_socket = getsockname(sock, reinterpret_cast<sockaddr*>(&address), &length) == 0 &&
+                           address.ss_family == AF_UNIX;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  if (!unix_socket) {
+    std::this_thread::sleep_until(deadline);
+    return;
+  }
+  for (int unread = 0; std::chrono::steady_clock::now() < deadline;) {
+    if (ioctl(sock, SIOCOUTQ, &unread) == 0 && unread == 0) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 Hijack hijacked_exec(std::shared_ptr<ExecOutput> output) {
   return [output](int sock, const std::string& early) {
     std::thread input;
@@ -430,9 +452,7 @@ Hijack hijacked_exec(std::shared_ptr<ExecOutput> output) {
         forward_stdin(sock, early, output->stdin_fd());
         output->close_stdin();  // the client's half-close is the program's end of file
       });
-    // docker-py reads the 101's head through a buffered reader and then the raw socket: frames
-    // that arrived with the head would be read into that buffer and lost. A moment between them.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    wait_until_head_read(sock);
     for (std::string frames = output->next(); !frames.empty(); frames = output->next())
       if (!send_all(sock, frames)) break;
     shutdown(sock, SHUT_RDWR);  // ends the stdin thread's recv
