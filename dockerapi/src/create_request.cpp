@@ -1,7 +1,12 @@
 // Docker create body → the stored request → runtime::Spec.
 #include "create_request.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cctype>
 #include <regex>
+#include <set>
 
 #include "api_error.hpp"
 #include "container_mounts.hpp"
@@ -51,7 +56,7 @@ void refuse_weakening(const json& host) {
 
 // Fields sandcell will map but does not yet: refused rather than ignored.
 void refuse_not_yet(const json& host) {
-  for (const char* field : {"Ulimits", "ReadonlyRootfs", "CpuShares", "ShmSize",
+  for (const char* field : {"ReadonlyRootfs", "CpuShares", "ShmSize",
                             "CpusetCpus", "CpusetMems", "BlkioWeight", "MemoryReservation", "KernelMemory",
                             "PortBindings", "PublishAllPorts", "ExtraHosts", "Dns", "DnsSearch", "DnsOptions",
                             "GroupAdd", "Init"})
@@ -90,6 +95,55 @@ json checked_limits(const json& host) {
   int64_t pids = host.value("PidsLimit", int64_t{0});
   if (pids > 0) out["PidsLimit"] = pids;
   return out;
+}
+
+// HostConfig.Ulimits [{"Name": "nofile", "Soft": 512, "Hard": 1024}]: Docker's names (getrlimit's
+// without RLIMIT_, lower case), each once, 0 <= Soft <= Hard (-1: unlimited). Stored as given;
+// over this host's own hard limit the sandbox gets the host's, and its record says so.
+// "nofile" → RLIMIT_NOFILE; nullopt for a name that is not one of them in lower case.
+std::optional<int> ulimit_resource(const std::string& name) {
+  std::string upper = "RLIMIT_";
+  for (unsigned char c : name) {
+    if (!std::islower(c)) return std::nullopt;
+    upper += static_cast<char>(std::toupper(c));
+  }
+  return runtime::rlimit_resource(upper);
+}
+
+json checked_ulimits(const json& host) {
+  json out = json::array();
+  if (!is_set(host, "Ulimits")) return out;
+  if (!host["Ulimits"].is_array()) throw bad_request("HostConfig.Ulimits must be an array");
+  std::set<std::string> seen;
+  for (const json& entry : host["Ulimits"]) {
+    if (!entry.is_object() || !entry.contains("Name") || !entry["Name"].is_string())
+      throw bad_request("HostConfig.Ulimits: each entry needs a Name (a string)");
+    const std::string name = entry["Name"].get<std::string>();
+    if (!ulimit_resource(name)) throw bad_request("HostConfig.Ulimits: invalid ulimit type: " + name);
+    if (!seen.insert(name).second) throw bad_request("HostConfig.Ulimits: " + name + " is given twice");
+    auto bound = [&](const char* field) -> int64_t {
+      if (!entry.contains(field) || !entry[field].is_number_integer() || entry[field].get<int64_t>() < -1)
+        throw bad_request("HostConfig.Ulimits " + name + ": " + field + " must be an integer >= -1 (-1: unlimited)");
+      return entry[field].get<int64_t>();
+    };
+    const int64_t soft = bound("Soft"), hard = bound("Hard");
+    if (hard != -1 && (soft == -1 || soft > hard))
+      throw bad_request("HostConfig.Ulimits " + name + ": the soft limit " + std::to_string(soft) +
+                        " is above the hard limit " + std::to_string(hard));
+    out.push_back({{"Name", name}, {"Soft", soft}, {"Hard", hard}});
+  }
+  return out;
+}
+
+// The stored Ulimits over the default spec's rlimits (nofile 1024, core 0, memlock 0): a given
+// resource replaces the default's entry.
+void apply_ulimits(const json& ulimits, runtime::Spec& spec) {
+  auto value = [](const json& v) { return v.get<int64_t>() == -1 ? RLIM_INFINITY : v.get<uint64_t>(); };
+  for (const json& entry : ulimits) {
+    const int resource = *ulimit_resource(entry["Name"].get<std::string>());
+    std::erase_if(spec.rlimits, [&](const runtime::Rlimit& r) { return r.resource == resource; });
+    spec.rlimits.push_back({.resource = resource, .soft = value(entry["Soft"]), .hard = value(entry["Hard"])});
+  }
 }
 
 // HostConfig.StorageOpt: only "size" (Docker's overlay2 with pquota; here the size of the
@@ -211,6 +265,7 @@ json check_create_request(const std::string& body_text, const std::string& name,
     if (std::optional<TerminalSize> size = console_size(host, "HostConfig.ConsoleSize"))
       stored_host["ConsoleSize"] = {size->rows, size->columns};
     stored_host["StorageOpt"] = checked_storage(host, disk);
+    if (json ulimits = checked_ulimits(host); !ulimits.empty()) stored_host["Ulimits"] = ulimits;
     json request = {{"Name", name}, {"Image", image}, {"Config", checked_config(body, image)}, {"HostConfig", stored_host}};
     rootfs_builder::ImageRecord record;
     try {
@@ -256,6 +311,7 @@ runtime::Spec spec_for_container(const json& request, rootfs_builder::ImageStore
   if (host.contains("Memory")) spec.limits.memory_bytes = host["Memory"].get<uint64_t>();
   if (host.contains("NanoCpus")) spec.limits.cpus = host["NanoCpus"].get<double>() / 1e9;
   if (host.contains("PidsLimit")) spec.limits.pids = host["PidsLimit"].get<uint64_t>();
+  apply_ulimits(host.value("Ulimits", json::array()), spec);
   spec.network = host.value("NetworkMode", "none") == "none" ? runtime::NetworkMode::None : runtime::NetworkMode::Full;
   apply_mounts(host.value("Mounts", json::array()), VolumeStore(images.root() + "/docker/volumes"), spec);
   const std::string layer_dir = disk_bytes_of(request) ? container_dir + "/disk" : container_dir;

@@ -9,7 +9,5 @@ namespace sandcell::oci {
 void parse_linux(const nlohmann::json& linux, runtime::Spec& spec);
 std::vector<runtime::ContainerMount> parse_mounts(const nlohmann::json& mounts, const std::string& bundle);
 Hooks parse_hooks(const nlohmann::json& hooks);
-// RLIMIT_NOFILE → "RLIMIT_NOFILE".
-std::string rlimit_name(int resource);
 
 }  // namespace sandcell::oci

@@ -14,17 +14,8 @@ namespace {
 using nlohmann::json;
 namespace f = fields;
 
-const std::pair<const char*, int> kTypes[] = {
-      {"RLIMIT_AS", RLIMIT_AS},           {"RLIMIT_CORE", RLIMIT_CORE},       {"RLIMIT_CPU", RLIMIT_CPU},
-      {"RLIMIT_DATA", RLIMIT_DATA},       {"RLIMIT_FSIZE", RLIMIT_FSIZE},     {"RLIMIT_LOCKS", RLIMIT_LOCKS},
-      {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK}, {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE}, {"RLIMIT_NICE", RLIMIT_NICE},
-      {"RLIMIT_NOFILE", RLIMIT_NOFILE},   {"RLIMIT_NPROC", RLIMIT_NPROC},     {"RLIMIT_RSS", RLIMIT_RSS},
-      {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},   {"RLIMIT_RTTIME", RLIMIT_RTTIME},   {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
-      {"RLIMIT_STACK", RLIMIT_STACK}};
-
 int rlimit_resource(const std::string& type, const std::string& path) {
-  for (const auto& [name, value] : kTypes)
-    if (type == name) return value;
+  if (std::optional<int> resource = runtime::rlimit_resource(type)) return *resource;
   throw Error::invalid(path + ": unknown rlimit type '" + type + "'");
 }
 
@@ -84,12 +75,6 @@ void parse_terminal(const json& process, runtime::Container& c) {
 }
 
 }  // namespace
-
-std::string rlimit_name(int resource) {
-  for (const auto& [name, value] : kTypes)
-    if (value == resource) return name;
-  return "RLIMIT_" + std::to_string(resource);
-}
 
 void apply_process(const json& process, runtime::Spec& spec) {
   f::object(process, "process");

@@ -46,7 +46,7 @@ void check_rlimits_raisable(const runtime::Spec& spec) {
   for (const runtime::Rlimit& limit : spec.rlimits) {
     rlimit current{};
     if (getrlimit(limit.resource, &current) < 0 || limit.hard <= current.rlim_max) continue;
-    std::string name = rlimit_name(limit.resource);
+    std::string name = runtime::rlimit_name(limit.resource);
     std::string flag = name.substr(7);
     for (char& c : flag) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     throw Error::invalid("process.rlimits: " + name + " hard limit " + std::to_string(limit.hard) +

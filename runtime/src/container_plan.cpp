@@ -36,19 +36,6 @@ int high_fd(int fd, int preserve_fds) {
   return moved;
 }
 
-const char* rlimit_name(int resource) {
-  static const std::pair<int, const char*> kNames[] = {
-      {RLIMIT_AS, "RLIMIT_AS"},         {RLIMIT_CORE, "RLIMIT_CORE"},       {RLIMIT_CPU, "RLIMIT_CPU"},
-      {RLIMIT_DATA, "RLIMIT_DATA"},     {RLIMIT_FSIZE, "RLIMIT_FSIZE"},     {RLIMIT_LOCKS, "RLIMIT_LOCKS"},
-      {RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK"}, {RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE"}, {RLIMIT_NICE, "RLIMIT_NICE"},
-      {RLIMIT_NOFILE, "RLIMIT_NOFILE"}, {RLIMIT_NPROC, "RLIMIT_NPROC"},     {RLIMIT_RSS, "RLIMIT_RSS"},
-      {RLIMIT_RTPRIO, "RLIMIT_RTPRIO"}, {RLIMIT_RTTIME, "RLIMIT_RTTIME"},   {RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING"},
-      {RLIMIT_STACK, "RLIMIT_STACK"}};
-  for (const auto& [value, name] : kNames)
-    if (value == resource) return name;
-  return "RLIMIT_?";
-}
-
 void plan_namespaces(const Container& c, ContainerPlan& plan, int preserve_fds) {
   std::vector<ContainerPlan::Join> joins;
   for (const Namespace& ns : c.namespaces) {

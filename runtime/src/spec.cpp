@@ -44,6 +44,28 @@ Spec default_spec() {
   return spec;
 }
 
+namespace {
+const std::pair<int, const char*> kRlimitNames[] = {
+    {RLIMIT_AS, "RLIMIT_AS"},           {RLIMIT_CORE, "RLIMIT_CORE"},       {RLIMIT_CPU, "RLIMIT_CPU"},
+    {RLIMIT_DATA, "RLIMIT_DATA"},       {RLIMIT_FSIZE, "RLIMIT_FSIZE"},     {RLIMIT_LOCKS, "RLIMIT_LOCKS"},
+    {RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK"}, {RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE"}, {RLIMIT_NICE, "RLIMIT_NICE"},
+    {RLIMIT_NOFILE, "RLIMIT_NOFILE"},   {RLIMIT_NPROC, "RLIMIT_NPROC"},     {RLIMIT_RSS, "RLIMIT_RSS"},
+    {RLIMIT_RTPRIO, "RLIMIT_RTPRIO"},   {RLIMIT_RTTIME, "RLIMIT_RTTIME"},   {RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING"},
+    {RLIMIT_STACK, "RLIMIT_STACK"}};
+}  // namespace
+
+std::optional<int> rlimit_resource(std::string_view name) {
+  for (const auto& [resource, known] : kRlimitNames)
+    if (name == known) return resource;
+  return std::nullopt;
+}
+
+const char* rlimit_name(int resource) {
+  for (const auto& [known, name] : kRlimitNames)
+    if (known == resource) return name;
+  return "RLIMIT_?";
+}
+
 uint64_t parse_size(const std::string& text, const std::string& what) {
   auto bad = [&] {
     return Error::invalid(what + ": invalid size '" + text + "' (expected e.g. 512m, 1g, 65536)");

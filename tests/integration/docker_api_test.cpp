@@ -111,6 +111,35 @@ TEST_F(DockerApi, HostConfigLimitsBecomeSandcellLimitsAndAnOomIsReported) {
   EXPECT_EQ(state["Sandcell"]["status"], "oom");
 }
 
+// HostConfig.Ulimits: the program and an exec see them (the rest of the default rlimits kept);
+// what is not Docker's shape is a 400 naming the field, and nothing is created.
+TEST_F(DockerApi, UlimitsBecomeTheContainersRlimitsAndBadOnesAreRefused) {
+  ASSERT_EQ(docker({"run", "-d", "--name", "limited", "--network", "none", "--ulimit", "nofile=512:1000",
+                    "--ulimit", "nproc=200:300", "bb:1", "sleep", "100"}).exit_code, 0);
+  const std::string show = "echo $(ulimit -Sn) $(ulimit -Hn) $(ulimit -Su) $(ulimit -Hu) $(ulimit -c) $(ulimit -l)";
+  EXPECT_EQ(docker({"exec", "limited", "sh", "-c", show}).out, "512 1000 200 300 0 0\n");
+  EXPECT_EQ(docker({"exec", "limited", "sh", "-c", "cat /proc/1/limits | grep -c '^Max open files *512 *1000'"}).out, "1\n");
+  EXPECT_EQ(inspect("limited")["HostConfig"]["Ulimits"],
+            nlohmann::json::parse(R"([{"Name":"nofile","Soft":512,"Hard":1000},{"Name":"nproc","Soft":200,"Hard":300}])"));
+  EXPECT_EQ(docker({"rm", "-f", "limited"}).exit_code, 0);
+  for (const auto& [ulimits, phrase] : std::vector<std::pair<std::string, std::string>>{
+           {R"([{"Name":"bogus","Soft":1,"Hard":1}])", "invalid ulimit type: bogus"},
+           {R"([{"Name":"NOFILE","Soft":1,"Hard":1}])", "invalid ulimit type: NOFILE"},
+           {R"([{"Name":"nofile","Soft":2048,"Hard":1024}])", "soft limit 2048 is above the hard limit 1024"},
+           {R"([{"Name":"nofile","Soft":-1,"Hard":1024}])", "soft limit -1 is above the hard limit 1024"},
+           {R"([{"Name":"nofile","Soft":"1","Hard":1}])", "Soft must be an integer"},
+           {R"([{"Name":"nofile","Soft":1,"Hard":-2}])", "Hard must be an integer >= -1"},
+           {R"([{"Name":"nofile","Soft":1,"Hard":1},{"Name":"nofile","Soft":2,"Hard":2}])", "nofile is given twice"},
+           {R"([{"Soft":1,"Hard":1}])", "needs a Name"},
+           {R"({"nofile":1})", "HostConfig.Ulimits must be an array"}}) {
+    auto [status, body] = request("POST", "/containers/create",
+                                  R"({"Image":"bb:1","HostConfig":{"Ulimits":)" + ulimits + "}}");
+    EXPECT_EQ(status, 400) << ulimits;
+    EXPECT_NE(body.value("message", "").find(phrase), std::string::npos) << body;
+  }
+  EXPECT_EQ(containers_on_disk(), 0u);
+}
+
 TEST_F(DockerApi, ContainersOutliveTheServerAndAreListedByTheNextOne) {
   ASSERT_EQ(docker({"run", "-d", "--name", "survivor", "--network", "none", "bb:1", "sh", "-c",
                     "echo before; exec sleep 100"}).exit_code, 0);

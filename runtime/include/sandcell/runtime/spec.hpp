@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandcell/seccomp/program.hpp"
@@ -60,6 +61,11 @@ struct Rlimit {
   uint64_t soft;
   uint64_t hard;
 };
+
+// The resource named "RLIMIT_NOFILE" (the OCI spec's and getrlimit(2)'s names), nullopt for
+// anything else; and back ("RLIMIT_?" for a number it does not know).
+std::optional<int> rlimit_resource(std::string_view name);
+const char* rlimit_name(int resource);
 
 // The compiled seccomp program the child installs, and how the supervisor answers its
 // notifications: the seccomp/ library's types (it compiles them), named here as the Spec uses them.
