@@ -346,19 +346,22 @@ TEST_F(DockerApiDisk, VolumeDataPersistsAcrossContainersAndServerRestarts) {
 // last one stops, however they race to start and stop.
 TEST_F(DockerApiDisk, VolumeSharedByRunningContainersStaysMountedUntilTheLastStops) {
   ASSERT_EQ(docker({"volume", "create", "--opt", "size=16m", "shared"}).exit_code, 0);
-  for (const char* name : {"a", "b"})
-    ASSERT_EQ(docker({"run", "-d", "--name", name, "--network", "none", "-v", "shared:/v", "bb:1", "sleep", "1000"})
-                  .exit_code, 0);
+  // (Names that are no hex prefix: a create named "b" is refused while another container's id
+  // starts with b, ContainerStore::find_if_exists.)
+  for (const char* name : {"va", "vb"}) {
+    CliRun r = docker({"run", "-d", "--name", name, "--network", "none", "-v", "shared:/v", "bb:1", "sleep", "1000"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << inspect(name)["State"];
+  }
   EXPECT_EQ(mounts_under(volume_dir("shared")).size(), 1u);
-  EXPECT_EQ(docker({"exec", "a", "sh", "-c", "echo from-a > /v/a"}).exit_code, 0);
-  EXPECT_EQ(docker({"exec", "b", "cat", "/v/a"}).out, "from-a\n");
-  EXPECT_EQ(docker({"stop", "-t", "0", "a"}).exit_code, 0);
-  EXPECT_EQ(mounts_under(volume_dir("shared")).size(), 1u) << "a's stop unmounted b's volume";
-  EXPECT_EQ(docker({"exec", "b", "sh", "-c", "echo from-b > /v/b && cat /v/a"}).out, "from-a\n");
-  EXPECT_EQ(docker({"start", "a"}).exit_code, 0);
-  EXPECT_EQ(docker({"exec", "a", "cat", "/v/b"}).out, "from-b\n");
+  EXPECT_EQ(docker({"exec", "va", "sh", "-c", "echo from-a > /v/a"}).exit_code, 0);
+  EXPECT_EQ(docker({"exec", "vb", "cat", "/v/a"}).out, "from-a\n");
+  EXPECT_EQ(docker({"stop", "-t", "0", "va"}).exit_code, 0);
+  EXPECT_EQ(mounts_under(volume_dir("shared")).size(), 1u) << "va's stop unmounted vb's volume";
+  EXPECT_EQ(docker({"exec", "vb", "sh", "-c", "echo from-b > /v/b && cat /v/a"}).out, "from-a\n");
+  EXPECT_EQ(docker({"start", "va"}).exit_code, 0);
+  EXPECT_EQ(docker({"exec", "va", "cat", "/v/b"}).out, "from-b\n");
   EXPECT_EQ(mounts_under(volume_dir("shared")).size(), 1u);
-  EXPECT_EQ(docker({"rm", "-f", "a", "b"}).exit_code, 0);
+  EXPECT_EQ(docker({"rm", "-f", "va", "vb"}).exit_code, 0);
   EXPECT_TRUE(mounts_under(volume_dir("shared")).empty());
 
   // Six containers started and removed at once: never a second mount, all see each other.
