@@ -355,7 +355,16 @@ TEST_F(DockerApiDisk, VolumeSharedByRunningContainersStaysMountedUntilTheLastSto
   EXPECT_EQ(mounts_under(volume_dir("shared")).size(), 1u);
   EXPECT_EQ(docker({"exec", "va", "sh", "-c", "echo from-a > /v/a"}).exit_code, 0);
   EXPECT_EQ(docker({"exec", "vb", "cat", "/v/a"}).out, "from-a\n");
+  // docker cp reaches the volume through the running container's own mount of it; a stopped
+  // container's files (its volumes' too) are refused with a clear error, as before.
+  std::ofstream(dir_ / "copied") << "cp\n";
+  CliRun cp = docker({"cp", (dir_ / "copied").string(), "va:/v/copied"});
+  EXPECT_EQ(cp.exit_code, 0) << cp.err;
+  EXPECT_EQ(docker({"exec", "vb", "cat", "/v/copied"}).out, "cp\n");
   EXPECT_EQ(docker({"stop", "-t", "0", "va"}).exit_code, 0);
+  cp = docker({"cp", (dir_ / "copied").string(), "va:/v/again"});
+  EXPECT_NE(cp.exit_code, 0);
+  EXPECT_NE(cp.err.find("sandcell copies files only from and into a running container"), std::string::npos) << cp.err;
   EXPECT_EQ(mounts_under(volume_dir("shared")).size(), 1u) << "va's stop unmounted vb's volume";
   EXPECT_EQ(docker({"exec", "vb", "sh", "-c", "echo from-b > /v/b && cat /v/a"}).out, "from-a\n");
   EXPECT_EQ(docker({"start", "va"}).exit_code, 0);
