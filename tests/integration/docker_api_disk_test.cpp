@@ -436,6 +436,30 @@ TEST_F(DockerApiDisk, AKilledSupervisorsVolumeIsUnmountedByTheNextUserGcAndRm) {
   EXPECT_EQ(run_sandcell({"--root", store(), "gc"}).exit_code, 0);  // the sandboxes' cgroups
 }
 
+// A volume that could not be bounded (made by a server before volume bounds; a rootless one's
+// are the same directories, with the reason in volume.json) runs unbounded, never silently:
+// `volume inspect` and each record say so.
+TEST_F(DockerApiDisk, AnUnboundedVolumeSaysSoInInspectAndTheRecord) {
+  fs::create_directories(volume_dir("old") + "/_data");
+  std::ofstream(volume_dir("old") + "/volume.json")
+      << R"({"Name":"old","CreatedAt":"2026-12-01T00:00:00Z","Labels":{},"Anonymous":false})";
+  std::ofstream(volume_dir("old") + "/_data/f") << "old\n";
+  nlohmann::json volume = inspect_volume("old");
+  EXPECT_EQ(volume["Mountpoint"], volume_dir("old") + "/_data");
+  EXPECT_EQ(volume["Status"]["unbounded"], "a volume created before volume bounds") << volume;
+  EXPECT_FALSE(volume["Options"].contains("size"));
+  CliRun r = docker({"run", "--name", "unb", "--network", "none", "-v", "old:/o", "bb:1", "sh", "-c",
+                     "cat /o/f; echo new > /o/g"});
+  EXPECT_EQ(r.out, "old\n") << r.err;
+  const nlohmann::json record = inspect("unb")["Sandcell"];
+  EXPECT_EQ(record["enforced"]["volume_bytes"], "none") << record;
+  EXPECT_NE(record["warnings"].dump().find("volume_bytes not enforced on the volume old: a volume created before volume bounds"),
+            std::string::npos) << record;
+  EXPECT_TRUE(fs::exists(volume_dir("old") + "/_data/g"));
+  EXPECT_EQ(docker({"rm", "unb"}).exit_code, 0);
+  EXPECT_EQ(docker({"volume", "rm", "old"}).exit_code, 0);
+}
+
 // What a sandbox leaves in its volume (links to host files, to the image's root, a volume's
 // files replaced by links) is never followed by the host: not when the volume is mounted again,
 // inspected, swept by gc or removed.
