@@ -147,7 +147,11 @@ nlohmann::json VolumeStore::to_json(const Volume& volume, std::optional<int64_t>
                         {"Options", nlohmann::json::object()}};
   if (volume.size_bytes) out["Options"]["size"] = std::to_string(*volume.size_bytes);
   else out["Status"] = {{"unbounded", volume.unbounded}};
-  if (ref_count) out["UsageData"] = {{"Size", host_bytes(volume)}, {"RefCount", *ref_count}};
+  // Docker's -1, "not computed", for an unbounded volume: inspect does not walk what a sandbox
+  // wrote there (millions of files, for all it knows).
+  if (ref_count)
+    out["UsageData"] = {{"Size", volume.size_bytes ? static_cast<int64_t>(host_bytes(volume)) : int64_t{-1}},
+                        {"RefCount", *ref_count}};
   return out;
 }
 

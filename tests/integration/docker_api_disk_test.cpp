@@ -448,6 +448,7 @@ TEST_F(DockerApiDisk, AnUnboundedVolumeSaysSoInInspectAndTheRecord) {
   EXPECT_EQ(volume["Mountpoint"], volume_dir("old") + "/_data");
   EXPECT_EQ(volume["Status"]["unbounded"], "a volume created before volume bounds") << volume;
   EXPECT_FALSE(volume["Options"].contains("size"));
+  EXPECT_EQ(volume["UsageData"]["Size"], -1);
   CliRun r = docker({"run", "--name", "unb", "--network", "none", "-v", "old:/o", "bb:1", "sh", "-c",
                      "cat /o/f; echo new > /o/g"});
   EXPECT_EQ(r.out, "old\n") << r.err;
