@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "sandcell/base/shared_disk.hpp"
 #include "sandcell/base/stale_disk_mounts.hpp"
 #include "sandcell/runtime/owned_temp_dir.hpp"
 #include "sandcell/runtime/sandbox.hpp"
@@ -16,7 +17,7 @@ void add_gc_command(CLI::App& app, Action& action, const Globals& globals) {
       "supervisor is gone, their run state, id-range claims and network rules; and the "
       "network namespaces runs made ahead for the next; the image store's temporary directories "
       "that a killed build, pull or load left; the workspace disks (and their loop devices) of "
-      "`sandcell code` calls that died, and the disks of Docker API containers whose supervisor was killed. Live runs and builds are not touched.");
+      "`sandcell code` calls that died, the disks of Docker API containers whose supervisor was killed, and the disks of Docker API volumes no running container uses. Live runs and builds are not touched.");
   auto state_root = std::make_shared<std::string>();
   gc->add_option("--state", *state_root, "Run state directory (default /run/sandcell, or $SANDCELL_STATE)");
   gc->callback([&action, state_root, globals] {
@@ -39,6 +40,10 @@ void add_gc_command(CLI::App& app, Action& action, const Globals& globals) {
         if (int n = unmount_stale_disks(globals->store_root() + dir))
           std::cout << "unmounted " << n << " " << what << " disk(s) under "
                     << globals->store_root() + dir << "\n";
+      // A Docker API volume's disk mounted with no user (its supervisors killed): under its
+      // mount.lock, so that no container joins it meanwhile (sandcell/base/shared_disk.hpp).
+      if (int n = unmount_unused_shared_disks(globals->store_root() + "/docker/volumes"))
+        std::cout << "unmounted " << n << " volume disk(s) under " << globals->store_root() + "/docker/volumes\n";
       return 0;
     };
   });

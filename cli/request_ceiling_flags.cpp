@@ -28,7 +28,8 @@ void add_ceiling_flags(CLI::App* cmd, agent::RequestCeilings& c, bool server_def
   add("--max-output", c.output, "Most output per stream a request may have kept (k/m/g)");
   add("--max-disk", c.disk,
       "Most disk a request's workspace (--docker-api: a container's writable layer, "
-      "StorageOpt size) may ask for (k/m/g; README, Disk limits)");
+      "StorageOpt size, and a volume, `volume create --opt size=`) may ask for (k/m/g; README, "
+      "Disk limits)");
   add("--allowed-net", c.net,
       "Widest network a request may ask for: none, allow:HOST[,HOST...], full");
 }
@@ -49,7 +50,8 @@ std::vector<std::string> ceiling_args(const agent::RequestCeilings& c) {
 void add_workspace_flags(CLI::App* cmd, WorkspaceFlags& f) {
   cmd->add_option("--disk", f.disk,
                   "Workspace bound of a request that asks for none (--docker-api: of a container "
-                  "created without StorageOpt size) (k/m/g), at most --max-disk "
+                  "created without StorageOpt size, and of a volume created without --opt size) "
+                  "(k/m/g), at most --max-disk "
                   "[1g, lowered to --max-disk]");
   cmd->add_option("--sessions-max", f.sessions_max,
                   "At most this many sessions; a new one removes the least recently used idle "

@@ -262,6 +262,14 @@ std::unique_ptr<WorkspaceDisk> WorkspaceDisk::session(const std::string& templat
   return disk;
 }
 
+std::unique_ptr<WorkspaceDisk> WorkspaceDisk::adopt(std::string image, std::string mount_dir) {
+  struct stat st {};
+  check(stat(image.c_str(), &st), "stat " + image);
+  std::unique_ptr<WorkspaceDisk> disk(new WorkspaceDisk(std::move(mount_dir), static_cast<uint64_t>(st.st_size)));
+  disk->kept_image_ = std::move(image);
+  return disk;
+}
+
 void WorkspaceDisk::mount_loop(int loop_fd) {
   if (mkdir(mount_dir_.c_str(), 0700) != 0 && errno != EEXIST)
     throw Error(errno, "mkdir " + mount_dir_);
@@ -284,6 +292,7 @@ void WorkspaceDisk::mount_loop(int loop_fd) {
 }
 
 WorkspaceDisk::~WorkspaceDisk() {
+  if (leave_mounted_) return;
   // Lazy only if something still holds it (a process of the sandbox that outlived it cannot:
   // its pid namespace is gone): the loop device detaches once the last user lets go.
   if (umount2(mount_dir_.c_str(), 0) != 0) umount2(mount_dir_.c_str(), MNT_DETACH);

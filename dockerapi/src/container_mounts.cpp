@@ -162,9 +162,9 @@ json checked_mounts(const json& host, const json& config_volumes, uint64_t memor
   return out;
 }
 
-void create_volumes(json& mounts, const VolumeStore& volumes) {
+void create_volumes(json& mounts, const VolumeStore& volumes, uint64_t default_bytes) {
   for (json& m : mounts)
-    if (m["Type"] == "volume") m["Source"] = volumes.create(m["Source"].get<std::string>()).name;
+    if (m["Type"] == "volume") m["Source"] = volumes.create(m["Source"].get<std::string>(), default_bytes).name;
 }
 
 void apply_mounts(const json& mounts, const VolumeStore& volumes, runtime::Spec& spec) {
@@ -216,7 +216,11 @@ void remove_anonymous_volumes(const json& mounts, const VolumeStore& volumes, co
   for (const json& m : mounts) {
     if (m.value("Type", "") != "volume") continue;
     std::optional<Volume> volume = volumes.find(m.value("Source", ""));
-    if (volume && volume->anonymous && volume_users(containers, volume->name).empty()) volumes.remove(volume->name);
+    if (!volume || !volume->anonymous || !volume_users(containers, volume->name).empty()) continue;
+    try {
+      volumes.remove(volume->name);
+    } catch (const ApiError&) {  // in use after all
+    }
   }
 }
 

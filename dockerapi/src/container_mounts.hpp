@@ -19,8 +19,9 @@ namespace sandcell::dockerapi {
 // Config.Volumes (`-v /path`: {"/path": {}}) asks for an anonymous volume at each path no other
 // mount covers.
 nlohmann::json checked_mounts(const nlohmann::json& host, const nlohmann::json& config_volumes, uint64_t memory_limit);
-// Makes the volumes a checked list names that do not exist yet (anonymous ones get their name).
-void create_volumes(nlohmann::json& mounts, const VolumeStore& volumes);
+// Makes the volumes a checked list names that do not exist yet (anonymous ones get their name),
+// each bounded to default_bytes (the server's --disk; docs/docker-api.md, "Volumes").
+void create_volumes(nlohmann::json& mounts, const VolumeStore& volumes, uint64_t default_bytes);
 
 // The list as binds and tmpfs mounts; a volume removed since create is an error naming it.
 void apply_mounts(const nlohmann::json& mounts, const VolumeStore& volumes, runtime::Spec& spec);
@@ -28,7 +29,8 @@ void apply_mounts(const nlohmann::json& mounts, const VolumeStore& volumes, runt
 nlohmann::json inspect_mounts(const nlohmann::json& mounts, const VolumeStore& volumes);
 // The ids of the containers whose stored lists name the volume.
 std::vector<std::string> volume_users(const ContainerStore& containers, const std::string& name);
-// `rm -v`, `run --rm`: the anonymous volumes of a removed container's list that no other names.
+// `rm -v`, `run --rm`: the anonymous volumes of a removed container's list that no other names
+// (one still mounted by a running container, which cannot be, is left for `volume prune`).
 void remove_anonymous_volumes(const nlohmann::json& mounts, const VolumeStore& volumes,
                               const ContainerStore& containers);
 

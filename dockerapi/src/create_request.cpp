@@ -155,19 +155,7 @@ json checked_storage(const json& host, const DiskBounds& disk) {
     for (const auto& [key, value] : host["StorageOpt"].items()) {
       if (key != "size")
         throw bad_request("HostConfig.StorageOpt " + key + " is not supported by sandcell (only size)");
-      if (!value.is_string()) throw bad_request("HostConfig.StorageOpt size must be a string");
-      try {
-        bytes = runtime::parse_size(value.get<std::string>(), "HostConfig.StorageOpt size");
-      } catch (const Error& e) {
-        throw bad_request(e.what());
-      }
-      if (bytes < kMinDiskBytes)
-        throw bad_request("HostConfig.StorageOpt size " + value.get<std::string>() + " is too small (at least 8m)");
-      if (std::optional<std::string> why = WorkspaceDisk::unavailable())
-        throw bad_request("HostConfig.StorageOpt size cannot be enforced on this host: " + *why);
-      if (disk.max_bytes && bytes > *disk.max_bytes)
-        throw bad_request("HostConfig.StorageOpt size " + value.get<std::string>() + " is over the server's --max-disk (" +
-                          std::to_string(*disk.max_bytes) + " bytes)");
+      bytes = checked_disk_size("HostConfig.StorageOpt size", value, disk);
     }
   }
   return {{"size", std::to_string(bytes)}};
@@ -240,6 +228,23 @@ void check_container_name(const std::string& name) {
     throw bad_request("Invalid container name (" + name + "), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed");
 }
 
+uint64_t checked_disk_size(const std::string& field, const json& value, const DiskBounds& disk) {
+  if (!value.is_string()) throw bad_request(field + " must be a string");
+  uint64_t bytes = 0;
+  try {
+    bytes = runtime::parse_size(value.get<std::string>(), field);
+  } catch (const Error& e) {
+    throw bad_request(e.what());
+  }
+  if (bytes < kMinDiskBytes) throw bad_request(field + " " + value.get<std::string>() + " is too small (at least 8m)");
+  if (std::optional<std::string> why = WorkspaceDisk::unavailable())
+    throw bad_request(field + " cannot be enforced on this host: " + *why);
+  if (disk.max_bytes && bytes > *disk.max_bytes)
+    throw bad_request(field + " " + value.get<std::string>() + " is over the server's --max-disk (" +
+                      std::to_string(*disk.max_bytes) + " bytes)");
+  return bytes;
+}
+
 json check_create_request(const std::string& body_text, const std::string& name,
                           const rootfs_builder::ImageStore& images, const VolumeStore& volumes,
                           const DiskBounds& disk) {
@@ -276,7 +281,7 @@ json check_create_request(const std::string& body_text, const std::string& name,
     request["ImageID"] = record.manifest.config.digest;
     uint64_t memory = stored_host.value("Memory", runtime::default_limits().memory_bytes.value_or(0));
     json mounts = checked_mounts(host, body.value("Volumes", json()), memory);
-    create_volumes(mounts, volumes);
+    create_volumes(mounts, volumes, disk.default_bytes);
     request["HostConfig"]["Mounts"] = mounts;
     return request;
   } catch (const json::exception& e) {

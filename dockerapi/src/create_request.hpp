@@ -36,6 +36,10 @@ struct DiskBounds {
   std::optional<uint64_t> max_bytes;
 };
 
+// A disk size a client asked for (StorageOpt size, a volume's DriverOpts size): a string of k/m/g,
+// at least 8m, at most --max-disk, on a host that can mount an image. ApiError 400 naming `field`.
+uint64_t checked_disk_size(const std::string& field, const nlohmann::json& value, const DiskBounds& disk);
+
 // Returns the request to store (create.json): Name, Image, ImageID, Config, HostConfig (the
 // mapped subset; StorageOpt.size always, in bytes: the bound the container's disk is made with).
 // Throws ApiError: 400 for a bad or refused field, 404 for a missing image.

@@ -1,5 +1,6 @@
 // /volumes: create, list, inspect, remove, prune (volume_store.hpp). A volume a container names
-// is not removed (409), as Docker refuses.
+// is not removed (409), as Docker refuses. Each volume is bounded (docs/docker-api.md, "Volumes"):
+// DriverOpts size, else the server's --disk, at most --max-disk.
 #include <algorithm>
 
 #include "api_error.hpp"
@@ -33,15 +34,29 @@ std::string filter_value(const json& filters, const char* key) {
   return "";
 }
 
+// DriverOpts (`docker volume create --opt size=512m`): only size. The local driver's type, device
+// and o mount a host device or path (or a tmpfs) as the volume: refused.
+uint64_t volume_size(const json& options, const DiskBounds& disk) {
+  if (options.is_null()) return disk.default_bytes;
+  if (!options.is_object()) throw bad_request("DriverOpts must be an object");
+  uint64_t bytes = disk.default_bytes;
+  for (const auto& [key, value] : options.items()) {
+    if (key == "type" || key == "device" || key == "o")
+      throw bad_request("DriverOpts " + key + " is refused by sandcell: it mounts host devices and paths into the volume");
+    if (key != "size") throw bad_request("DriverOpts " + key + " is not supported by sandcell (only size)");
+    bytes = checked_disk_size("DriverOpts size", value, disk);
+  }
+  return bytes;
+}
+
 HttpReply create_volume(const ApiContext& api, const HttpRequest& request) {
   json body = request.body.empty() ? json::object() : parse_bounded_json_or_discarded(request.body);
   if (!body.is_object()) throw bad_request("the request body must be a JSON object");
   std::string driver = body.value("Driver", "");
   if (!driver.empty() && driver != "local") throw bad_request("volume driver " + driver + " is not supported by sandcell (local)");
-  if (body.contains("DriverOpts") && body["DriverOpts"].is_object() && !body["DriverOpts"].empty())
-    throw bad_request("DriverOpts are refused by sandcell: they mount host devices and paths into the volume");
+  uint64_t bytes = volume_size(body.value("DriverOpts", json()), api.disk);
   if (!body.value("Name", json("")).is_string()) throw bad_request("Name must be a string");
-  Volume volume = api.volumes.create(body.value("Name", ""), body.value("Labels", json::object()));
+  Volume volume = api.volumes.create(body.value("Name", ""), bytes, body.value("Labels", json::object()));
   return json_reply(201, VolumeStore::to_json(volume));
 }
 
@@ -79,7 +94,11 @@ HttpReply prune_volumes(const ApiContext& api, const HttpRequest& request) {
   uint64_t bytes = 0;
   for (const Volume& volume : api.volumes.list()) {
     if ((!volume.anonymous && !all) || !volume_users(api.containers, volume.name).empty()) continue;
-    bytes += api.volumes.remove(volume.name);
+    try {
+      bytes += api.volumes.remove(volume.name);
+    } catch (const ApiError&) {  // a container started with it meanwhile
+      continue;
+    }
     deleted.push_back(volume.name);
   }
   return json_reply(200, {{"VolumesDeleted", deleted}, {"SpaceReclaimed", bytes}});
@@ -93,7 +112,10 @@ std::optional<HttpReply> volume_route(const ApiContext& api, const HttpRequest& 
   if (path.size() == 1 && method == "GET") return list_volumes(api, request);
   if (path.size() == 2 && path[1] == "create" && method == "POST") return create_volume(api, request);
   if (path.size() == 2 && path[1] == "prune" && method == "POST") return prune_volumes(api, request);
-  if (path.size() == 2 && method == "GET") return json_reply(200, VolumeStore::to_json(api.volumes.get(path[1])));
+  if (path.size() == 2 && method == "GET") {
+    Volume volume = api.volumes.get(path[1]);
+    return json_reply(200, VolumeStore::to_json(volume, static_cast<int64_t>(volume_users(api.containers, volume.name).size())));
+  }
   if (path.size() == 2 && method == "DELETE") return remove_volume(api, path[1]);
   return std::nullopt;
 }

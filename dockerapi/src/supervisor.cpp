@@ -1,6 +1,6 @@
 // One container's supervisor: its own process in its own session (as conmon is), so the
-// container outlives the API server. A checklist: detach, mount the container's disk, build the
-// sandbox, record "running", run it with the output framed into the log, unmount the disk,
+// container outlives the API server. A checklist: detach, mount the container's disk, join its
+// volumes' disks, build the sandbox, record "running", run it with the output framed into the log, unmount the disk,
 // record the outcome.
 #include <fcntl.h>
 #include <sys/file.h>
@@ -22,6 +22,7 @@
 #include "create_request.hpp"
 #include "events.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/base/shared_disk.hpp"
 #include "sandcell/base/unique_fd.hpp"
 #include "sandcell/base/workspace_disk.hpp"
 #include "sandcell/dockerapi/server.hpp"
@@ -200,6 +201,43 @@ ContainerDisk mount_disk(const ContainerDir& container, const nlohmann::json& re
   return out;
 }
 
+// The container's volumes (docs/docker-api.md, "Volumes"): each bounded one is a disk shared with
+// the other containers running with it (sandcell/base/shared_disk.hpp), joined (mounted unless
+// one of them has it mounted) before the sandbox is built and left (the last one out unmounts)
+// once the program is gone. Volumes are joined one at a time, each for good: no lock order.
+struct VolumeDisk {
+  std::string name;
+  bool writable = true;
+  std::unique_ptr<SharedDisk> disk;  // none: an unbounded volume, because of `unbounded`
+  std::string unbounded;
+};
+
+std::vector<VolumeDisk> join_volumes(const nlohmann::json& request, const std::string& store_root) {
+  VolumeStore volumes(store_root + "/docker/volumes");
+  std::vector<VolumeDisk> out;
+  for (const nlohmann::json& m : request["HostConfig"].value("Mounts", nlohmann::json::array())) {
+    if (m.value("Type", "") != "volume") continue;
+    std::optional<Volume> volume = volumes.find(m.value("Source", ""));
+    if (!volume) throw Error::invalid("volume " + m.value("Source", "") + " was removed");
+    VolumeDisk joined{.name = volume->name, .writable = !m.value("ReadOnly", false), .disk = nullptr,
+                      .unbounded = volume->unbounded};
+    if (volume->size_bytes) {
+      if (std::optional<std::string> why = WorkspaceDisk::unavailable())
+        throw Error::invalid("volume " + volume->name + " is a disk image this host cannot mount: " + *why);
+      joined.disk = SharedDisk::join(store_root + "/disk-templates", volume->dir, *volume->size_bytes);
+    }
+    out.push_back(std::move(joined));
+  }
+  return out;
+}
+
+// Each volume's bound and use in the record, while still joined.
+void record_volumes(runtime::Result& result, const std::vector<VolumeDisk>& volumes) {
+  if (result.status == runtime::Status::RuntimeError) return;
+  for (const VolumeDisk& v : volumes)
+    runtime::record_volume(result, v.name, v.disk ? &v.disk->disk() : nullptr, v.writable, v.unbounded);
+}
+
 int supervise(const ContainerDir& container, const std::string& store_root) {
   nlohmann::json request = container.create_request();
   ContainerState state;
@@ -211,6 +249,7 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
     rootfs_builder::ImageStore images(store_root);
     rootfs_builder::ImageStore::Lease lease = images.lease();  // no prune under a running container
     ContainerDisk disk = mount_disk(container, request, store_root);
+    std::vector<VolumeDisk> volumes = join_volumes(request, store_root);
     runtime::Spec spec = spec_for_container(request, images, container.path());
     std::filesystem::create_directories(spec.rootfs_upper_dir);
     std::filesystem::remove_all(spec.rootfs_work_dir);  // overlay wants it empty
@@ -240,7 +279,9 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
     }
     if (result.status != runtime::Status::RuntimeError)
       runtime::record_disk(result, disk.disk.get(), disk.bound, "the container's writable layer", disk.unbounded);
+    record_volumes(result, volumes);
     disk.disk.reset();  // unmounted before the exit is recorded: an rm that waited for it finds it gone
+    volumes.clear();    // left (the last user unmounts) before it too
     record_end(container, state, result, store_root);
   } catch (const std::exception& e) {
     record_failure(container, state, e.what(), store_root);

@@ -1,5 +1,6 @@
-// Volumes as directories under the store (volume_store.hpp): made whole under a temporary name
-// and renamed into place, removed by renaming away first, so a half volume is never seen.
+// Volumes under the store (volume_store.hpp): made whole under a temporary name and renamed into
+// place, removed by renaming away first (a bounded one under its mount.lock, with no user), so a
+// half volume is never seen.
 #include "volume_store.hpp"
 
 #include <sys/stat.h>
@@ -12,6 +13,8 @@
 #include "api_error.hpp"
 #include "container_store.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/base/shared_disk.hpp"
+#include "sandcell/base/workspace_disk.hpp"
 
 namespace sandcell::dockerapi {
 namespace fs = std::filesystem;
@@ -37,18 +40,25 @@ void VolumeStore::check_name(const std::string& name) {
                       "\"[a-zA-Z0-9][a-zA-Z0-9_.-]\" are allowed. If you intended to pass a host directory, use absolute path");
 }
 
-Volume VolumeStore::create(const std::string& given_name, const nlohmann::json& labels) const {
+Volume VolumeStore::create(const std::string& given_name, uint64_t size_bytes, const nlohmann::json& labels) const {
   std::string name = given_name.empty() ? random_id() : given_name;
   check_name(name);
   if (std::optional<Volume> existing = find(name)) return *existing;
   std::string tmp = root_ + "/.new-" + random_id().substr(0, 16);
   check(mkdir(tmp.c_str(), 0700), "mkdir " + tmp);
   try {
-    check(mkdir((tmp + "/_data").c_str(), 0755), "mkdir " + tmp + "/_data");
-    write_json_atomically(tmp + "/volume.json", {{"Name", name},
-                                                 {"CreatedAt", now_rfc3339()},
-                                                 {"Labels", labels.is_object() ? labels : nlohmann::json::object()},
-                                                 {"Anonymous", given_name.empty()}});
+    nlohmann::json meta = {{"Name", name},
+                           {"CreatedAt", now_rfc3339()},
+                           {"Labels", labels.is_object() ? labels : nlohmann::json::object()},
+                           {"Anonymous", given_name.empty()}};
+    // A bounded volume's image is made at its first mount (SharedDisk::join).
+    if (std::optional<std::string> why = WorkspaceDisk::unavailable()) {
+      check(mkdir((tmp + "/_data").c_str(), 0755), "mkdir " + tmp + "/_data");
+      meta["Unbounded"] = *why;
+    } else {
+      meta["Size"] = size_bytes;
+    }
+    write_json_atomically(tmp + "/volume.json", meta);
     // A volume made meanwhile under the same name wins (rename refuses a non-empty target).
     if (rename(tmp.c_str(), (root_ + "/" + name).c_str()) != 0 && errno != ENOTEMPTY && errno != EEXIST)
       throw Error(errno, "rename " + tmp + " to " + name);
@@ -73,11 +83,20 @@ std::optional<Volume> VolumeStore::find(const std::string& name) const {
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }
-  return Volume{.name = name,
+  Volume volume{.name = name,
+                .dir = dir,
                 .data_dir = dir + "/_data",
+                .size_bytes = std::nullopt,
+                .unbounded = meta.value("Unbounded", "a volume created before volume bounds"),
                 .created_at = meta.value("CreatedAt", ""),
                 .labels = meta.value("Labels", nlohmann::json::object()),
                 .anonymous = meta.value("Anonymous", false)};
+  if (meta.contains("Size") && meta["Size"].is_number_unsigned()) {
+    volume.size_bytes = meta["Size"].get<uint64_t>();
+    volume.data_dir = SharedDisk::workspace(dir);
+    volume.unbounded.clear();
+  }
+  return volume;
 }
 
 Volume VolumeStore::get(const std::string& name) const {
@@ -94,23 +113,46 @@ std::vector<Volume> VolumeStore::list() const {
   return out;
 }
 
-uint64_t VolumeStore::remove(const std::string& name) const {
-  Volume volume = get(name);
-  std::string doomed = root_ + "/.removed-" + random_id().substr(0, 16);
-  check(rename((root_ + "/" + volume.name).c_str(), doomed.c_str()), "rename volume " + name);
+uint64_t VolumeStore::host_bytes(const Volume& volume) {
+  if (volume.size_bytes) return allocated_bytes(SharedDisk::image(volume.dir));
   uint64_t bytes = 0;
   std::error_code ec;
   // Neither walk follows a symbolic link: both see the link itself.
-  for (auto it = fs::recursive_directory_iterator(doomed, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+  for (auto it = fs::recursive_directory_iterator(volume.data_dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
     if (it->is_regular_file(ec) && !it->is_symlink(ec)) bytes += it->file_size(ec);
-  fs::remove_all(doomed);
   return bytes;
 }
 
-nlohmann::json VolumeStore::to_json(const Volume& volume) {
-  return {{"Name", volume.name},        {"Driver", "local"},         {"Mountpoint", volume.data_dir},
-          {"CreatedAt", volume.created_at}, {"Labels", volume.labels}, {"Scope", "local"},
-          {"Options", nlohmann::json::object()}};
+uint64_t VolumeStore::remove(const std::string& name) const {
+  Volume volume = get(name);
+  // Held until the directory is renamed away: no container joins the disk meanwhile (a join
+  // waiting for mount.lock then finds the volume gone).
+  std::optional<SharedDisk::Unused> unused;
+  if (volume.size_bytes) {
+    unused = SharedDisk::lock_unused(volume.dir);
+    if (!unused) throw conflict("remove " + name + ": volume is in use (a container runs with it)");
+  }
+  uint64_t bytes = host_bytes(volume);
+  std::string doomed = root_ + "/.removed-" + random_id().substr(0, 16);
+  check(rename(volume.dir.c_str(), doomed.c_str()), "rename volume " + name);
+  unused.reset();
+  fs::remove_all(doomed);  // never follows a link
+  return bytes;
+}
+
+nlohmann::json VolumeStore::to_json(const Volume& volume, std::optional<int64_t> ref_count) {
+  nlohmann::json out = {{"Name", volume.name},         {"Driver", "local"},       {"Mountpoint", volume.data_dir},
+                        {"CreatedAt", volume.created_at}, {"Labels", volume.labels}, {"Scope", "local"},
+                        {"Options", nlohmann::json::object()}};
+  if (volume.size_bytes) out["Options"]["size"] = std::to_string(*volume.size_bytes);
+  else out["Status"] = {{"unbounded", volume.unbounded}};
+  // Docker's -1, "not computed", for an unbounded volume: inspect does not walk what a sandbox
+  // wrote there (millions of files, for all it knows).
+  if (ref_count)
+    out["UsageData"] = {{"Size", volume.size_bytes ? static_cast<int64_t>(host_bytes(volume)) : int64_t{-1}},
+                        {"RefCount", *ref_count}};
+  return out;
 }
 
 }  // namespace sandcell::dockerapi

@@ -19,4 +19,18 @@ void record_disk(Result& r, const WorkspaceDisk* disk, uint64_t bound, const std
     r.status = Status::DiskLimit;
 }
 
+void record_volume(Result& r, const std::string& name, const WorkspaceDisk* disk, bool writable,
+                   const std::string& unbounded) {
+  if (!disk) {
+    r.enforced["volume_bytes"] = Enforcement::None;
+    r.warnings.push_back("volume_bytes not enforced on the volume " + name + ": " + unbounded);
+    return;
+  }
+  if (!r.enforced.contains("volume_bytes")) r.enforced["volume_bytes"] = Enforcement::Ext4Loop;
+  r.volume_bytes[name] = disk->size_bytes();
+  r.volume_usage_bytes[name] = disk->used_bytes();
+  if (writable && (r.status == Status::ExitNonzero || r.status == Status::Signaled) && disk->full())
+    r.status = Status::DiskLimit;
+}
+
 }  // namespace sandcell::runtime

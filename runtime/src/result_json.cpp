@@ -100,6 +100,10 @@ nlohmann::json to_json(const Result& r) {
     j["limits"]["tmpfs_bytes"] = r.tmpfs_bytes;
     j["enforced"]["tmpfs_bytes"] = to_string(Enforcement::Tmpfs);
   }
+  if (!r.volume_bytes.empty()) {
+    j["limits"]["volume_bytes"] = r.volume_bytes;
+    j["usage"]["volume_bytes"] = r.volume_usage_bytes;
+  }
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.warnings.empty()) j["warnings"] = r.warnings;
   if (r.pooled) {

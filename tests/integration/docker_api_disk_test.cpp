@@ -4,6 +4,9 @@
 // docker CLI: a write past the size gets ENOSPC (and so does a file past the inode bound), the
 // record and inspect say so, the layer outlives a restart, a killed supervisor's disk is
 // unmounted by `sandcell gc` and rm, and nothing (mount, loop device, image) is left.
+// Volumes (DockerApiDisk.Volume*; "Volumes" there) likewise: each its own image of `volume create
+// --opt size` (else --disk), mounted once while any container using it runs, whatever the
+// concurrent starts, stops and kills.
 #include <sys/statvfs.h>
 
 #include "docker_api_fixture.hpp"
@@ -21,9 +24,24 @@ class DockerApiDisk : public DockerApi {
     for (int i = 0; i < 500 && !loops_backed_under(dir_.string()).empty(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_TRUE(loops_backed_under(dir_.string()).empty());
+    EXPECT_TRUE(mounts_under(dir_.string()).empty());
   }
 
   std::string container_dir(const std::string& id) const { return store() + "/docker/containers/" + id; }
+  std::string volume_dir(const std::string& name) const { return store() + "/docker/volumes/" + name; }
+
+  static nlohmann::json inspect_volume(const std::string& name) {
+    CliRun r = docker({"volume", "inspect", name});
+    nlohmann::json all = nlohmann::json::parse(r.out, nullptr, false);
+    return all.is_array() && all.size() == 1 ? all[0] : nlohmann::json();
+  }
+
+  pid_t supervisor_of(const std::string& name) const { return inspect(name)["State"]["Pid"].get<pid_t>(); }
+
+  static void kill_and_wait(pid_t pid) {
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    for (int i = 0; i < 500 && kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 
   // Loop devices whose backing file is under `dir`, and mounts under it: host-global.
   static std::vector<std::string> loops_backed_under(const std::string& dir) {
@@ -216,6 +234,258 @@ TEST_F(DockerApiDisk, RmUnmountsAKilledSupervisorsDisk) {
   EXPECT_TRUE(mounts_under(store()).empty());
   // The sandbox the supervisor left (its cgroup, its init) is gc's.
   EXPECT_EQ(run_sandcell({"--root", store(), "gc"}).exit_code, 0);
+}
+
+// A volume is a disk of its own: past its size a write (and a file past its inodes) gets ENOSPC,
+// the container's layer, its other volume and the host's disk are untouched, and the record and
+// `volume inspect` say so.
+TEST_F(DockerApiDisk, VolumeWritesPastItsSizeGetEnospcAndNothingElseFills) {
+  ASSERT_EQ(docker({"volume", "create", "--opt", "size=16m", "small"}).exit_code, 0);
+  ASSERT_EQ(docker({"volume", "create", "--opt", "size=32m", "big"}).exit_code, 0);
+  nlohmann::json small = inspect_volume("small");
+  EXPECT_EQ(small["Options"]["size"], std::to_string(16 * kMiB)) << small;
+  EXPECT_EQ(small["Mountpoint"], volume_dir("small") + "/disk/workspace");
+  EXPECT_EQ(small["UsageData"]["RefCount"], 0);
+  CliRun r = docker({"run", "--name", "vfill", "--network", "none", "--storage-opt", "size=64m", "-v", "small:/s",
+                     "-v", "big:/b", "bb:1", "sh", "-c",
+                     "dd if=/dev/zero of=/s/f bs=1M count=64; echo dd=$?; wc -c < /s/f; "
+                     "dd if=/dev/zero of=/b/g bs=1M count=8 2>/dev/null; echo big=$?; "
+                     "dd if=/dev/zero of=/tmp/t bs=1M count=8 2>/dev/null; echo layer=$?; "
+                     "rm /s/f; mkdir /s/d; i=0; while true > /s/d/$i; do i=$((i+1)); done 2>/dev/null; echo files=$i"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  std::vector<std::string> out = lines(r.out);
+  ASSERT_EQ(out.size(), 5u) << r.out;
+  EXPECT_EQ(out[0], "dd=1");
+  EXPECT_LT(std::stoull(out[1]), 16 * kMiB);
+  EXPECT_GT(std::stoull(out[1]), 8 * kMiB);
+  EXPECT_EQ(out[2], "big=0");
+  EXPECT_EQ(out[3], "layer=0");
+  ASSERT_TRUE(out[4].starts_with("files=")) << r.out;
+  EXPECT_LE(std::stoi(out[4].substr(6)), 1024);  // one inode per 16 KiB, at least 1024
+  EXPECT_GT(std::stoi(out[4].substr(6)), 900);
+  // The host's filesystem holds at most each image: nowhere near the 64 MiB asked for. (What the
+  // store's files hold, not the filesystem's free space: other processes share it.)
+  EXPECT_LE(allocated(volume_dir("small") + "/disk.img"), 16 * kMiB);
+  uint64_t volumes_bytes = 0;
+  for (const auto& e : fs::recursive_directory_iterator(store() + "/docker/volumes"))
+    if (e.is_regular_file() && !e.is_symlink()) volumes_bytes += allocated(e.path().string());
+  EXPECT_LT(volumes_bytes, 16 * kMiB + 8 * kMiB + 2 * kMiB) << "small, big's 8 MiB and metadata";
+  const nlohmann::json record = inspect("vfill")["Sandcell"];
+  EXPECT_EQ(record["status"], "ok") << record;  // the shell carried on
+  EXPECT_EQ(record["limits"]["volume_bytes"]["small"], 16 * kMiB) << record;
+  EXPECT_EQ(record["limits"]["volume_bytes"]["big"], 32 * kMiB) << record;
+  EXPECT_EQ(record["enforced"]["volume_bytes"], "ext4-loop");
+  EXPECT_GT(record["usage"]["volume_bytes"]["big"].get<uint64_t>(), 8 * kMiB);
+  EXPECT_EQ(record["limits"]["disk_bytes"], 64 * kMiB);
+  EXPECT_TRUE(mounts_under(volume_dir("small")).empty()) << "mounted with no container running";
+  EXPECT_GT(inspect_volume("small")["UsageData"]["Size"].get<uint64_t>(), 0u);
+  EXPECT_EQ(inspect_volume("small")["UsageData"]["RefCount"], 1);
+
+  // A program that fails on the full volume (no inode left for its file): disk_limit, its own
+  // exit code. The same volume read-only is no reason for disk_limit.
+  r = docker({"run", "--name", "vfail", "--network", "none", "-v", "small:/s", "bb:1", "sh", "-c",
+              "dd if=/dev/zero of=/s/more bs=1M count=1 2>/dev/null"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(inspect("vfail")["Sandcell"]["status"], "disk_limit") << inspect("vfail")["Sandcell"];
+  r = docker({"run", "--name", "vro", "--network", "none", "-v", "small:/s:ro", "bb:1", "sh", "-c", "exit 3"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(inspect("vro")["Sandcell"]["status"], "exit_nonzero");
+  CliRun busy = docker({"volume", "rm", "small"});
+  EXPECT_NE(busy.err.find("volume is in use"), std::string::npos) << busy.err;
+  ASSERT_EQ(docker({"rm", "vfill", "vfail", "vro"}).exit_code, 0);
+  EXPECT_EQ(docker({"volume", "rm", "small", "big"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(volume_dir("small")));
+}
+
+TEST_F(DockerApiDisk, VolumeOptionsOtherThanSizeAreRefusedNamingThem) {
+  auto refused = [&](const std::vector<std::string>& opts, const std::string& message) {
+    std::vector<std::string> args{"volume", "create"};
+    for (const std::string& o : opts) args.insert(args.end(), {"--opt", o});
+    args.push_back("v");
+    CliRun r = docker(args);
+    EXPECT_NE(r.exit_code, 0) << opts[0];
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  };
+  refused({"type=tmpfs"}, "DriverOpts type is refused by sandcell");
+  refused({"device=/etc"}, "DriverOpts device is refused by sandcell");
+  refused({"o=bind"}, "DriverOpts o is refused by sandcell");
+  refused({"size=64m", "o=size=1g"}, "DriverOpts o is refused by sandcell");
+  refused({"quota=1g"}, "DriverOpts quota is not supported by sandcell (only size)");
+  refused({"size=1m"}, "DriverOpts size 1m is too small (at least 8m)");
+  refused({"size=lots"}, "DriverOpts size");
+  refused({"size=2g"}, "DriverOpts size 2g is over the server's --max-disk");
+  auto raw = request("POST", "/volumes/create", R"({"Name":"v","DriverOpts":{"size":67108864}})");
+  EXPECT_EQ(raw.first, 400) << raw.second;
+  EXPECT_EQ(docker({"volume", "ls", "-q"}).out, "");
+}
+
+// Data outlives containers and the server; a volume made by a create (named or anonymous) gets
+// the server's --disk.
+TEST_F(DockerApiDisk, VolumeDataPersistsAcrossContainersAndServerRestarts) {
+  stop_server();
+  start_server({"--disk", "16m"});
+  CliRun r = docker({"run", "--rm", "--network", "none", "-v", "keep:/k", "bb:1", "sh", "-c", "echo kept > /k/f"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(inspect_volume("keep")["Options"]["size"], std::to_string(16 * kMiB));
+  ASSERT_EQ(docker({"create", "--name", "anon", "--network", "none", "-v", "/anon", "bb:1", "true"}).exit_code, 0);
+  const std::string anonymous = inspect("anon")["Mounts"][0]["Name"];
+  EXPECT_EQ(inspect_volume(anonymous)["Options"]["size"], std::to_string(16 * kMiB));
+  stop_server();
+  start_server();
+  r = docker({"run", "--rm", "--network", "none", "-v", "keep:/k", "bb:1", "sh", "-c",
+              "cat /k/f; dd if=/dev/zero of=/k/g bs=1M count=32 2>/dev/null; echo dd=$?"});
+  EXPECT_EQ(r.out, "kept\ndd=1\n") << r.err;  // still its 16m, whatever the new server's --disk
+  EXPECT_EQ(docker({"rm", "-v", "anon"}).exit_code, 0);
+  EXPECT_EQ(docker({"volume", "rm", "keep"}).exit_code, 0);
+  EXPECT_TRUE(mounts_under(store()).empty());
+}
+
+// Several containers on one volume: one mount, which all of them see, and which stays until the
+// last one stops, however they race to start and stop.
+TEST_F(DockerApiDisk, VolumeSharedByRunningContainersStaysMountedUntilTheLastStops) {
+  ASSERT_EQ(docker({"volume", "create", "--opt", "size=16m", "shared"}).exit_code, 0);
+  // (Names that are no hex prefix: a create named "b" is refused while another container's id
+  // starts with b, ContainerStore::find_if_exists.)
+  for (const char* name : {"va", "vb"}) {
+    CliRun r = docker({"run", "-d", "--name", name, "--network", "none", "-v", "shared:/v", "bb:1", "sleep", "1000"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << inspect(name)["State"];
+  }
+  EXPECT_EQ(mounts_under(volume_dir("shared")).size(), 1u);
+  EXPECT_EQ(docker({"exec", "va", "sh", "-c", "echo from-a > /v/a"}).exit_code, 0);
+  EXPECT_EQ(docker({"exec", "vb", "cat", "/v/a"}).out, "from-a\n");
+  // docker cp reaches the volume through the running container's own mount of it; a stopped
+  // container's files (its volumes' too) are refused with a clear error, as before.
+  std::ofstream(dir_ / "copied") << "cp\n";
+  CliRun cp = docker({"cp", (dir_ / "copied").string(), "va:/v/copied"});
+  EXPECT_EQ(cp.exit_code, 0) << cp.err;
+  EXPECT_EQ(docker({"exec", "vb", "cat", "/v/copied"}).out, "cp\n");
+  EXPECT_EQ(docker({"stop", "-t", "0", "va"}).exit_code, 0);
+  cp = docker({"cp", (dir_ / "copied").string(), "va:/v/again"});
+  EXPECT_NE(cp.exit_code, 0);
+  EXPECT_NE(cp.err.find("sandcell copies files only from and into a running container"), std::string::npos) << cp.err;
+  EXPECT_EQ(mounts_under(volume_dir("shared")).size(), 1u) << "va's stop unmounted vb's volume";
+  EXPECT_EQ(docker({"exec", "vb", "sh", "-c", "echo from-b > /v/b && cat /v/a"}).out, "from-a\n");
+  EXPECT_EQ(docker({"start", "va"}).exit_code, 0);
+  EXPECT_EQ(docker({"exec", "va", "cat", "/v/b"}).out, "from-b\n");
+  EXPECT_EQ(mounts_under(volume_dir("shared")).size(), 1u);
+  EXPECT_EQ(docker({"rm", "-f", "va", "vb"}).exit_code, 0);
+  EXPECT_TRUE(mounts_under(volume_dir("shared")).empty());
+
+  // Six containers started and removed at once: never a second mount, all see each other.
+  std::vector<std::string> names;
+  for (int i = 0; i < 6; ++i) {
+    names.push_back("race" + std::to_string(i));
+    ASSERT_EQ(docker({"create", "--name", names.back(), "--network", "none", "-v", "shared:/v", "bb:1", "sh", "-c",
+                      "echo $HOSTNAME >> /v/started; sleep 1000"}).exit_code, 0);
+  }
+  auto all_at_once = [&](const std::vector<std::string>& verb) {
+    std::vector<std::thread> threads;
+    std::vector<int> codes(names.size(), -1);
+    for (size_t i = 0; i < names.size(); ++i)
+      threads.emplace_back([&, i] {
+        std::vector<std::string> args = verb;
+        args.push_back(names[i]);
+        codes[i] = docker(args).exit_code;
+      });
+    for (std::thread& t : threads) t.join();
+    for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(codes[i], 0) << verb[0] << " " << names[i];
+  };
+  all_at_once({"start"});
+  std::vector<std::string> started;
+  for (int i = 0; i < 500 && started.size() < names.size(); ++i) {
+    started = lines(docker({"exec", "race0", "cat", "/v/started"}).out);
+    if (started.size() < names.size()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(started.size(), names.size());
+  EXPECT_EQ(mounts_under(volume_dir("shared")).size(), 1u);
+  all_at_once({"rm", "-f"});
+  EXPECT_TRUE(mounts_under(volume_dir("shared")).empty());
+  EXPECT_EQ(docker({"volume", "rm", "shared"}).exit_code, 0);
+}
+
+// A supervisor killed while its container runs leaves the volume mounted with no user: the next
+// container uses that mount and unmounts it when it stops; `sandcell gc` unmounts it; and so
+// does `volume rm`.
+TEST_F(DockerApiDisk, AKilledSupervisorsVolumeIsUnmountedByTheNextUserGcAndRm) {
+  auto orphan = [&](const std::string& name, const std::string& volume) {
+    ASSERT_EQ(docker({"run", "-d", "--name", name, "--network", "none", "-v", volume + ":/v", "bb:1", "sh", "-c",
+                      "echo " + name + " > /v/" + name + "; sleep 1000"}).exit_code, 0);
+    for (int i = 0; i < 500 && docker({"exec", name, "test", "-f", "/v/" + name}).exit_code != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    kill_and_wait(supervisor_of(name));
+    EXPECT_EQ(mounts_under(volume_dir(volume)).size(), 1u) << "nothing unmounted the killed supervisor's volume";
+    EXPECT_EQ(docker({"rm", "-f", name}).exit_code, 0);
+    EXPECT_EQ(mounts_under(volume_dir(volume)).size(), 1u);
+  };
+  orphan("k1", "vk");
+  CliRun next = docker({"run", "--rm", "--network", "none", "-v", "vk:/v", "bb:1", "cat", "/v/k1"});
+  EXPECT_EQ(next.out, "k1\n") << next.err;
+  EXPECT_TRUE(mounts_under(volume_dir("vk")).empty());
+
+  orphan("k2", "vk");
+  CliRun gc = run_sandcell({"--root", store(), "gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_NE(gc.out.find("unmounted 1 volume disk(s) under " + store() + "/docker/volumes"), std::string::npos) << gc.out;
+  EXPECT_TRUE(mounts_under(volume_dir("vk")).empty());
+
+  orphan("k3", "vk");
+  EXPECT_EQ(docker({"volume", "rm", "vk"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(volume_dir("vk")));
+  EXPECT_EQ(run_sandcell({"--root", store(), "gc"}).exit_code, 0);  // the sandboxes' cgroups
+}
+
+// A volume that could not be bounded (made by a server before volume bounds; a rootless one's
+// are the same directories, with the reason in volume.json) runs unbounded, never silently:
+// `volume inspect` and each record say so.
+TEST_F(DockerApiDisk, AnUnboundedVolumeSaysSoInInspectAndTheRecord) {
+  fs::create_directories(volume_dir("old") + "/_data");
+  std::ofstream(volume_dir("old") + "/volume.json")
+      << R"({"Name":"old","CreatedAt":"2026-12-01T00:00:00Z","Labels":{},"Anonymous":false})";
+  std::ofstream(volume_dir("old") + "/_data/f") << "old\n";
+  nlohmann::json volume = inspect_volume("old");
+  EXPECT_EQ(volume["Mountpoint"], volume_dir("old") + "/_data");
+  EXPECT_EQ(volume["Status"]["unbounded"], "a volume created before volume bounds") << volume;
+  EXPECT_FALSE(volume["Options"].contains("size"));
+  EXPECT_EQ(volume["UsageData"]["Size"], -1);
+  CliRun r = docker({"run", "--name", "unb", "--network", "none", "-v", "old:/o", "bb:1", "sh", "-c",
+                     "cat /o/f; echo new > /o/g"});
+  EXPECT_EQ(r.out, "old\n") << r.err;
+  const nlohmann::json record = inspect("unb")["Sandcell"];
+  EXPECT_EQ(record["enforced"]["volume_bytes"], "none") << record;
+  EXPECT_NE(record["warnings"].dump().find("volume_bytes not enforced on the volume old: a volume created before volume bounds"),
+            std::string::npos) << record;
+  EXPECT_TRUE(fs::exists(volume_dir("old") + "/_data/g"));
+  EXPECT_EQ(docker({"rm", "unb"}).exit_code, 0);
+  EXPECT_EQ(docker({"volume", "rm", "old"}).exit_code, 0);
+}
+
+// What a sandbox leaves in its volume (links to host files, to the image's root, a volume's
+// files replaced by links) is never followed by the host: not when the volume is mounted again,
+// inspected, swept by gc or removed.
+TEST_F(DockerApiDisk, VolumeLinksASandboxPlantedAreNeverFollowedOnTheHost) {
+  fs::create_directories(dir_ / "host");
+  std::ofstream(dir_ / "host/file") << "host";
+  chmod((dir_ / "host/file").c_str(), 0600);
+  const std::string host = (dir_ / "host").string();
+  CliRun r = docker({"run", "--rm", "--network", "none", "-v", "hs:/h", "bb:1", "sh", "-c",
+                     "echo data > /h/f && rm /h/f && ln -s " + host + "/file /h/f && ln -s " + host +
+                         " /h/dir && ln -s ../../../../../.. /h/up && ln -s /h /h/self"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = docker({"run", "--rm", "--network", "none", "-v", "hs:/h", "bb:1", "sh", "-c",
+              "chmod 0777 /h/f /h/dir 2>/dev/null; echo x > /h/f 2>/dev/null; ls /h | sort | tr '\\n' ' '"});
+  EXPECT_EQ(r.out, "dir f self up ") << r.err;
+  EXPECT_GT(inspect_volume("hs")["UsageData"]["Size"].get<uint64_t>(), 0u);
+  EXPECT_EQ(run_sandcell({"--root", store(), "gc"}).exit_code, 0);
+  EXPECT_EQ(docker({"volume", "rm", "hs"}).exit_code, 0);
+  struct stat st {};
+  ASSERT_EQ(stat((dir_ / "host/file").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  std::ifstream in(dir_ / "host/file");
+  std::string content;
+  std::getline(in, content);
+  EXPECT_EQ(content, "host");
+  EXPECT_TRUE(fs::exists(dir_ / "host/file"));
 }
 
 }  // namespace

@@ -39,6 +39,9 @@ class WorkspaceDisk {
   // made with), and kept.
   static std::unique_ptr<WorkspaceDisk> session(const std::string& templates_dir, std::string image,
                                                 std::string mount_dir, uint64_t size_bytes);
+  // A kept disk that is already mounted at `mount_dir` (by another process: a shared disk,
+  // shared_disk.hpp): this object unmounts it as `session`'s would, unless leave_mounted().
+  static std::unique_ptr<WorkspaceDisk> adopt(std::string image, std::string mount_dir);
   ~WorkspaceDisk();  // unmounts; the loop device detaches with the mount (LO_FLAGS_AUTOCLEAR)
   WorkspaceDisk(const WorkspaceDisk&) = delete;
   WorkspaceDisk& operator=(const WorkspaceDisk&) = delete;
@@ -49,6 +52,8 @@ class WorkspaceDisk {
   uint64_t used_bytes() const;
   // Fewer than 1 MiB of free blocks or no free inode: a write or a file creation got ENOSPC.
   bool full() const;
+  // The destructor leaves the disk mounted: another process still uses it (shared_disk.hpp).
+  void leave_mounted() { leave_mounted_ = true; }
 
   // Why this host cannot give a workspace its own filesystem (not root: mounting ext4 and
   // attaching loop devices need CAP_SYS_ADMIN in the initial user namespace; no
@@ -62,6 +67,7 @@ class WorkspaceDisk {
   std::string mount_dir_;
   std::string kept_image_;  // a session's: written back after the unmount
   uint64_t size_bytes_ = 0;
+  bool leave_mounted_ = false;
 };
 
 // Bytes the host's filesystem holds for an image (its allocated blocks; the image is sparse).

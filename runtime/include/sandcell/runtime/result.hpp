@@ -100,6 +100,10 @@ struct Result {
   // "limits.tmpfs_bytes" (only when there are any): each tmpfs mount's size by its destination
   // (`run --tmpfs DST:SIZE`, the Docker API's Tmpfs): past it a write gets ENOSPC.
   std::map<std::string, uint64_t> tmpfs_bytes;
+  // "limits.volume_bytes" and "usage.volume_bytes" (a Docker API container's bounded volumes,
+  // only when there are any): each volume's size and what it holds at the end, by name.
+  std::map<std::string, uint64_t> volume_bytes;
+  std::map<std::string, uint64_t> volume_usage_bytes;
 
   // Filled by callers that capture output instead of passing it through (`--json`).
   std::optional<std::string> stdout_text;
@@ -114,6 +118,14 @@ nlohmann::json to_json(const Result& r);
 // disk: enforced none and a warning that the bound is not enforced on `where`, and why.
 void record_disk(Result& r, const WorkspaceDisk* disk, uint64_t bound, const std::string& where,
                  const std::string& unbounded);
+
+// A Docker API container's volume in the record (docs/docker-api.md, "Volumes"), once the
+// program is gone and while `disk` is mounted: limits.volume_bytes[name], usage.volume_bytes[name],
+// enforced.volume_bytes ext4-loop, and status disk_limit for a program that failed (exit_nonzero
+// or signaled) with a volume it could write full. No disk: enforced.volume_bytes none and a
+// warning naming the volume and why.
+void record_volume(Result& r, const std::string& name, const WorkspaceDisk* disk, bool writable,
+                   const std::string& unbounded);
 
 // The exit code `sandcell run` uses for a result: the program's own code, 128+N for signal N,
 // 125 when sandcell failed, 126 not executable, 127 not found.
