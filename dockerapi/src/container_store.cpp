@@ -119,7 +119,7 @@ ContainerStore::ContainerStore(std::string root) : root_(std::move(root)) {
 ContainerDir ContainerStore::create(nlohmann::json request) const {
   StoreLock lock(root_);
   std::string name = request.value("Name", "");
-  if (!name.empty() && find_if_exists(name))
+  if (!name.empty() && named(name))
     throw conflict("Conflict. The container name \"/" + name + "\" is already in use.");
   ContainerDir container(root_ + "/" + random_id());
   check(mkdir(container.path().c_str(), 0700), "mkdir " + container.path());
@@ -156,6 +156,17 @@ std::optional<ContainerDir> ContainerStore::find_if_exists(const std::string& id
   return std::nullopt;
 }
 
+std::optional<ContainerDir> ContainerStore::named(const std::string& name) const {
+  for (const ContainerDir& c : list()) {
+    try {
+      if (c.create_request().value("Name", "") == name) return c;
+    } catch (const std::exception&) {
+      continue;  // removed while we looked
+    }
+  }
+  return std::nullopt;
+}
+
 ContainerDir ContainerStore::find(const std::string& id_or_name) const {
   auto found = find_if_exists(id_or_name);
   if (!found) throw not_found("No such container: " + id_or_name);
@@ -174,7 +185,7 @@ std::vector<ContainerDir> ContainerStore::list() const {
 
 void ContainerStore::rename(const ContainerDir& container, const std::string& new_name) const {
   StoreLock lock(root_);
-  std::optional<ContainerDir> holder = find_if_exists(new_name);
+  std::optional<ContainerDir> holder = named(new_name);
   if (holder && holder->id() != container.id())
     throw conflict("Conflict. The container name \"/" + new_name + "\" is already in use by container \"" +
                    holder->id() + "\". You have to remove (or rename) that container to be able to reuse that name.");

@@ -53,6 +53,8 @@ class ContainerStore {
   // By full id, unique id prefix, or name (with or without the leading '/'); ApiError 404.
   ContainerDir find(const std::string& id_or_name) const;
   std::optional<ContainerDir> find_if_exists(const std::string& id_or_name) const;
+  // The container with exactly this name (create and rename: an id prefix is no conflict).
+  std::optional<ContainerDir> named(const std::string& name) const;
   std::vector<ContainerDir> list() const;
   void remove(const ContainerDir& container) const;
   // Under the lock create takes: ApiError 409 when another container has the name.

@@ -140,6 +140,24 @@ TEST_F(DockerApi, UlimitsBecomeTheContainersRlimitsAndBadOnesAreRefused) {
   EXPECT_EQ(containers_on_disk(), 0u);
 }
 
+// Names are compared whole, as Docker does: a name that is another container's id prefix is
+// free; a name in use is a 409 at create and at rename.
+TEST_F(DockerApi, ANameIsTakenOnlyByTheSameNameNotByAnIdPrefix) {
+  CliRun first = docker({"create", "--network", "none", "bb:1", "true"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string prefix = first.out.substr(0, 3);
+  CliRun second = docker({"create", "--name", prefix, "--network", "none", "bb:1", "true"});
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  CliRun again = docker({"create", "--name", prefix, "--network", "none", "bb:1", "true"});
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE(again.err.find("is already in use"), std::string::npos) << again.err;
+  CliRun rename = docker({"rename", first.out.substr(0, 12), prefix});
+  EXPECT_NE(rename.exit_code, 0);
+  EXPECT_NE(rename.err.find("is already in use"), std::string::npos) << rename.err;
+  EXPECT_EQ(docker({"rm", prefix}).exit_code, 0);
+  EXPECT_EQ(docker({"rm", first.out.substr(0, 12)}).exit_code, 0);
+}
+
 TEST_F(DockerApi, ContainersOutliveTheServerAndAreListedByTheNextOne) {
   ASSERT_EQ(docker({"run", "-d", "--name", "survivor", "--network", "none", "bb:1", "sh", "-c",
                     "echo before; exec sleep 100"}).exit_code, 0);
