@@ -188,7 +188,7 @@ void check_container_name(const std::string& name) {
 
 json check_create_request(const std::string& body_text, const std::string& name,
                           const rootfs_builder::ImageStore& images, const VolumeStore& volumes,
-                          const DiskBounds& disk) {
+                          const DiskBounds& disk, const LogBounds& log) {
   if (!name.empty()) check_container_name(name);
   json body;
   try {
@@ -211,6 +211,7 @@ json check_create_request(const std::string& body_text, const std::string& name,
     if (std::optional<TerminalSize> size = console_size(host, "HostConfig.ConsoleSize"))
       stored_host["ConsoleSize"] = {size->rows, size->columns};
     stored_host["StorageOpt"] = checked_storage(host, disk);
+    stored_host["LogConfig"] = checked_log_config(host, log);
     json request = {{"Name", name}, {"Image", image}, {"Config", checked_config(body, image)}, {"HostConfig", stored_host}};
     rootfs_builder::ImageRecord record;
     try {
