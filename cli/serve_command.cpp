@@ -71,11 +71,11 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
       ->capture_default_str();
   cmd->add_option("--docker-api-log-max-size", docker->log_max_size,
                   "A container's log without LogConfig max-size (`docker run --log-opt max-size=`): past it the "
-                  "log rotates, as Docker's json-file and local drivers do (k/m/g)")
+                  "log rotates, as Docker's json-file and local drivers do; the default is Docker's local driver's (k/m/g)")
       ->capture_default_str();
   cmd->add_option("--docker-api-log-max-file", docker->log_max_file,
                   "A container's log without LogConfig max-file: how many files (the current and the rotated "
-                  "ones) are kept; a container's log takes at most max-size x max-file of disk (1 to 100)")
+                  "ones) are kept: a container's log takes at most max-size x max-file of disk, 100 MB by default (1 to 100)")
       ->capture_default_str()->check(CLI::Range(1, 100));
   cmd->add_option("--docker-api-max-log", docker->max_log,
                   "Most disk a container's log may ask for (max-size x max-file); more gets 400 (k/m/g)")
