@@ -211,10 +211,16 @@ void LogWriter::rotate() {
   }
   log_.reset();
   times_.reset();
+  log_bytes_ = times_bytes_ = 0;
+  reopen();
+}
+
+// No new log (a full file system): this frame is lost, as on a full disk; the next one tries
+// again (without rotating what is left).
+void LogWriter::reopen() {
   try {
     open_current();
   } catch (const Error&) {
-    // no new log (a full directory): later output is lost, as on a full disk
   }
 }
 
@@ -222,6 +228,8 @@ void LogWriter::rotate() {
 // its time (LogTime: the frame's offset in this generation, the time in ns) to the side file.
 void LogWriter::append_frame(runtime::Stream stream, std::span<const char> payload) {
   const uint64_t cost = kFrameHeader + payload.size() + sizeof(LogTime);
+  if (!log_) reopen();
+  if (!log_) return;
   if (log_bytes_ + times_bytes_ > 0 && log_bytes_ + times_bytes_ + cost > policy_.max_size) rotate();
   if (!log_) return;
   LogTime when{.offset = log_bytes_,

@@ -66,6 +66,7 @@ class LogWriter {
 
  private:
   void open_current();
+  void reopen();
   void rotate();
   void append_frame(runtime::Stream stream, std::span<const char> payload);
 
