@@ -171,6 +171,9 @@ LogPolicy log_policy_of(const json& request) {
   const json& config = stored.value("Config", json::object());
   if (config.contains("max-size")) policy.max_size = parse_log_size(config["max-size"].get<std::string>()).value_or(policy.max_size);
   if (config.contains("max-file")) policy.max_file = static_cast<uint32_t>(std::stoul(config["max-file"].get<std::string>()));
+  // Checked at create; kept in range whatever the file says (rotation counts down from it).
+  policy.max_size = std::max(policy.max_size, kMinLogSize);
+  policy.max_file = std::clamp<uint32_t>(policy.max_file, 1, kMaxLogFiles);
   return policy;
 }
 
