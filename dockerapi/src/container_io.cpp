@@ -91,9 +91,13 @@ class LogReader {
         switched_ = true;
         continue;
       }
-      if (std::optional<LogFile> successor = log_successor(container_, files_.front())) {
-        files_.push_back(std::move(*successor));
-        continue;  // what was written to ours before the rotation first
+      // Without follow the generations opened are all there is to read (at most max-file of
+      // them: a flood cannot keep the reader going).
+      if (follow_ && !stopping) {
+        if (std::optional<LogFile> successor = log_successor(container_, files_.front())) {
+          files_.push_back(std::move(*successor));
+          continue;  // what was written to ours before the rotation first
+        }
       }
       if (!follow_ || over_ || stopping) {
         readers_.reset();  // done: an AutoRemove need not wait for us

@@ -87,6 +87,36 @@ TEST_F(DockerApiLog, FloodStaysWithinMaxSizeTimesMaxFile) {
   EXPECT_EQ(containers_on_disk(), 0u);
 }
 
+// `yes` without end: the bound holds for as long as it runs (sampled), and `logs` without -f
+// returns what is kept when it asked (at most max-file generations), however fast the container
+// writes on; a follower ends when the container is removed under it.
+TEST_F(DockerApiLog, EndlessFloodStaysBoundedAndLogsWithoutFollowEnds) {
+  ASSERT_EQ(docker({"run", "-d", "--name", "endless", "--network", "none", "--log-opt", "max-size=64k", "--log-opt",
+                    "max-file=2", "bb:1", "yes"}).exit_code, 0);
+  const std::string dir = container_dir("endless");
+  uint64_t most = 0;
+  for (int i = 0; i < 300; ++i) {
+    most = std::max(most, log_bytes(dir));
+    if (i % 100 == 99) {
+      CliRun logs = docker({"logs", "endless"});
+      EXPECT_EQ(logs.exit_code, 0) << logs.err;
+      EXPECT_LE(logs.out.size(), 2u * 64 * 1024);
+      EXPECT_GT(logs.out.size(), 0u);
+      EXPECT_EQ(logs.out.find_first_not_of("y\n"), std::string::npos);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_LE(most, 2u * 64 * 1024);
+  EXPECT_TRUE(fs::exists(dir + "/log.1"));
+  CliRun followed;
+  std::thread follower([&] { followed = docker({"logs", "-f", "--tail", "1", "endless"}); });
+  for (int i = 0; i < 3000 && !reader_attached(dir); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(docker({"rm", "-f", "endless"}).exit_code, 0);
+  follower.join();
+  EXPECT_EQ(followed.out.find_first_not_of("y\n"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir));
+}
+
 // Numbered lines over many generations: `logs` is what is kept, in order; --tail N the last N
 // lines across generations; --timestamps on each; --since from a frame's time on.
 TEST_F(DockerApiLog, LogsReadAcrossGenerationsWithTailTimestampsAndSince) {
