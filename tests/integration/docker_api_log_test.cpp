@@ -19,8 +19,12 @@ class DockerApiLog : public DockerApi {
     return store() + "/docker/containers/" + inspect(name)["Id"].get<std::string>();
   }
 
-  // The bytes of the log's generations (log, log.N and their times) in a container directory.
+  // The bytes of the log's generations (log, log.N and their times) in a container directory,
+  // counted with log.lock held shared as the server's readers do: no rotation halfway through
+  // the count (a file counted under two names).
   static uint64_t log_bytes(const std::string& dir, size_t* generations = nullptr) {
+    int lock = open((dir + "/log.lock").c_str(), O_RDWR | O_CLOEXEC);
+    if (lock >= 0) flock(lock, LOCK_SH);
     uint64_t total = 0;
     size_t logs = 0;
     std::error_code ec;
@@ -33,6 +37,7 @@ class DockerApiLog : public DockerApi {
       if (name == "log" || std::regex_match(name, std::regex("log\\.[0-9]+"))) ++logs;
     }
     if (generations) *generations = logs;
+    if (lock >= 0) close(lock);
     return total;
   }
 
@@ -151,14 +156,18 @@ TEST_F(DockerApiLog, LogsReadAcrossGenerationsWithTailTimestampsAndSince) {
     }
     times.push_back(m[1]);
   }
-  // --since the time of line 19001's frame: from that frame on (the lines before it in the
-  // same frame too), nothing earlier.
+  // All of it with timestamps: the tail's lines carry the same times.
+  std::vector<std::string> all_stamped = lines(docker({"logs", "--timestamps", "counter"}).out);
+  ASSERT_EQ(all_stamped.size(), kept.size());
+  EXPECT_EQ(std::vector<std::string>(all_stamped.end() - 3000, all_stamped.end()), stamped);
+  // --since the time of line 19001's frame: from that frame on (the lines that began in it
+  // before 19001 too; a frame holds some thousand of these lines), nothing earlier.
   const std::string since = times[2000];
   std::vector<std::string> after = lines(docker({"logs", "--since", since, "counter"}).out);
   ASSERT_FALSE(after.empty());
   EXPECT_EQ(after.back(), "20000");
   size_t expected = 0;
-  for (const std::string& t : times) expected += t >= since;
+  for (const std::string& line : all_stamped) expected += line.substr(0, line.find(' ')) >= since;
   EXPECT_GE(after.size(), expected);
   EXPECT_LE(after.size(), expected + 1);  // at most the rest of a line begun in the frame before
   EXPECT_EQ(docker({"rm", "counter"}).exit_code, 0);
