@@ -27,6 +27,9 @@ namespace {
 struct DockerApiFlags {
   std::string listen, group;
   std::string max_load = "4g";
+  // A container's log (docs/docker-api.md, "Log: bounded and rotated").
+  std::string log_max_size = "20m", max_log = "1g";
+  uint32_t log_max_file = 5;
 };
 
 // A process the Docker API server starts as `NAME DIR` (run(DIR, store root) in sandcell-serve):
@@ -65,6 +68,17 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--docker-api-group", docker->group, "Group that may use the --docker-api socket (0660) [root]");
   cmd->add_option("--docker-api-max-load", docker->max_load,
                   "Largest image archive `docker load` may send (bytes, k/m/g); more gets 413")
+      ->capture_default_str();
+  cmd->add_option("--docker-api-log-max-size", docker->log_max_size,
+                  "A container's log without LogConfig max-size (`docker run --log-opt max-size=`): past it the "
+                  "log rotates, as Docker's json-file and local drivers do; the default is Docker's local driver's (k/m/g)")
+      ->capture_default_str();
+  cmd->add_option("--docker-api-log-max-file", docker->log_max_file,
+                  "A container's log without LogConfig max-file: how many files (the current and the rotated "
+                  "ones) are kept: a container's log takes at most max-size x max-file of disk, 100 MB by default (1 to 100)")
+      ->capture_default_str()->check(CLI::Range(1, 100));
+  cmd->add_option("--docker-api-max-log", docker->max_log,
+                  "Most disk a container's log may ask for (max-size x max-file); more gets 400 (k/m/g)")
       ->capture_default_str();
   cmd->add_option("--token", options->token, "Bearer token clients must send on TCP [$SANDCELL_TOKEN]");
   cmd->add_option("--max-running", options->max_running, "Executions at once [CPU count]")->check(CLI::PositiveNumber);
@@ -114,13 +128,22 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
         uint64_t disk = workspace->disk ? runtime::parse_size(*workspace->disk, "--disk")
                                         : std::min<uint64_t>(1ull << 30, max_disk.value_or(UINT64_MAX));
         if (disk < kMinDiskBytes) throw Error::invalid("--disk " + std::to_string(disk) + " is too small (at least 8m)");
+        uint64_t log_size = runtime::parse_size(docker->log_max_size, "--docker-api-log-max-size");
+        uint64_t max_log = runtime::parse_size(docker->max_log, "--docker-api-max-log");
+        if (log_size < 1024) throw Error::invalid("--docker-api-log-max-size " + docker->log_max_size + " is too small (at least 1k)");
+        if (static_cast<long double>(log_size) * docker->log_max_file > static_cast<long double>(max_log))
+          throw Error::invalid("--docker-api-log-max-size x --docker-api-log-max-file is over --docker-api-max-log " +
+                               docker->max_log);
         return dockerapi::serve_docker_api_until_signal({.listen = docker->listen,
                                                          .group = docker->group,
                                                          .store_root = globals->store_root(),
                                                          .supervisor_exe = {},
                                                          .max_load_bytes = max_load,
                                                          .default_disk_bytes = disk,
-                                                         .max_disk_bytes = max_disk});
+                                                         .max_disk_bytes = max_disk,
+                                                         .log_max_size = log_size,
+                                                         .log_max_file = docker->log_max_file,
+                                                         .max_log_bytes = max_log});
       };
       return;
     }

@@ -1,6 +1,7 @@
-// Streams over a container's files. The supervisor appends to `log` and writes `exit` once;
-// readers poll (20 ms) and hold their fds, so an AutoRemove deleting the directory does not cut
-// a reader off before it has drained the log.
+// Streams over a container's files. The supervisor appends to the log (its generations:
+// container_log.hpp) and writes `exit` once; readers poll (20 ms) and hold their fds, so an
+// AutoRemove deleting the directory does not cut a reader off before it has drained the log
+// (and the supervisor waits for them before it removes it: log.readers).
 #include "container_io.hpp"
 
 #include <fcntl.h>
@@ -10,12 +11,15 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
 
+#include "container_log.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
 
@@ -42,24 +46,63 @@ std::optional<int> exit_code_in(int exit_fd) {
   return j["StatusCode"].get<int>();
 }
 
-// The log from an offset; ends (0) at the end of file, or, following, once the container is
-// over and everything it wrote was read.
+// The log's generations (container_log.hpp) as one stream of frames, from the oldest or from
+// the end; ends (0) at the end of the current one, or, following, once the container is over
+// and everything it wrote was read. A generation rotated under the reader is read to its end
+// (nothing is written to it after the rename) before the next one: no frame lost or repeated,
+// unless the reader fell more than max-file generations behind (then it goes on with the
+// oldest there is, as Docker's reader does).
 class LogReader {
  public:
   LogReader(const ContainerDir& container, const AttachOptions& options)
-      : log_(open_read(container.file("log"))), exit_(open_read(container.file("exit"))), follow_(options.follow) {
-    if (!options.replay_log) check(lseek(log_.get(), 0, SEEK_END), "seek the log");
+      : container_(container), readers_(hold_log_readers(container)), exit_(open_read(container.file("exit"))),
+        follow_(options.follow) {
+    if (options.replay_log) {
+      for (LogFile& file : open_log_generations(container)) files_.push_back(std::move(file));
+    } else {
+      files_.push_back(open_current_log(container));
+      check(lseek(fd(), 0, SEEK_END), "seek the log");
+    }
   }
 
-  int fd() const { return log_.get(); }
-  void seek(uint64_t offset) { check(lseek(log_.get(), static_cast<off_t>(offset), SEEK_SET), "seek the log"); }
+  // The generations opened, oldest first: the tail is looked for in all of them.
+  std::deque<LogFile>& files() { return files_; }
+  int fd() const { return files_.front().log.get(); }
+  int times_fd() const { return files_.front().times.get(); }
+  // Drops the generations before `index` and seeks in the one that is then the first.
+  void start_at(size_t index, uint64_t offset) {
+    files_.erase(files_.begin(), files_.begin() + static_cast<std::ptrdiff_t>(index));
+    check(lseek(fd(), static_cast<off_t>(offset), SEEK_SET), "seek the log");
+  }
+  void start_at_end() {
+    files_.erase(files_.begin(), files_.end() - 1);
+    check(lseek(fd(), 0, SEEK_END), "seek the log");
+  }
+  // True once after the reader went on to the next generation (offsets start again at 0).
+  bool take_switched() { return std::exchange(switched_, false); }
 
   size_t next(char* buffer, size_t size) {
     for (;;) {
-      ssize_t n = read(log_.get(), buffer, size);
+      ssize_t n = read(fd(), buffer, size);
       if (n > 0) return static_cast<size_t>(n);
       if (n < 0 && errno == EINTR) continue;
-      if (!follow_ || over_ || stopping) return 0;
+      if (files_.size() > 1) {  // this one is over: a newer one exists
+        files_.pop_front();
+        switched_ = true;
+        continue;
+      }
+      // Without follow the generations opened are all there is to read (at most max-file of
+      // them: a flood cannot keep the reader going).
+      if (follow_ && !stopping) {
+        if (std::optional<LogFile> successor = log_successor(container_, files_.front())) {
+          files_.push_back(std::move(*successor));
+          continue;  // what was written to ours before the rotation first
+        }
+      }
+      if (!follow_ || over_ || stopping) {
+        readers_.reset();  // done: an AutoRemove need not wait for us
+        return 0;
+      }
       // Over: read once more after seeing the exit, as the last output came before it.
       if (exit_code_in(exit_.get())) over_ = true;
       else std::this_thread::sleep_for(kPoll);
@@ -67,58 +110,70 @@ class LogReader {
   }
 
  private:
-  UniqueFd log_, exit_;
-  bool follow_, over_ = false;
+  ContainerDir container_;
+  UniqueFd readers_, exit_;
+  std::deque<LogFile> files_;
+  bool follow_, over_ = false, switched_ = false;
 };
 
-// Where the last `lines` lines of the wanted streams start in the log: a frame's offset and an
-// offset in its payload (a frame may hold several lines, or part of one). Two passes, the first
-// counting the lines, the second finding the first one to keep; nullopt: nothing to replay.
+// Where the last `lines` lines of the wanted streams start in the generations: a generation, a
+// frame's offset in it and an offset in its payload (a frame may hold several lines, or part of
+// one; a line may go on in the next generation). Two passes, the first counting the lines, the
+// second finding the first one to keep; nullopt: nothing to replay.
 struct TailStart {
+  size_t file = 0;
   uint64_t frame = 0;
   uint32_t skip = 0;
 };
-std::optional<TailStart> find_tail_start(int log_fd, const bool want[3], uint64_t lines) {
+std::optional<TailStart> find_tail_start(const std::deque<LogFile>& files, const bool want[3], uint64_t lines) {
   if (lines == 0) return std::nullopt;
-  auto scan = [&](const std::function<bool(uint64_t, uint32_t)>& on_line_start) {
+  auto scan = [&](const std::function<bool(size_t, uint64_t, uint32_t)>& on_line_start) {
     bool at_start[3] = {true, true, true};
     std::string payload;
-    for (uint64_t offset = 0;;) {
-      unsigned char header[8];
-      if (pread(log_fd, header, 8, static_cast<off_t>(offset)) != 8) return;
-      uint32_t size = uint32_t{header[4]} << 24 | uint32_t{header[5]} << 16 | uint32_t{header[6]} << 8 | header[7];
-      unsigned stream = header[0];
-      if (stream < 3 && want[stream]) {
-        payload.resize(size);
-        if (pread(log_fd, payload.data(), size, static_cast<off_t>(offset + 8)) != static_cast<ssize_t>(size)) return;
-        for (uint32_t i = 0; i < size; ++i) {
-          if (at_start[stream] && on_line_start(offset, i)) return;
-          at_start[stream] = payload[i] == '\n';
+    for (size_t file = 0; file < files.size(); ++file) {
+      const int log_fd = files[file].log.get();
+      for (uint64_t offset = 0;;) {
+        unsigned char header[8];
+        if (pread(log_fd, header, 8, static_cast<off_t>(offset)) != 8) break;
+        uint32_t size = uint32_t{header[4]} << 24 | uint32_t{header[5]} << 16 | uint32_t{header[6]} << 8 | header[7];
+        unsigned stream = header[0];
+        if (stream < 3 && want[stream]) {
+          payload.resize(size);
+          if (pread(log_fd, payload.data(), size, static_cast<off_t>(offset + 8)) != static_cast<ssize_t>(size)) break;
+          for (uint32_t i = 0; i < size; ++i) {
+            if (at_start[stream] && on_line_start(file, offset, i)) return;
+            at_start[stream] = payload[i] == '\n';
+          }
         }
+        offset += 8 + uint64_t{size};
       }
-      offset += 8 + uint64_t{size};
     }
   };
   uint64_t total = 0;
-  scan([&](uint64_t, uint32_t) { return ++total, false; });
+  scan([&](size_t, uint64_t, uint32_t) { return ++total, false; });
   uint64_t skip_lines = total > lines ? total - lines : 0, seen = 0;
   std::optional<TailStart> start;
-  scan([&](uint64_t frame, uint32_t at) {
+  scan([&](size_t file, uint64_t frame, uint32_t at) {
     if (seen++ < skip_lines) return false;
-    start = TailStart{frame, at};
+    start = TailStart{file, frame, at};
     return true;
   });
   return start;
 }
 
-// When each frame was written (log.times, in the log's order): looked up for increasing offsets.
+// When each frame of a generation was written (its log.times, in the log's order): looked up
+// for increasing offsets.
 class LogTimes {
  public:
-  explicit LogTimes(const ContainerDir& container) : fd_(open(container.file("log.times").c_str(), O_RDONLY | O_CLOEXEC)) {}
+  void reset(int fd) {
+    fd_ = fd;
+    position_ = 0;
+    have_ = false;
+  }
   // 0 when unknown (a frame whose time was lost).
   int64_t at(uint64_t frame_offset) {
-    while (fd_ && (!have_ || entry_.offset < frame_offset)) {
-      if (pread(fd_.get(), &entry_, sizeof entry_, static_cast<off_t>(position_)) != sizeof entry_) {
+    while (fd_ >= 0 && (!have_ || entry_.offset < frame_offset)) {
+      if (pread(fd_, &entry_, sizeof entry_, static_cast<off_t>(position_)) != sizeof entry_) {
         have_ = false;
         return 0;  // not written yet: read again next time
       }
@@ -129,7 +184,7 @@ class LogTimes {
   }
 
  private:
-  UniqueFd fd_;
+  int fd_ = -1;  // the LogReader's
   LogTime entry_{};
   uint64_t position_ = 0;
   bool have_ = false;
@@ -150,20 +205,21 @@ std::string rfc3339_nano(int64_t unix_ns) {
 class FrameFilter {
  public:
   FrameFilter(const ContainerDir& container, const AttachOptions& options)
-      : reader_(container, options), times_(container), want_{false, options.stdout, options.stderr},
+      : reader_(container, options), want_{false, options.stdout, options.stderr},
         since_ns_(options.since_ns), timestamps_(options.timestamps), raw_(options.raw) {
     if (options.replay_log && options.tail_lines) {
-      std::optional<TailStart> start = find_tail_start(reader_.fd(), want_, *options.tail_lines);
+      std::optional<TailStart> start = find_tail_start(reader_.files(), want_, *options.tail_lines);
       if (start) {
-        reader_.seek(start->frame);
+        reader_.start_at(start->file, start->frame);
         skip_first_ = start->skip;
       } else {
-        check(lseek(reader_.fd(), 0, SEEK_END), "seek the log");
+        reader_.start_at_end();
       }
     }
     off_t at = lseek(reader_.fd(), 0, SEEK_CUR);
     check(at, "seek the log");
     pending_offset_ = static_cast<uint64_t>(at);
+    times_.reset(reader_.times_fd());
   }
 
   size_t next(char* out, size_t size) {
@@ -178,6 +234,11 @@ class FrameFilter {
       char buffer[32768];
       size_t n = reader_.next(buffer, sizeof buffer);
       if (n == 0) return 0;
+      if (reader_.take_switched()) {  // a new generation: its offsets and times start again
+        pending_.clear();             // (a frame never spans two; a torn one is dropped)
+        pending_offset_ = 0;
+        times_.reset(reader_.times_fd());
+      }
       pending_.append(buffer, n);
     }
   }

@@ -247,7 +247,7 @@ uint64_t checked_disk_size(const std::string& field, const json& value, const Di
 
 json check_create_request(const std::string& body_text, const std::string& name,
                           const rootfs_builder::ImageStore& images, const VolumeStore& volumes,
-                          const DiskBounds& disk) {
+                          const DiskBounds& disk, const LogBounds& log) {
   if (!name.empty()) check_container_name(name);
   json body;
   try {
@@ -271,6 +271,7 @@ json check_create_request(const std::string& body_text, const std::string& name,
       stored_host["ConsoleSize"] = {size->rows, size->columns};
     stored_host["StorageOpt"] = checked_storage(host, disk);
     if (json ulimits = checked_ulimits(host); !ulimits.empty()) stored_host["Ulimits"] = ulimits;
+    stored_host["LogConfig"] = checked_log_config(host, log);
     json request = {{"Name", name}, {"Image", image}, {"Config", checked_config(body, image)}, {"HostConfig", stored_host}};
     rootfs_builder::ImageRecord record;
     try {

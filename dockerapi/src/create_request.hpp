@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "container_log.hpp"
 #include "sandcell/runtime/spec.hpp"
 #include "volume_store.hpp"
 
@@ -41,12 +42,13 @@ struct DiskBounds {
 uint64_t checked_disk_size(const std::string& field, const nlohmann::json& value, const DiskBounds& disk);
 
 // Returns the request to store (create.json): Name, Image, ImageID, Config, HostConfig (the
-// mapped subset; StorageOpt.size always, in bytes: the bound the container's disk is made with).
+// mapped subset; StorageOpt.size always, in bytes: the bound the container's disk is made with;
+// LogConfig always, with the server's defaults: container_log.hpp).
 // Throws ApiError: 400 for a bad or refused field, 404 for a missing image.
 // The volumes it names are made once everything else checked.
 nlohmann::json check_create_request(const std::string& body, const std::string& name,
                                     const rootfs_builder::ImageStore& images, const VolumeStore& volumes,
-                                    const DiskBounds& disk);
+                                    const DiskBounds& disk, const LogBounds& log);
 
 // The bound a stored request's writable layer is made with (StorageOpt.size); none for a
 // container created before disk bounds (its layer is a plain directory, unbounded).

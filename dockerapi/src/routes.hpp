@@ -23,6 +23,7 @@ struct ApiContext {
   VolumeStore volumes;
   uint64_t max_load_bytes = 0;
   DiskBounds disk;
+  LogBounds log;
 };
 
 // Path segments after the version prefix: "/v1.43/containers/x/json" → {"containers","x","json"}.

@@ -9,6 +9,7 @@
 #include "api_error.hpp"
 #include "api_filters.hpp"
 #include "container_io.hpp"
+#include "container_log.hpp"
 #include "container_mounts.hpp"
 #include "container_processes.hpp"
 #include "container_tty.hpp"
@@ -60,9 +61,9 @@ json inspect_json(const ApiContext& api, const ContainerDir& c) {
   host["PidsLimit"] = host.value("PidsLimit", 0);
   host["Privileged"] = false;
   host["Init"] = true;  // sandcell's init is pid 1 in effect
-  // The log is the supervisor's file, read back in full as json-file's is (docker-py reads
-  // run()'s output only from a driver it knows can be read back).
-  host["LogConfig"] = {{"Type", "json-file"}, {"Config", json::object()}};
+  // As given or defaulted (container_log.hpp): json-file unless the client chose local or none
+  // (docker-py reads run()'s output only from a driver it knows can be read back).
+  host["LogConfig"] = log_config_of(request);
   return {{"Id", c.id()}, {"Created", request.value("Created", "")},
           {"Path", args.empty() ? "" : args[0]},
           {"Args", args.size() > 1 ? json(std::vector<std::string>(args.begin() + 1, args.end())) : json::array()},
@@ -75,7 +76,8 @@ json inspect_json(const ApiContext& api, const ContainerDir& c) {
 
 HttpReply create(const ApiContext& api, const HttpRequest& request) {
   rootfs_builder::ImageStore images(api.store_root);
-  json checked = check_create_request(request.body, request.param("name").value_or(""), images, api.volumes, api.disk);
+  json checked =
+      check_create_request(request.body, request.param("name").value_or(""), images, api.volumes, api.disk, api.log);
   ContainerDir c = api.containers.create(checked);
   record_container_event(api.store_root, c, "create");
   return json_reply(201, {{"Id", c.id()}, {"Warnings", json::array()}});
@@ -149,6 +151,8 @@ HttpReply attach(const ContainerDir& c, const HttpRequest& request) {
 }
 
 HttpReply logs(const ContainerDir& c, const HttpRequest& request) {
+  if (!log_policy_of(c.create_request()).readable())  // Docker's answer for the none driver
+    throw ApiError{501, "configured logging driver does not support reading"};
   if (!request.flag("stdout") && !request.flag("stderr")) throw bad_request("you must choose at least one stream");
   std::optional<int64_t> since_ns;
   if (auto since = request.param("since"); since && *since != "0" && !since->empty())

@@ -78,7 +78,10 @@ int serve_docker_api_until_signal(const DockerApiOptions& options) {
                  .containers = ContainerStore(options.store_root + "/docker/containers"),
                  .volumes = VolumeStore(options.store_root + "/docker/volumes"),
                  .max_load_bytes = options.max_load_bytes,
-                 .disk = {.default_bytes = options.default_disk_bytes, .max_bytes = options.max_disk_bytes}};
+                 .disk = {.default_bytes = options.default_disk_bytes, .max_bytes = options.max_disk_bytes},
+                 .log = {.default_size = options.log_max_size,
+                         .default_files = options.log_max_file,
+                         .max_total = options.max_log_bytes}};
   if (api.supervisor_exe == "/proc/self/exe") {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);

@@ -6,16 +6,15 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
 
 #include "container_io.hpp"
+#include "container_log.hpp"
 #include "container_mounts.hpp"
 #include "container_tty.hpp"
 #include "container_store.hpp"
@@ -44,27 +43,6 @@ bool detach_from_server() {
   return true;
 }
 
-// Docker's multiplexed frame: stream (1 stdout, 2 stderr), three zero bytes, big-endian length.
-// `times_fd` gets the frame's offset in the log and the time it was written (LogTime), for
-// logs' `since` and `timestamps`.
-void append_frame(int fd, int times_fd, runtime::Stream stream, std::span<const char> data) {
-  while (!data.empty()) {
-    LogTime when{.offset = static_cast<uint64_t>(std::max<off_t>(lseek(fd, 0, SEEK_END), 0)),
-                 .unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::system_clock::now().time_since_epoch()).count()};
-    uint32_t size = static_cast<uint32_t>(std::min<size_t>(data.size(), 1u << 20));
-    unsigned char header[8] = {static_cast<unsigned char>(stream == runtime::Stream::Stdout ? 1 : 2), 0, 0, 0,
-                               static_cast<unsigned char>(size >> 24), static_cast<unsigned char>(size >> 16),
-                               static_cast<unsigned char>(size >> 8), static_cast<unsigned char>(size)};
-    iovec parts[2] = {{header, sizeof header}, {const_cast<char*>(data.data()), size}};
-    if (writev(fd, parts, 2) < 0 && errno != EINTR) return;  // a full disk loses output, not the run
-    if (times_fd >= 0 && write(times_fd, &when, sizeof when) < 0) {
-      // a full disk: the frame has no time (since skips it, timestamps show the zero time)
-    }
-    data = data.subspan(size);
-  }
-}
-
 // The stdin FIFO opened without waiting for a writer: an attached client already holds the
 // write end (attach comes before start); without one the program reads end of file. A Tty's
 // (`for_terminal`) is opened for writing too, so it never ends: a terminal's input has no end
@@ -85,22 +63,18 @@ struct Terminal {
 };
 
 // "running" is recorded once the init exists: from then on exec can join it.
-runtime::RunOptions run_options(const ContainerDir& container, ContainerState& state, int log_fd, int times_fd,
+runtime::RunOptions run_options(const ContainerDir& container, ContainerState& state, LogWriter& log,
                                 int stdin_fd, const std::string& store_root, Terminal* terminal) {
   runtime::RunOptions options;
-  options.output = [log_fd, times_fd](runtime::Stream stream, std::span<const char> data) {
-    append_frame(log_fd, times_fd, stream, data);
-  };
+  options.output = [&log](runtime::Stream stream, std::span<const char> data) { log.append(stream, data); };
   options.stdin_fd = stdin_fd >= 0 ? stdin_fd : -1;
   if (terminal)
-    options.on_terminal = [terminal, log_fd, times_fd](UniqueFd master) {
+    options.on_terminal = [terminal, &log](UniqueFd master) {
       try {
         if (terminal->initial_size) set_terminal_size(master.get(), *terminal->initial_size);
         terminal->pump = std::make_unique<TerminalPump>(
             std::move(master), std::move(terminal->input), std::move(terminal->control),
-            [log_fd, times_fd](std::span<const char> data) {
-              append_frame(log_fd, times_fd, runtime::Stream::Stdout, data);
-            });
+            [&log](std::span<const char> data) { log.append(runtime::Stream::Stdout, data); });
       } catch (const std::exception&) {
         // no pump (no thread or pipe to be had): the master closes, the program's tty hangs up
       }
@@ -152,6 +126,7 @@ void record_failure(const ContainerDir& container, ContainerState state, const s
 
 // AutoRemove (`run --rm`): the container, then its anonymous volumes no other container names.
 void remove_container(const ContainerDir& container, const nlohmann::json& request, const std::string& store_root) {
+  wait_for_log_readers(container, 30000);  // one behind a rotation still finds the generations after its own
   std::filesystem::remove_all(container.path());
   record_event(store_root, container_event("destroy", container.id(), request));
   try {
@@ -254,9 +229,7 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
     std::filesystem::create_directories(spec.rootfs_upper_dir);
     std::filesystem::remove_all(spec.rootfs_work_dir);  // overlay wants it empty
     std::filesystem::create_directories(spec.rootfs_work_dir);
-    UniqueFd log(open(container.file("log").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
-    if (!log) throw Error(errno, "open " + container.file("log"));
-    UniqueFd times(open(container.file("log.times").c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+    LogWriter log(container, log_policy_of(request));  // bounded and rotated (container_log.hpp)
     std::optional<Terminal> terminal;
     UniqueFd input;
     if (request["Config"].value("Tty", false)) {
@@ -271,7 +244,7 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
       input = open_stdin(container, false);
     }
     runtime::Result result = runtime::run_sandbox(
-        spec, run_options(container, state, log.get(), times.get(), input ? input.get() : -1, store_root,
+        spec, run_options(container, state, log, input ? input.get() : -1, store_root,
                           terminal ? &*terminal : nullptr));
     if (terminal) {
       terminal->pump.reset();  // its output in the log before the exit file says the run is over

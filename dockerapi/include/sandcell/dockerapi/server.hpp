@@ -18,6 +18,11 @@ struct DockerApiOptions {
   // the bound of a create that gives none, and the most one may ask for (none: no ceiling).
   uint64_t default_disk_bytes = 1ull << 30;
   std::optional<uint64_t> max_disk_bytes;
+  // A container's log (`HostConfig.LogConfig`; docs/docker-api.md, "Log"): max-size and
+  // max-file of a create that gives none, and the most max-size × max-file may be.
+  uint64_t log_max_size = 20ull << 20;
+  uint32_t log_max_file = 5;
+  uint64_t max_log_bytes = 1ull << 30;
 };
 
 // Serves until SIGINT/SIGTERM; running containers keep running (their supervisors are not ours).
