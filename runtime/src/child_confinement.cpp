@@ -42,7 +42,7 @@ void install_seccomp(const ChildPlan& plan, const GoMessage& go) {
     program.filter = const_cast<sock_filter*>(go.late_seccomp_filter);
     flags = go.late_seccomp->flags;
     name = go.late_seccomp->name;
-  } else if (plan.seccomp != nullptr) {
+  } else if (plan.seccomp) {
     program.len = static_cast<unsigned short>(plan.seccomp->instructions.size());
     program.filter = const_cast<sock_filter*>(plan.seccomp->instructions.data());
     flags = plan.seccomp->flags;

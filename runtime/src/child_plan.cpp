@@ -218,6 +218,7 @@ ChildPlanBuilder ChildPlanBuilder::for_sandbox_exec(const Spec& spec, const Sand
   plan.caps = plan_capabilities(spec.capabilities, /*raise_ambient=*/process.uid != 0);  // as for_sandbox
   plan.proxy_env.reset();  // Allow mode: the proxy variables are the program's env, given here
   plan.make_missing_cwd = false;  // as runc's exec: a missing directory is an error, not made as root
+  plan.seccomp = spec.seccomp.program();  // no "go" brings it: the process installs the plan's
   return ChildPlanBuilder(std::move(plan));
 }
 
@@ -260,7 +261,6 @@ ChildPlanBuilder ChildPlanBuilder::for_sandbox(const Spec& spec, const std::stri
   plan.no_new_privileges = spec.no_new_privileges;
   plan.apparmor_profile = plan_apparmor(spec);
   plan.landlock = plan_landlock(spec);
-  plan.seccomp = spec.seccomp ? &*spec.seccomp : nullptr;
   plan.args = spec.args;
   plan.env = spec.env;
   if (spec.network == NetworkMode::Allow) plan_proxy_env(plan);

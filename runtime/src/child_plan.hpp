@@ -183,7 +183,9 @@ struct ChildPlan {
   bool no_new_privileges = true;
   std::string apparmor_profile;     // empty: none (the host has no AppArmor)
   apparmor::LandlockPlan landlock;  // abi 0: not applied
-  const SeccompProgram* seccomp = nullptr;
+  // A container's or an exec'd process's seccomp program, made before the clone. A sandbox's
+  // program comes with "go" instead (made while the child mounts: GoMessage::late_seccomp).
+  std::optional<SeccompProgram> seccomp;
 
   std::vector<std::string> args, env;
   std::vector<char*> argv, envp;            // point into args/env (and proxy_env), null-terminated
@@ -212,8 +214,8 @@ struct ChildPlan {
   std::unique_ptr<ContainerPlan> container;  // OCI containers only
 };
 
-// What follows the tag of "go" when the supervisor sends a seccomp program made after the clone
-// (RunOptions::compile_seccomp): this header, then `count` sock_filter instructions.
+// What follows the tag of "go" when the supervisor sends the sandbox's seccomp program, made
+// after the clone (Spec::seccomp): this header, then `count` sock_filter instructions.
 struct LateSeccompHeader {
   uint32_t flags = 0;  // SECCOMP_FILTER_FLAG_*
   uint32_t count = 0;

@@ -121,8 +121,8 @@ void check_still_the_init(const SandboxTarget& target) {
 // still show the host's tree (pivot_root comes late in its setup). A process joining it then
 // would be confined by its own steps but see the host's files, and the host's cgroup namespace.
 // So the init must show what its plan gives it: the sandbox's root, the dropped bounding set,
-// no_new_privs and a seccomp filter.
-bool init_is_set_up(pid_t init, const ChildPlan& plan) {
+// no_new_privs and a seccomp filter (`filtered`: the spec has a program).
+bool init_is_set_up(pid_t init, const ChildPlan& plan, bool filtered) {
   const std::string proc = "/proc/" + std::to_string(init);
   struct stat init_root {
   }, own_root{};
@@ -140,11 +140,11 @@ bool init_is_set_up(pid_t init, const ChildPlan& plan) {
   for (cap_value_t cap : plan.caps.drop_from_bounding)
     if (bounding & (1ull << cap)) return false;
   return (!plan.no_new_privileges || no_new_privs == 1) &&
-         (plan.seccomp == nullptr || seccomp_mode == SECCOMP_MODE_FILTER);
+         (!filtered || seccomp_mode == SECCOMP_MODE_FILTER);
 }
 
-void wait_until_set_up(const SandboxTarget& target, const ChildPlan& plan) {
-  for (int waited_ms = 0; !init_is_set_up(target.init_pid, plan); waited_ms += 5) {
+void wait_until_set_up(const SandboxTarget& target, const ChildPlan& plan, bool filtered) {
+  for (int waited_ms = 0; !init_is_set_up(target.init_pid, plan, filtered); waited_ms += 5) {
     check_still_the_init(target);
     if (waited_ms >= 10000)
       throw Error(EAGAIN, "the sandbox's init " + std::to_string(target.init_pid) +
@@ -189,7 +189,7 @@ pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process,
   check_sandbox_path(process.cwd, "exec working directory");
   ChildPlanBuilder builder = ChildPlanBuilder::for_sandbox_exec(spec, process);
   ExecPlan exec{.plan = nullptr, .joins = {}, .join_count = 0};
-  wait_until_set_up(target, builder.plan());
+  wait_until_set_up(target, builder.plan(), builder.plan().seccomp.has_value());
   std::vector<UniqueFd> keep;
   open_joins(target.init_pid, exec, keep);
   const std::string pid_ns_path = "/proc/" + std::to_string(target.init_pid) + "/ns/pid";
@@ -233,7 +233,7 @@ pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process,
 }
 
 UniqueFd open_sandbox_root(const Spec& spec, const SandboxTarget& target) {
-  wait_until_set_up(target, ChildPlanBuilder::for_sandbox(spec, "/").plan());
+  wait_until_set_up(target, ChildPlanBuilder::for_sandbox(spec, "/").plan(), spec.seccomp.program().has_value());
   const std::string path = "/proc/" + std::to_string(target.init_pid) + "/root";
   UniqueFd root(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) throw Error(errno, "open " + path + " (is the sandbox running?)");
