@@ -233,7 +233,8 @@ pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process,
 }
 
 UniqueFd open_sandbox_root(const Spec& spec, const SandboxTarget& target) {
-  wait_until_set_up(target, ChildPlanBuilder::for_sandbox(spec, "/").plan(), spec.seccomp.program().has_value());
+  const bool filtered = spec.seccomp.program().has_value();
+  wait_until_set_up(target, ChildPlanBuilder::for_sandbox(spec, "/").plan(), filtered);
   const std::string path = "/proc/" + std::to_string(target.init_pid) + "/root";
   UniqueFd root(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) throw Error(errno, "open " + path + " (is the sandbox running?)");
