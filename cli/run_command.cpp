@@ -13,7 +13,6 @@
 #include "sandcell/base/number.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
-#include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
 
 namespace sandcell::cli {

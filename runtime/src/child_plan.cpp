@@ -218,7 +218,6 @@ ChildPlanBuilder ChildPlanBuilder::for_sandbox_exec(const Spec& spec, const Sand
   plan.caps = plan_capabilities(spec.capabilities, /*raise_ambient=*/process.uid != 0);  // as for_sandbox
   plan.proxy_env.reset();  // Allow mode: the proxy variables are the program's env, given here
   plan.make_missing_cwd = false;  // as runc's exec: a missing directory is an error, not made as root
-  plan.seccomp = spec.seccomp.program();  // no "go" brings it: the process installs the plan's
   return ChildPlanBuilder(std::move(plan));
 }
 
