@@ -13,7 +13,6 @@
 #include "sandcell/base/number.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
-#include "sandcell/seccomp/docker_profile.hpp"
 #include "sandcell/seccomp/profile.hpp"
 
 namespace sandcell::cli {
@@ -123,17 +122,11 @@ std::string capability_name(std::string name) {
 }
 
 // The profile is read (or compiled) by the runtime while the sandbox's child sets up its mounts,
-// not before the clone (RunOptions::compile_seccomp): a cached profile costs ~0.2 ms per start.
-void defer_seccomp(const RunFlags& f, const Spec& spec, runtime::RunOptions& options) {
-  options.compile_seccomp = [arg = f.seccomp, report = !f.no_denial_report,
-                             caps = spec.capabilities] {
-    seccomp::ProfileContext context;
-    for (const std::string& cap : caps) context.capabilities.push_back(capability_name(cap));
-    std::optional<runtime::SeccompProgram> program = seccomp::compile_profile_arg(
-        arg, context, {.report_denials = report}, seccomp::default_cache_dir());
-    if (program) program->name = arg;
-    return program;
-  };
+// not before the clone (Spec::seccomp): a cached profile costs ~0.2 ms per start.
+void apply_seccomp(const RunFlags& f, Spec& spec) {
+  seccomp::ProfileContext context;
+  for (const std::string& cap : spec.capabilities) context.capabilities.push_back(capability_name(cap));
+  spec.seccomp = seccomp::cached_profile(f.seccomp, std::move(context), {.report_denials = !f.no_denial_report});
 }
 
 // `sandcell run IMAGE [CMD...]`: the first word is the image.
@@ -177,9 +170,9 @@ int run(const RunFlags& flags, const GlobalOptions& globals) {
     hand_over_to_network_twin();  // a static `sandcell`: the network's libraries need a loader
   std::shared_ptr<void> lease = apply_image(flags, globals, spec);
   apply_process_after_image(flags, spec);
+  apply_seccomp(flags, spec);
   std::string captured[2];
   runtime::RunOptions options;
-  defer_seccomp(flags, spec, options);
   options.output = [&](runtime::Stream stream, std::span<const char> data) {
     int index = stream == runtime::Stream::Stdout ? 0 : 1;
     if (flags.json) captured[index].append(data.data(), data.size());

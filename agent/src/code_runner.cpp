@@ -68,14 +68,12 @@ void check_request(const Skill& skill, const CodeRequest& r) {
   for (const std::string& g : r.get) Workspace::relative(g);
 }
 
-// The run's seccomp program (--seccomp, `code` by default), from the compiled-profile cache;
-// denials reported. nullopt: unconfined.
-std::optional<seccomp::Program> code_seccomp(const RunnerContext& context) {
-  auto program = seccomp::compile_profile_arg(context.seccomp, {}, {.report_denials = true},
-                                              context.seccomp_cache_dir.empty() ? seccomp::default_cache_dir()
-                                                                                : context.seccomp_cache_dir);
-  if (program) program->name = context.seccomp;
-  return program;
+// The call's seccomp program (--seccomp, `code` by default), from the compiled-profile cache;
+// denials reported. Compiled here, once for all of the call's phases, while the scratch workspace
+// is made (a bad profile fails the call before any phase).
+runtime::SeccompSource code_seccomp(const RunnerContext& context) {
+  return seccomp::cached_profile(context.seccomp, {}, {.report_denials = true}, context.seccomp_cache_dir)
+      .program();
 }
 
 // The skill's image, resolved once for every phase (under the caller's store lease).
@@ -238,7 +236,7 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   // Held for the whole call: no prune between the resolve and the last phase's run.
   rootfs_builder::ImageStore::Lease store_lease = store.lease();
   const rootfs_builder::ImageRecord image = built_image(store, skill);
-  const std::optional<seccomp::Program> seccomp = code_seccomp(context);
+  const runtime::SeccompSource seccomp = code_seccomp(context);
   UsernsChoice userns = choose_user_namespace(context);
   if (userns.warning && context.on_warning) context.on_warning(*userns.warning);
   if (request.session) {
@@ -347,7 +345,7 @@ PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string
   rootfs_builder::ImageStore store(context.store_root);
   rootfs_builder::ImageStore::Lease store_lease = store.lease();
   const rootfs_builder::ImageRecord image = built_image(store, skill);
-  const std::optional<seccomp::Program> seccomp = code_seccomp(context);
+  const runtime::SeccompSource seccomp = code_seccomp(context);
   UsernsChoice userns = choose_user_namespace(context);
   const CodeRequest defaults{.skill = skill.name};
   const uint64_t disk_bytes = disk_bound(context, skill, defaults);

@@ -24,7 +24,7 @@ struct PhaseContext {
   rootfs_builder::ImageStore& store;
   const rootfs_builder::ImageRecord& image;  // the skill's, resolved once (code_runner.cpp)
   std::string workspace_dir;  // host path
-  std::optional<runtime::SeccompProgram> seccomp;
+  runtime::SeccompSource seccomp;
   // The workspace's own filesystem (sandcell/base/workspace_disk.hpp); null: unbounded, for `disk_unbounded`.
   const WorkspaceDisk* disk = nullptr;
   uint64_t disk_bytes = 0;  // the bound asked for

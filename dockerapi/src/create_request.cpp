@@ -332,11 +332,8 @@ std::optional<uint64_t> disk_bytes_of(const json& request) {
   return runtime::parse_size(host["StorageOpt"]["size"].get<std::string>(), "StorageOpt size");
 }
 
-std::optional<runtime::SeccompProgram> container_seccomp(bool report_denials) {
-  std::optional<runtime::SeccompProgram> program = seccomp::compile_profile_arg(
-      "default", {}, {.report_denials = report_denials}, seccomp::default_cache_dir());
-  if (program) program->name = "default";
-  return program;
+runtime::SeccompSource container_seccomp(bool report_denials) {
+  return seccomp::cached_profile("default", {}, {.report_denials = report_denials});
 }
 
 }  // namespace sandcell::dockerapi

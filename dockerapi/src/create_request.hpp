@@ -64,6 +64,6 @@ runtime::Spec spec_for_container(const nlohmann::json& request, rootfs_builder::
 // sandcell's default seccomp profile, the one a container's program and its exec'd processes
 // get. report_denials: the supervisor logs denials (a notify listener); exec has no listener, so
 // its filter answers the same calls with the errno directly.
-std::optional<runtime::SeccompProgram> container_seccomp(bool report_denials);
+runtime::SeccompSource container_seccomp(bool report_denials);
 
 }  // namespace sandcell::dockerapi

@@ -79,7 +79,6 @@ runtime::RunOptions run_options(const ContainerDir& container, ContainerState& s
         // no pump (no thread or pipe to be had): the master closes, the program's tty hangs up
       }
     };
-  options.compile_seccomp = [] { return container_seccomp(/*report_denials=*/true); };
   options.freezer = true;  // pause/unpause (v1 makes no freezer cgroup otherwise)
   options.on_started = [&container, &state, &store_root](pid_t init,
                                             const std::vector<std::string>& cgroup_paths) {
@@ -226,6 +225,7 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
     ContainerDisk disk = mount_disk(container, request, store_root);
     std::vector<VolumeDisk> volumes = join_volumes(request, store_root);
     runtime::Spec spec = spec_for_container(request, images, container.path());
+    spec.seccomp = container_seccomp(/*report_denials=*/true);
     std::filesystem::create_directories(spec.rootfs_upper_dir);
     std::filesystem::remove_all(spec.rootfs_work_dir);  // overlay wants it empty
     std::filesystem::create_directories(spec.rootfs_work_dir);

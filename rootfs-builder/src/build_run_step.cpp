@@ -17,8 +17,7 @@
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/runtime/sandbox.hpp"
-#include "sandcell/seccomp/docker_profile.hpp"
-#include "sandcell/seccomp/profile.hpp"
+#include "sandcell/seccomp/compiled_cache.hpp"
 
 namespace sandcell::rootfs_builder {
 namespace {
@@ -67,7 +66,8 @@ runtime::Spec run_spec(BuildContext& ctx, const ImageState& state, const std::ve
                                 .read_only = true});
   seccomp::ProfileContext profile_context;
   profile_context.capabilities = kBuildCapabilities;
-  spec.seccomp = seccomp::compile(*seccomp::load_profile_arg("default", profile_context));
+  // Plain errno actions: a build step's denials are not reported.
+  spec.seccomp = seccomp::cached_profile("default", std::move(profile_context), {.report_denials = false});
   spec.cwd = state.config.config.working_dir.empty() ? "/" : state.config.config.working_dir;
   if (!state.config.config.user.empty()) {
     ResolvedUser user = resolve_user(state.config.config.user, lowers);

@@ -34,22 +34,11 @@ void apply_landlock(const ChildPlan& plan) {
 }
 
 void install_seccomp(const ChildPlan& plan, const GoMessage& go) {
-  sock_fprog program{};
-  unsigned int flags = 0;
-  const char* name = nullptr;
-  if (go.late_seccomp != nullptr) {
-    program.len = static_cast<unsigned short>(go.late_seccomp->count);
-    program.filter = const_cast<sock_filter*>(go.late_seccomp_filter);
-    flags = go.late_seccomp->flags;
-    name = go.late_seccomp->name;
-  } else if (plan.seccomp != nullptr) {
-    program.len = static_cast<unsigned short>(plan.seccomp->instructions.size());
-    program.filter = const_cast<sock_filter*>(plan.seccomp->instructions.data());
-    flags = plan.seccomp->flags;
-    name = plan.seccomp->name.c_str();
-  } else {
-    return;
-  }
+  if (go.seccomp == nullptr) return;
+  sock_fprog program{.len = static_cast<unsigned short>(go.seccomp->count),
+                     .filter = const_cast<sock_filter*>(go.seccomp_filter)};
+  const unsigned int flags = go.seccomp->flags;
+  const char* name = go.seccomp->name;
   long listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &program);
   if (listener < 0) child_fail(plan, "install seccomp filter %s", name);
   if (!(flags & SECCOMP_FILTER_FLAG_NEW_LISTENER)) return;

@@ -257,7 +257,8 @@ void run_start_hooks(const ChildPlan& plan) {
   leave_callers_session(plan);    // kill(0, ...) must not reach the caller's group (conmon's, ctr's)
   install_stdio(plan);
   join_namespaces(plan);          // linux.namespaces entries with a path
-  join_cgroup(plan, wait_for_go(plan));  // id maps written; v1: joins with the files sent
+  const GoMessage go = wait_for_go(plan);  // id maps written; with the seccomp program
+  join_cgroup(plan, go);          // v1: joins with the files sent
   set_not_dumpable(plan);         // CVE-2016-9962: after the maps are written (rootless needs us dumpable)
   become_namespace_root(plan);
   if (plan.container->new_cgroup_ns) enter_cgroup_namespace(plan);
@@ -279,13 +280,13 @@ void run_start_hooks(const ChildPlan& plan) {
   const int apparmor_attr = open_apparmor_attr(plan);  // while privileged, before seccomp
   // Without no_new_privs only a task with CAP_SYS_ADMIN may install a filter: then it goes in
   // now, while privileged (as runc does), and must allow the few steps that follow.
-  if (!plan.no_new_privileges) install_seccomp(plan);
+  if (!plan.no_new_privileges) install_seccomp(plan, go);
   drop_bounding_set(plan);
   switch_user(plan);
   set_capabilities(plan);
   apply_apparmor(plan, apparmor_attr);
   set_no_new_privs(plan);
-  if (plan.no_new_privileges) install_seccomp(plan);  // plain actions: no notify listener here
+  if (plan.no_new_privileges) install_seccomp(plan, go);  // plain actions: no notify listener here
   report_ready(plan);             // `create` writes the state and exits
   wait_for_start(plan);
   run_start_hooks(plan);

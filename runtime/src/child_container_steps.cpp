@@ -77,7 +77,8 @@ void attach_terminal(const ChildPlan& plan) {
   leave_callers_session(plan);    // kill(0, ...) must not reach the caller's group
   install_stdio(plan);
   join_namespaces(plan);
-  join_cgroup(plan, wait_for_go(plan));  // the container's cgroups (v1: the files sent)
+  const GoMessage go = wait_for_go(plan);  // with the seccomp program
+  join_cgroup(plan, go);          // the container's cgroups (v1: the files sent)
   apply_rlimits(plan);
   set_process_attributes(plan);
   attach_terminal(plan);
@@ -86,13 +87,13 @@ void attach_terminal(const ChildPlan& plan) {
   const int apparmor_attr = open_apparmor_attr(plan);  // while privileged, before seccomp
   // Without no_new_privs only a task with CAP_SYS_ADMIN may install a filter: then it goes in
   // now, while privileged (as runc does), and must allow the few steps that follow.
-  if (!plan.no_new_privileges) install_seccomp(plan);
+  if (!plan.no_new_privileges) install_seccomp(plan, go);
   drop_bounding_set(plan);
   switch_user(plan);
   set_capabilities(plan);
   apply_apparmor(plan, apparmor_attr);
   set_no_new_privs(plan);
-  if (plan.no_new_privileges) install_seccomp(plan);
+  if (plan.no_new_privileges) install_seccomp(plan, go);
   exec_program(plan);
 }
 

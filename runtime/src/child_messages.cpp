@@ -75,27 +75,27 @@ UniqueFd wait_for_terminal(int sync_fd, int signal_fd) {
 }
 
 void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
-             const SeccompProgram* late_seccomp, const std::vector<UniqueFd>& parent_tasks,
+             const SeccompProgram* program, const std::vector<UniqueFd>& parent_tasks,
              const UniqueFd& pids_max) {
   if (!parent_tasks.empty() && parent_tasks.size() != cgroup_tasks.size())
     throw Error(EINVAL, "a parent cgroup for each hierarchy the child joins");
   const bool limit = pids_max && !parent_tasks.empty();
   char go = parent_tasks.empty() ? kGoTag : limit ? kGoLeaveAndLimitTag : kGoAndLeaveTag;
-  LateSeccompHeader late;
+  SeccompHeader header;
   iovec data[3] = {{.iov_base = &go, .iov_len = 1}};
   size_t data_count = 1;
-  if (late_seccomp != nullptr) {
-    if (late_seccomp->instructions.size() > BPF_MAXINSNS)
-      throw Error(E2BIG, "the seccomp program " + late_seccomp->name + " has " +
-                             std::to_string(late_seccomp->instructions.size()) +
+  if (program != nullptr) {
+    if (program->instructions.size() > BPF_MAXINSNS)
+      throw Error(E2BIG, "the seccomp program " + program->name + " has " +
+                             std::to_string(program->instructions.size()) +
                              " instructions; the kernel takes at most " +
                              std::to_string(BPF_MAXINSNS));
-    late.flags = late_seccomp->flags;
-    late.count = static_cast<uint32_t>(late_seccomp->instructions.size());
-    snprintf(late.name, sizeof late.name, "%s", late_seccomp->name.c_str());
-    data[1] = {.iov_base = &late, .iov_len = sizeof late};
-    data[2] = {.iov_base = const_cast<sock_filter*>(late_seccomp->instructions.data()),
-               .iov_len = late.count * sizeof(sock_filter)};
+    header.flags = program->flags;
+    header.count = static_cast<uint32_t>(program->instructions.size());
+    snprintf(header.name, sizeof header.name, "%s", program->name.c_str());
+    data[1] = {.iov_base = &header, .iov_len = sizeof header};
+    data[2] = {.iov_base = const_cast<sock_filter*>(program->instructions.data()),
+               .iov_len = header.count * sizeof(sock_filter)};
     data_count = 3;
   }
   if (cgroup_tasks.size() > kMaxCgroupTasksFds)

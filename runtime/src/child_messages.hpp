@@ -28,7 +28,7 @@ UniqueFd wait_for_terminal(int sync_fd, int signal_fd);
 // the writer, without the RCU grace period a write of another pid waits for, ~12 ms here). A
 // child that already failed and exited is no error: its message is in the socket. Throws Error
 // otherwise.
-// `late_seccomp`: the program made after the clone (RunOptions::compile_seccomp), sent along;
+// `program`: the process's seccomp program (Spec::seccomp), sent along (the child has no other);
 // the kernel takes at most BPF_MAXINSNS instructions, so a longer one is an Error here.
 // `parent_tasks`: the parents' `tasks` files, one per file of `cgroup_tasks` and in its order,
 // for a sandbox's init to leave its cgroups with once the program runs in them
@@ -36,7 +36,7 @@ UniqueFd wait_for_terminal(int sync_fd, int signal_fd);
 // `pids_max`: with `parent_tasks`, the run's `pids.max` (opened for reading and writing), whose
 // limit counts the init until it leaves; the init lowers it by one first. Invalid: none.
 void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
-             const SeccompProgram* late_seccomp = nullptr,
+             const SeccompProgram* program = nullptr,
              const std::vector<UniqueFd>& parent_tasks = {}, const UniqueFd& pids_max = {});
 
 }  // namespace sandcell::runtime

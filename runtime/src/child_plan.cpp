@@ -260,7 +260,6 @@ ChildPlanBuilder ChildPlanBuilder::for_sandbox(const Spec& spec, const std::stri
   plan.no_new_privileges = spec.no_new_privileges;
   plan.apparmor_profile = plan_apparmor(spec);
   plan.landlock = plan_landlock(spec);
-  plan.seccomp = spec.seccomp ? &*spec.seccomp : nullptr;
   plan.args = spec.args;
   plan.env = spec.env;
   if (spec.network == NetworkMode::Allow) plan_proxy_env(plan);

@@ -183,7 +183,6 @@ struct ChildPlan {
   bool no_new_privileges = true;
   std::string apparmor_profile;     // empty: none (the host has no AppArmor)
   apparmor::LandlockPlan landlock;  // abi 0: not applied
-  const SeccompProgram* seccomp = nullptr;
 
   std::vector<std::string> args, env;
   std::vector<char*> argv, envp;            // point into args/env (and proxy_env), null-terminated
@@ -212,9 +211,10 @@ struct ChildPlan {
   std::unique_ptr<ContainerPlan> container;  // OCI containers only
 };
 
-// What follows the tag of "go" when the supervisor sends a seccomp program made after the clone
-// (RunOptions::compile_seccomp): this header, then `count` sock_filter instructions.
-struct LateSeccompHeader {
+// What follows the tag of "go" when the parent sends the process's seccomp program (Spec::seccomp;
+// a sandbox's is made after the clone, while the child mounts): this header, then `count`
+// sock_filter instructions. The child has no plan of it: every child gets its program this way.
+struct SeccompHeader {
   uint32_t flags = 0;  // SECCOMP_FILTER_FLAG_*
   uint32_t count = 0;
   char name[64] = {};  // for the child's error message, truncated

@@ -95,10 +95,10 @@ struct GoMessage {
   // kGoLeaveAndLimitTag: the run's `pids.max` (read and write), set one above --pids for the
   // init; the init lowers it to --pids before it leaves. -1 when none came.
   int pids_max_fd = -1;
-  // A seccomp program made after the clone (RunOptions::compile_seccomp), in a static buffer
-  // of the child's: count 0 when none came.
-  const LateSeccompHeader* late_seccomp = nullptr;
-  const sock_filter* late_seccomp_filter = nullptr;
+  // The seccomp program (Spec::seccomp), in a static buffer of the child's: null when none came
+  // (unconfined).
+  const SeccompHeader* seccomp = nullptr;
+  const sock_filter* seccomp_filter = nullptr;
 };
 GoMessage wait_for_go(const ChildPlan& plan);
 // v1: writes "0" into each `tasks` file that came with "go" (and closes it).
@@ -131,11 +131,8 @@ int open_apparmor_attr(const ChildPlan& plan);
 void apply_apparmor(const ChildPlan& plan, int thread_self);
 void set_no_new_privs(const ChildPlan& plan);
 void apply_landlock(const ChildPlan& plan);
-// The program that came with "go" if one did, else the plan's.
+// The program that came with "go", if one did.
 void install_seccomp(const ChildPlan& plan, const GoMessage& go);
-inline void install_seccomp(const ChildPlan& plan) {
-  install_seccomp(plan, GoMessage{});
-}
 // Sends `fd` with a message of `kind` over the sync socket (SCM_RIGHTS); the caller closes its
 // copy.
 void send_fd_to_parent(const ChildPlan& plan, ChildMessage::Kind kind, int fd, const char* what);

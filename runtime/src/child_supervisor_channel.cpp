@@ -53,9 +53,9 @@ size_t receive_from_supervisor(const ChildPlan& plan, int* fds, size_t max, cons
 
 GoMessage wait_for_go(const ChildPlan& plan) {
   // Static, not on the stack: 32 KB the child touches only as far as a program fills it.
-  static LateSeccompHeader late;
+  static SeccompHeader header;
   static sock_filter filter[BPF_MAXINSNS];
-  const iovec extra[] = {{.iov_base = &late, .iov_len = sizeof late},
+  const iovec extra[] = {{.iov_base = &header, .iov_len = sizeof header},
                          {.iov_base = filter, .iov_len = sizeof filter}};
   size_t extra_bytes = 0;
   char tag = kGoTag;
@@ -78,13 +78,13 @@ GoMessage wait_for_go(const ChildPlan& plan) {
   go.parent_tasks_count = leave;
   memcpy(go.parent_tasks_fds, fds + go.cgroup_tasks_count, leave * sizeof(int));
   if (extra_bytes == 0) return go;
-  if (extra_bytes < sizeof late || late.count > BPF_MAXINSNS ||
-      extra_bytes != sizeof late + late.count * sizeof(sock_filter)) {
+  if (extra_bytes < sizeof header || header.count > BPF_MAXINSNS ||
+      extra_bytes != sizeof header + header.count * sizeof(sock_filter)) {
     errno = EPROTO;
     child_fail(plan, "receive the seccomp program (%zu bytes)", extra_bytes);
   }
-  go.late_seccomp = &late;
-  go.late_seccomp_filter = filter;
+  go.seccomp = &header;
+  go.seccomp_filter = filter;
   return go;
 }
 

@@ -185,6 +185,7 @@ CreatedContainer create_container(const Spec& spec, int start_listener, const Co
   const ChildPlan& plan = builder.freeze();
   const ContainerPlan& cp = *plan.container;
   uint64_t flags = clone_flags(cp, c);
+  const std::optional<SeccompProgram> seccomp = spec.seccomp.program();  // sent with "go"
 
   UniqueFd own_pid_ns = join_pid_namespace_for_children(c);
   pid_t pid = clone_with(flags, container_body, plan);
@@ -194,7 +195,7 @@ CreatedContainer create_container(const Spec& spec, int start_listener, const Co
   try {
     write_id_maps(c, pid);
     set_oom_score_adj(c, pid);
-    send_go(sync.parent.get(), attach_to_cgroups(cgroup_dirs, pid));
+    send_go(sync.parent.get(), attach_to_cgroups(cgroup_dirs, pid), seccomp ? &*seccomp : nullptr);
     await_child(sync.parent.get(), pid, true);
   } catch (...) {
     kill_and_reap(pid);
@@ -233,6 +234,7 @@ pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const Contai
   builder.sync_socket(sync.child.get());
   builder.container_channels(-1, console.get());
   const ChildPlan& plan = builder.freeze();
+  const std::optional<SeccompProgram> seccomp = spec.seccomp.program();  // sent with "go"
   Container pid_ns;
   pid_ns.namespaces.push_back({"pid", ns_dir + "pid"});
   UniqueFd own_pid_ns = join_pid_namespace_for_children(pid_ns);
@@ -240,7 +242,7 @@ pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const Contai
   if (own_pid_ns) setns(own_pid_ns.get(), CLONE_NEWPID);
   sync.child.reset();
   try {
-    send_go(sync.parent.get(), attach_to_cgroups(target.cgroup_paths, pid));
+    send_go(sync.parent.get(), attach_to_cgroups(target.cgroup_paths, pid), seccomp ? &*seccomp : nullptr);
     await_child(sync.parent.get(), pid, false);
   } catch (...) {
     kill_and_reap(pid);

@@ -137,7 +137,6 @@ ChildPlan process_plan(const Spec& spec) {
   plan.caps = plan_capability_sets(c.capabilities);
   plan.no_new_privileges = spec.no_new_privileges;
   if (!c.apparmor_profile.empty() && lsm_host().apparmor) plan.apparmor_profile = c.apparmor_profile;
-  plan.seccomp = spec.seccomp ? &*spec.seccomp : nullptr;
   plan.args = spec.args;
   plan.env = spec.env;
   plan.container->terminal = c.terminal;

@@ -162,7 +162,7 @@ void map_sandbox_ids(pid_t pid, int sync_fd) {
 Isolation isolation_of(const Spec& spec, const NetworkPlan& network, CgroupHost::Mode mode) {
   return {.namespaces = namespaces_of(spec),
           .cgroup = mode_name(mode),
-          .seccomp = spec.seccomp ? spec.seccomp->name : "unconfined",
+          .seccomp = "unconfined",  // until the program is made (make_seccomp_program)
           .lsm = lsm_name(spec),
           .capabilities = spec.capabilities,
           .no_new_privs = spec.no_new_privileges,
@@ -297,28 +297,26 @@ struct Launch {
   const UsernsMapping* userns;  // --userns=auto
   NetnsClaim* netns;            // --net none as root without a user namespace (netns_pool.hpp)
   std::optional<SandboxNetwork>& sandbox_network;
-  // RunOptions::compile_seccomp: its program, and what it threw (for run_sandbox()).
-  std::optional<SeccompProgram>& late_seccomp;
-  std::exception_ptr& late_failure;
+  // Spec::seccomp's program, made while the child mounts, and what making it threw (for
+  // run_sandbox()).
+  std::optional<SeccompProgram>& seccomp;
+  std::exception_ptr& seccomp_failure;
   ExitingInit& exiting_init;
 };
 
-// RunOptions::compile_seccomp, called while the child mounts. Returns the notify plan of the
-// program (nullptr: none). What it throws (an unreadable or bad profile) run_sandbox() throws
-// once the child is killed and the run cleaned up, as if the spec had failed to compile before.
-const SeccompNotifyPlan* compile_late_seccomp(Launch& l, Result& result) {
+// Spec::seccomp's program, made while the child mounts (a function's: a cached profile is read
+// and checked meanwhile, off the start's critical path); it reaches the child with "go". Returns
+// its notify plan (nullptr: none). What the function throws (an unreadable or bad profile)
+// run_sandbox() throws once the child is killed and the run cleaned up, as an invalid spec.
+const SeccompNotifyPlan* make_seccomp_program(Launch& l, Result& result) {
   try {
-    l.late_seccomp = l.options.compile_seccomp();
+    l.seccomp = l.spec.seccomp.program();
   } catch (...) {
-    l.late_failure = std::current_exception();
+    l.seccomp_failure = std::current_exception();
     throw Error(ECANCELED, "compile the seccomp profile");  // unwinds the launch
   }
-  result.isolation.seccomp = l.late_seccomp ? l.late_seccomp->name : "unconfined";
-  return l.late_seccomp && l.late_seccomp->notify ? &*l.late_seccomp->notify : nullptr;
-}
-
-bool seccomp_comes_late(const Launch& l) {
-  return l.options.compile_seccomp && !l.spec.seccomp;
+  result.isolation.seccomp = l.seccomp ? l.seccomp->name : "unconfined";
+  return l.seccomp && l.seccomp->notify ? &*l.seccomp->notify : nullptr;
 }
 
 // veth and slirp: the sandbox's network is made on a thread of its own while the supervisor's
@@ -423,9 +421,8 @@ pid_t clone_on_cpu_handoff(Launch& l, ChildChannels& c, std::optional<CpuHandOff
 }
 
 // From the clone to "go": what the child waits for, in the order it needs it. Returns the
-// seccomp notify plan of a profile compiled late (or `notify` unchanged).
-const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int interrupts_fd, Result& result,
-                                       const SeccompNotifyPlan* notify) {
+// seccomp program's notify plan (nullptr: none).
+const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int interrupts_fd, Result& result) {
   const ChildPlan& plan = l.plan.plan();
   std::optional<SandboxNetwork>& network = l.sandbox_network;
   SandboxNetwork::Sandbox sandbox{.run_id = l.run_id,
@@ -442,7 +439,7 @@ const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int in
   l.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
   if (plan.own_user_ns) map_sandbox_ids(pid, sync_fd);
   if (!l.cgroup) l.make_cgroup();  // v1: while the child mounts; it joins after "go"
-  if (seccomp_comes_late(l)) notify = compile_late_seccomp(l, result);
+  const SeccompNotifyPlan* notify = make_seccomp_program(l, result);
   std::vector<UniqueFd> cgroup_tasks = l.cgroup->open_self_attach_files();
   std::vector<UniqueFd> parent_tasks;
   UniqueFd pids_limit;
@@ -463,7 +460,7 @@ const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int in
     // No master: the child failed first, and supervise() reports its message.
     if (UniqueFd master = wait_for_terminal(sync_fd, interrupts_fd)) l.options.on_terminal(std::move(master));
   }
-  send_go(sync_fd, cgroup_tasks, l.late_seccomp ? &*l.late_seccomp : nullptr, parent_tasks, pids_limit);
+  send_go(sync_fd, cgroup_tasks, l.seccomp ? &*l.seccomp : nullptr, parent_tasks, pids_limit);
   // The next run's network namespace, made while this one's program starts (~0.7 ms of the
   // supervisor's otherwise idle time; the child entered the one it took long before "go").
   if (l.netns) l.netns->replace();
@@ -520,11 +517,10 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                       l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
   OutputPump err_pump(std::move(channels.err.read_end), Stream::Stderr,
                       l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
-  const SeccompNotifyPlan* notify =
-      l.spec.seccomp && l.spec.seccomp->notify ? &*l.spec.seccomp->notify : nullptr;
+  const SeccompNotifyPlan* notify = nullptr;
   const int sync_fd = channels.sync_parent.get();
   try {
-    notify = release_child(l, pid, sync_fd, interrupts.fd(), result, notify);
+    notify = release_child(l, pid, sync_fd, interrupts.fd(), result);
   } catch (...) {
     kill_unreleased_child(pidfd, pid, sync_fd);
   }
@@ -568,8 +564,8 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   Result result;
   result.limits = spec.limits;
   for (const TmpfsMount& t : spec.tmpfs_mounts) result.tmpfs_bytes[t.destination] = t.size_bytes;
-  std::optional<SeccompProgram> late_seccomp;
-  std::exception_ptr late_failure;
+  std::optional<SeccompProgram> seccomp;
+  std::exception_ptr seccomp_failure;
   const CgroupHost& host = cgroup_host();
   result.isolation = isolation_of(spec, network_plan, host.mode);
   try {
@@ -625,18 +621,18 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
                   userns ? &userns->mapping() : nullptr,
                   netns ? &*netns : nullptr,
                   network,
-                  late_seccomp,
-                  late_failure,
+                  seccomp,
+                  seccomp_failure,
                   exiting_init};
     supervise_child(launch, result, start);
     cgroup->remove();
-    if (options.on_result && !late_failure) options.on_result(result);
+    if (options.on_result && !seccomp_failure) options.on_result(result);
   } catch (const Error& e) {
     result.status = Status::RuntimeError;
     result.error = e.what();
   }
   // The run's state and cgroup are gone by now.
-  if (late_failure) std::rethrow_exception(late_failure);
+  if (seccomp_failure) std::rethrow_exception(seccomp_failure);
   return result;
 }
 

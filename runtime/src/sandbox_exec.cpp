@@ -59,7 +59,8 @@ void join_sandbox_namespaces(const ExecPlan& exec) {
   leave_callers_session(plan);    // kill(0, ...) from the sandbox must not reach the caller's group
   install_stdio(plan);
   join_sandbox_namespaces(exec);  // user first, mount last; pid was joined by the parent
-  join_cgroup(plan, wait_for_go(plan));  // the run's cgroups (v1: the files sent)
+  const GoMessage go = wait_for_go(plan);  // with the seccomp program
+  join_cgroup(plan, go);          // the run's cgroups (v1: the files sent)
   apply_rlimits(plan);
   close_fds_not_needed(plan);     // the caller's fds, before the credentials change
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
@@ -70,7 +71,7 @@ void join_sandbox_namespaces(const ExecPlan& exec) {
   apply_apparmor(plan, apparmor_attr);
   set_no_new_privs(plan);
   apply_landlock(plan);           // hosts without AppArmor; needs no_new_privs
-  install_seccomp(plan);          // last
+  install_seccomp(plan, go);      // last
   exec_program(plan);
 }
 // clang-format on
@@ -121,8 +122,8 @@ void check_still_the_init(const SandboxTarget& target) {
 // still show the host's tree (pivot_root comes late in its setup). A process joining it then
 // would be confined by its own steps but see the host's files, and the host's cgroup namespace.
 // So the init must show what its plan gives it: the sandbox's root, the dropped bounding set,
-// no_new_privs and a seccomp filter.
-bool init_is_set_up(pid_t init, const ChildPlan& plan) {
+// no_new_privs and a seccomp filter (`filtered`: the spec has a program).
+bool init_is_set_up(pid_t init, const ChildPlan& plan, bool filtered) {
   const std::string proc = "/proc/" + std::to_string(init);
   struct stat init_root {
   }, own_root{};
@@ -140,11 +141,11 @@ bool init_is_set_up(pid_t init, const ChildPlan& plan) {
   for (cap_value_t cap : plan.caps.drop_from_bounding)
     if (bounding & (1ull << cap)) return false;
   return (!plan.no_new_privileges || no_new_privs == 1) &&
-         (plan.seccomp == nullptr || seccomp_mode == SECCOMP_MODE_FILTER);
+         (!filtered || seccomp_mode == SECCOMP_MODE_FILTER);
 }
 
-void wait_until_set_up(const SandboxTarget& target, const ChildPlan& plan) {
-  for (int waited_ms = 0; !init_is_set_up(target.init_pid, plan); waited_ms += 5) {
+void wait_until_set_up(const SandboxTarget& target, const ChildPlan& plan, bool filtered) {
+  for (int waited_ms = 0; !init_is_set_up(target.init_pid, plan, filtered); waited_ms += 5) {
     check_still_the_init(target);
     if (waited_ms >= 10000)
       throw Error(EAGAIN, "the sandbox's init " + std::to_string(target.init_pid) +
@@ -188,8 +189,9 @@ pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process,
     throw Error::invalid("exec: no program given");
   check_sandbox_path(process.cwd, "exec working directory");
   ChildPlanBuilder builder = ChildPlanBuilder::for_sandbox_exec(spec, process);
+  const std::optional<SeccompProgram> seccomp = spec.seccomp.program();  // sent with "go"
   ExecPlan exec{.plan = nullptr, .joins = {}, .join_count = 0};
-  wait_until_set_up(target, builder.plan());
+  wait_until_set_up(target, builder.plan(), seccomp.has_value());
   std::vector<UniqueFd> keep;
   open_joins(target.init_pid, exec, keep);
   const std::string pid_ns_path = "/proc/" + std::to_string(target.init_pid) + "/ns/pid";
@@ -222,7 +224,7 @@ pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process,
           write(procs.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
         throw Error(errno, "move the exec'd process into " + dir);
     }
-    send_go(parent.get(), cgroup_tasks);
+    send_go(parent.get(), cgroup_tasks, seccomp ? &*seccomp : nullptr);
     await_exec(parent.get());
   } catch (...) {
     kill(pid, SIGKILL);
@@ -233,7 +235,8 @@ pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process,
 }
 
 UniqueFd open_sandbox_root(const Spec& spec, const SandboxTarget& target) {
-  wait_until_set_up(target, ChildPlanBuilder::for_sandbox(spec, "/").plan());
+  const bool filtered = spec.seccomp.program().has_value();
+  wait_until_set_up(target, ChildPlanBuilder::for_sandbox(spec, "/").plan(), filtered);
   const std::string path = "/proc/" + std::to_string(target.init_pid) + "/root";
   UniqueFd root(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) throw Error(errno, "open " + path + " (is the sandbox running?)");

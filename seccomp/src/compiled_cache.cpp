@@ -226,6 +226,17 @@ std::optional<Program> compile_profile_arg(const std::string& arg, const Profile
   return program;
 }
 
+Source cached_profile(std::string arg, ProfileContext context, CompileOptions options,
+                      std::string cache_dir) {
+  return Source([arg = std::move(arg), context = std::move(context), options,
+                 cache_dir = std::move(cache_dir)] {
+    std::optional<Program> program =
+        compile_profile_arg(arg, context, options, cache_dir.empty() ? default_cache_dir() : cache_dir);
+    if (program) program->name = arg;
+    return program;
+  });
+}
+
 std::string default_cache_dir() {
   if (!runtime::rootless()) return "/var/cache/sandcell/seccomp";
   const char* cache = getenv("XDG_CACHE_HOME");

@@ -46,8 +46,9 @@ runtime::Spec soak_spec() {
   spec.rootfs_layers = {test_rootfs()};
   spec.args = {"/bin/sh", "-c", "echo out; echo err >&2; /bin/sc-probe syscall keyctl"};
   auto profile = seccomp::load_profile_arg("default", {});
-  spec.seccomp = seccomp::compile(*profile, {.report_denials = true});
-  spec.seccomp->name = "default";
+  runtime::SeccompProgram program = seccomp::compile(*profile, {.report_denials = true});
+  program.name = "default";
+  spec.seccomp = std::move(program);
   return spec;
 }
 

@@ -84,7 +84,7 @@ TEST(BadInput, CommandMissingInRootfsIs127) {
   EXPECT_TRUE(sandcell_cgroups().empty());
 }
 
-// The profile is read after the clone, while the child mounts (RunOptions::compile_seccomp):
+// The profile is read after the clone, while the child mounts (Spec::seccomp):
 // a bad one must still be one line and exit 125, with the child killed and nothing left.
 TEST(BadInput, BadSeccompProfileAfterTheCloneLeavesNothing) {
   const std::string bad_json = fs::temp_directory_path() / "sandcell-bad-profile.json";

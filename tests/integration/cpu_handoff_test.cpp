@@ -1,5 +1,5 @@
 // The supervisor clones pinned to its CPU and then moves away (runtime/src/cpu_handoff.hpp), and
-// the seccomp program is made after the clone (RunOptions::compile_seccomp). Neither may show:
+// the seccomp program is made after the clone (Spec::seccomp's function). Neither may show:
 // the program gets sandcell's own CPU mask, a caller of run_sandbox() gets its mask back, and the
 // late program confines and reports as the spec's would.
 #include <gtest/gtest.h>
@@ -116,18 +116,17 @@ TEST(CpuHandOff, InitHidesTheCommandLineOfACallerThatDidNotNoteIt) {
 TEST(LateSeccomp, ProgramMadeAfterTheCloneConfinesAndReports) {
   runtime::RunOptions options;
   bool compiled = false;
-  options.compile_seccomp = [&]() -> std::optional<runtime::SeccompProgram> {
+  runtime::Spec spec =
+      spec_running({"/bin/sh", "-c", "grep '^Seccomp:' /proc/self/status; /bin/sc-probe syscall keyctl"});
+  spec.seccomp = runtime::SeccompSource([&]() -> std::optional<runtime::SeccompProgram> {
     compiled = true;
     auto profile = seccomp::load_profile_arg("default", {});
     runtime::SeccompProgram program = seccomp::compile(*profile, {.report_denials = true});
     program.name = "default";
     return program;
-  };
+  });
   std::string out;
-  runtime::Result result =
-      run_direct(spec_running({"/bin/sh", "-c",
-                               "grep '^Seccomp:' /proc/self/status; /bin/sc-probe syscall keyctl"}),
-                 options, out);
+  runtime::Result result = run_direct(spec, options, out);
   EXPECT_TRUE(compiled);
   EXPECT_EQ(out, "Seccomp:\t2\nkeyctl errno=EPERM\n") << result.error;
   EXPECT_EQ(result.isolation.seccomp, "default");
@@ -137,21 +136,22 @@ TEST(LateSeccomp, ProgramMadeAfterTheCloneConfinesAndReports) {
 
 TEST(LateSeccomp, NulloptMeansUnconfined) {
   runtime::RunOptions options;
-  options.compile_seccomp = [] { return std::optional<runtime::SeccompProgram>(); };
+  runtime::Spec spec = spec_running({"/bin/sh", "-c", "grep '^Seccomp:' /proc/self/status"});
+  spec.seccomp = runtime::SeccompSource([] { return std::optional<runtime::SeccompProgram>(); });
   std::string out;
-  runtime::Result result = run_direct(
-      spec_running({"/bin/sh", "-c", "grep '^Seccomp:' /proc/self/status"}), options, out);
+  runtime::Result result = run_direct(spec, options, out);
   EXPECT_EQ(out, "Seccomp:\t0\n") << result.error;
   EXPECT_EQ(result.isolation.seccomp, "unconfined");
 }
 
 TEST(LateSeccomp, WhatItThrowsComesOutOfRunSandboxAfterCleanup) {
   runtime::RunOptions options;
-  options.compile_seccomp = []() -> std::optional<runtime::SeccompProgram> {
+  runtime::Spec spec = spec_running({"/bin/true"});
+  spec.seccomp = runtime::SeccompSource([]() -> std::optional<runtime::SeccompProgram> {
     throw sandcell::Error::invalid("no such profile: test");
-  };
+  });
   std::string out;
-  EXPECT_THROW(run_direct(spec_running({"/bin/true"}), options, out), sandcell::Error);
+  EXPECT_THROW(run_direct(spec, options, out), sandcell::Error);
   EXPECT_TRUE(sandcell_cgroups().empty());
 }
 

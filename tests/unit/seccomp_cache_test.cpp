@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sandcell/base/error.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 #include "temp_tree.hpp"
 
@@ -113,6 +114,46 @@ TEST(CompiledCache, UnconfinedAndBuiltinNeedNoCache) {
   EXPECT_FALSE(compile_profile_arg("unconfined", {}, {}, dir.path));
   EXPECT_TRUE(compile_profile_arg("builtin", {}, {}, dir.path));
   EXPECT_TRUE(fs::is_empty(dir.path));
+}
+
+// cached_profile(): the Source a Spec gets. Nothing is read until the program is asked for (the
+// supervisor asks while the child mounts), then it is the cache's program, named as given; a bad
+// profile throws there, not where the Source is made.
+TEST(CachedProfile, CompilesWhenAskedThroughTheCacheAndNamesTheProgram) {
+  test::TempTree dir("sc-seccomp-cache");
+  const Source source = cached_profile("code", {}, {.report_denials = true}, dir.path);
+  EXPECT_TRUE(fs::is_empty(dir.path));
+  std::optional<Program> program = source.program();
+  ASSERT_TRUE(program);
+  EXPECT_EQ(program->name, "code");
+  EXPECT_FALSE(fs::is_empty(dir.path));
+  auto direct = compile_profile_arg("code", {}, {.report_denials = true}, dir.path);
+  direct->name = "code";
+  EXPECT_TRUE(same(*program, *direct));
+  EXPECT_FALSE(cached_profile("unconfined", {}, {}, dir.path).program());
+}
+
+TEST(CachedProfile, ABadProfileThrowsWhenAskedNotWhenMade) {
+  test::TempTree dir("sc-seccomp-cache");
+  const std::string missing = (dir.path / "no-such-profile.json").string();
+  const Source source = cached_profile(missing, {}, {}, dir.path);
+  EXPECT_THROW(source.program(), Error);
+}
+
+TEST(SeccompSource, HoldsNothingAProgramOrAFunctionCalledEachTime) {
+  EXPECT_FALSE(Source().program());
+  EXPECT_FALSE(Source(std::nullopt).program());
+  Program given{.name = "given", .instructions = {}, .flags = 0, .notify = std::nullopt};
+  EXPECT_EQ(Source(given).program()->name, "given");
+  int calls = 0;
+  const Source counted([&]() -> std::optional<Program> {
+    ++calls;
+    return std::nullopt;
+  });
+  EXPECT_EQ(calls, 0);
+  EXPECT_FALSE(counted.program());
+  EXPECT_FALSE(counted.program());
+  EXPECT_EQ(calls, 2);
 }
 
 }  // namespace

@@ -43,11 +43,6 @@ struct RunOptions {
   OutputSink output;        // required
   int stdin_fd = 0;         // passed to the program as its fd 0; -1 gives it /dev/null
   std::string state_root;   // per-run state; empty: /run/sandcell
-  // The seccomp program, made while the child sets up its mounts rather than before the clone
-  // (a cached profile costs ~0.2 ms to read and check, a start is ~5 ms); it reaches the child
-  // with "go". Used when set and spec.seccomp is empty; nullopt: unconfined. What it throws (a
-  // bad profile file) ends the run, and run_sandbox() throws it once the run is cleaned up.
-  std::function<std::optional<SeccompProgram>()> compile_seccomp;
   // Called once, on the supervisor's thread, when the sandbox's init exists and before it runs
   // anything of the caller's: its pid and the run's cgroup directories, what exec_in_sandbox()
   // joins. Must not throw.
@@ -79,7 +74,10 @@ struct RunOptions {
 void note_command_line(int argc, char** argv);
 
 // Never throws for problems of the run itself: those become Status::RuntimeError with
-// Result::error set. Throws Error only for invalid specs (Error::input_error()).
+// Result::error set. Throws Error only for invalid specs (Error::input_error()), and what
+// spec.seccomp's function throws (a bad profile file), once the run is cleaned up: it is called
+// while the child sets up its mounts (a cached profile costs ~0.2 ms to read and check, a start
+// is ~5 ms), and the program reaches the child with "go".
 Result run_sandbox(const Spec& spec, const RunOptions& options);
 
 // A further process in a running sandbox (the Docker API's exec): who it is and its stdio.
@@ -103,7 +101,7 @@ struct SandboxTarget {
 // Runs `process` in the sandbox that run_sandbox(spec, ...) made and still runs: joins its
 // init's namespaces and the run's cgroups, then takes the confinement the sandbox's program took,
 // from the same plan (rlimits, bounding set, capabilities, no_new_privs, AppArmor or Landlock,
-// seccomp: spec.seccomp, so give the program compile_seccomp made). Returns its pid, a child of
+// seccomp: spec.seccomp, its function called here). Returns its pid, a child of
 // the caller, once it has exec'd; throws Error naming the step otherwise.
 pid_t exec_in_sandbox(const Spec& spec, const SandboxProcess& process, const SandboxTarget& target);
 // The root directory of that sandbox as its processes see it (O_PATH), once its init has taken

@@ -67,10 +67,13 @@ struct Rlimit {
 std::optional<int> rlimit_resource(std::string_view name);
 const char* rlimit_name(int resource);
 
-// The compiled seccomp program the child installs, and how the supervisor answers its
-// notifications: the seccomp/ library's types (it compiles them), named here as the Spec uses them.
+// The compiled seccomp program the child installs, how the supervisor answers its notifications,
+// and where the Spec's program comes from (a program, or a function run_sandbox() calls while the
+// child sets up its mounts): the seccomp/ library's types (it compiles them), named here as the
+// Spec uses them.
 using SeccompNotifyPlan = seccomp::NotifyPlan;
 using SeccompProgram = seccomp::Program;
+using SeccompSource = seccomp::Source;
 
 // None: an own network namespace with only `lo`. Host: the host's network namespace (image
 // builds, as `docker build --network host`); never for untrusted code. Allow: a veth whose only
@@ -185,7 +188,7 @@ struct Spec {
   std::vector<std::string> capabilities;  // names kept ("CAP_NET_BIND_SERVICE"); all others dropped
   bool no_new_privileges = true;
   std::vector<Rlimit> rlimits;
-  std::optional<SeccompProgram> seccomp;
+  SeccompSource seccomp;  // default: unconfined
 
   // Root filesystem: read-only lower directories (top first) under a throw-away tmpfs upper.
   std::vector<std::string> rootfs_layers;

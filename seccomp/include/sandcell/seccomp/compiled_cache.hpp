@@ -22,6 +22,12 @@ std::optional<Program> compile_profile_arg(const std::string& arg, const Profile
                                                           const CompileOptions& options,
                                                           const std::string& cache_dir);
 
+// compile_profile_arg as a sandbox's Source: compiled (through the cache in `cache_dir`, or
+// default_cache_dir() when it is empty) when the sandbox needs its program, which is named `arg`.
+// What `sandcell run --seccomp`, `sandcell code`, image builds and the Docker API give their Spec.
+Source cached_profile(std::string arg, ProfileContext context, CompileOptions options,
+                      std::string cache_dir = "");
+
 // Where compiled profiles are kept: /var/cache/sandcell/seccomp as root, else
 // $XDG_CACHE_HOME/sandcell/seccomp (~/.cache/sandcell/seccomp); "" (no cache) for a user with
 // neither, rather than a directory in a shared /tmp.

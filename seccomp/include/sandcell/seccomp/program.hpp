@@ -1,7 +1,7 @@
 #pragma once
 // A compiled seccomp program: what this library's compiler makes and the runtime installs in the
-// sandbox child (runtime::Spec::seccomp). Plain data, no libseccomp: the runtime uses this header
-// and none of the compiler.
+// sandbox child, and where a sandbox gets it from (Source, runtime::Spec::seccomp). Plain data, no
+// libseccomp: the runtime uses this header and none of the compiler.
 #include <linux/filter.h>
 
 #include <cerrno>
@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sandcell::seccomp {
@@ -35,6 +36,29 @@ struct Program {
   std::vector<sock_filter> instructions;
   unsigned int flags = 0;  // SECCOMP_FILTER_FLAG_*; NEW_LISTENER when `notify` is set
   std::optional<NotifyPlan> notify;
+};
+
+// Where a sandbox's program comes from (runtime::Spec::seccomp): nothing (unconfined), a program
+// compiled already, or a function that compiles one (cached_profile() in compiled_cache.hpp),
+// called when the program is needed: run_sandbox() calls it while the sandbox's child sets up its
+// mounts, off the start's critical path; a container and an exec'd process before their clone
+// (docs/architecture.md, "seccomp").
+class Source {
+ public:
+  using Compile = std::function<std::optional<Program>()>;
+  Source() = default;
+  Source(std::nullopt_t) {}  // NOLINT(google-explicit-constructor): as an optional's nullopt
+  Source(Program program) : program_(std::move(program)) {}  // NOLINT(google-explicit-constructor)
+  Source(std::optional<Program> program) : program_(std::move(program)) {}  // NOLINT(google-explicit-constructor)
+  explicit Source(Compile compile) : compile_(std::move(compile)) {}
+
+  // The program (nullopt: unconfined): the one given, or what the function makes, each time it is
+  // asked. Throws what the function throws (an unreadable or bad profile file).
+  std::optional<Program> program() const { return compile_ ? compile_() : program_; }
+
+ private:
+  std::optional<Program> program_;
+  Compile compile_;
 };
 
 }  // namespace sandcell::seccomp
