@@ -7,8 +7,8 @@
 // Volumes (DockerApiDisk.Volume*; "Volumes" there) likewise: each its own image of `volume create
 // --opt size` (else --disk), mounted once while any container using it runs, whatever the
 // concurrent starts, stops and kills.
-#include <sys/statvfs.h>
 
+#include "disk_probes.hpp"
 #include "docker_api_fixture.hpp"
 
 namespace sandcell::test {
@@ -41,26 +41,6 @@ class DockerApiDisk : public DockerApi {
   static void kill_and_wait(pid_t pid) {
     ASSERT_EQ(kill(pid, SIGKILL), 0);
     for (int i = 0; i < 500 && kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-
-  // Loop devices whose backing file is under `dir`, and mounts under it: host-global.
-  static std::vector<std::string> loops_backed_under(const std::string& dir) {
-    std::vector<std::string> found;
-    std::error_code ec;
-    for (const auto& dev : fs::directory_iterator("/sys/block", ec)) {
-      std::ifstream backing(dev.path() / "loop/backing_file");
-      std::string file;
-      if (std::getline(backing, file) && file.rfind(dir, 0) == 0) found.push_back(file);
-    }
-    return found;
-  }
-
-  static std::vector<std::string> mounts_under(const std::string& dir) {
-    std::vector<std::string> found;
-    std::ifstream mountinfo("/proc/self/mountinfo");
-    for (std::string line; std::getline(mountinfo, line);)
-      if (line.find(" " + dir + "/") != std::string::npos) found.push_back(line);
-    return found;
   }
 
   static uint64_t allocated(const std::string& path) {
