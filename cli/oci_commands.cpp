@@ -230,7 +230,12 @@ void add_lifecycle_commands(CLI::App& app, Action& action, const std::shared_ptr
   auto id = std::make_shared<std::string>();
   auto create = std::make_shared<o::CreateOptions>();
   with_id(app, "create", "Create a container; its process waits for `start`", *id)->callback([=, &action] {
-    action = [=] { o::create(o::StateStore(g->root), *id, *create); return 0; };
+    action = [=] {
+      o::CreateOptions options = *create;
+      options.systemd_cgroup = g->systemd_cgroup;
+      o::create(o::StateStore(g->root), *id, options);
+      return 0;
+    };
   });
   add_create_flags(app.get_subcommand("create"), *create);
 
@@ -238,7 +243,13 @@ void add_lifecycle_commands(CLI::App& app, Action& action, const std::shared_ptr
   CLI::App* run = with_id(app, "run", "Create and start; wait for the process unless --detach", *id);
   add_create_flags(run, *create);
   run->add_flag("-d,--detach", *detach, "Return once the process runs");
-  run->callback([=, &action] { action = [=] { return o::run(o::StateStore(g->root), *id, *create, *detach); }; });
+  run->callback([=, &action] {
+    action = [=] {
+      o::CreateOptions options = *create;
+      options.systemd_cgroup = g->systemd_cgroup;
+      return o::run(o::StateStore(g->root), *id, options, *detach);
+    };
+  });
 
   with_id(app, "start", "Start a created container", *id)->callback([=, &action] {
     action = [=] { o::start(o::StateStore(g->root), *id); return 0; };

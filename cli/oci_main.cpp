@@ -5,7 +5,6 @@
 
 #include <csignal>
 #include <ctime>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -69,13 +68,16 @@ int main(int argc, char** argv, char** envp) {
       "  sandcell-oci create -b ./bundle demo && sandcell-oci start demo && sandcell-oci state demo\n"
       "  sandcell-oci kill demo KILL && sandcell-oci delete demo\n"
       "  podman --runtime $(command -v sandcell-oci) --cgroup-manager cgroupfs run --rm IMAGE echo hi\n"
+      "  sandcell-oci --systemd-cgroup run -b ./bundle demo  (cgroupsPath \"system.slice:sandcell:demo\")\n"
       "  ctr run --rm --runc-binary $(command -v sandcell-oci) IMAGE ID echo hi");
   auto globals = std::make_shared<Globals>();
   app.add_option("--root", globals->root, "State directory of containers")->capture_default_str();
   app.add_option("--log", globals->log, "Also append errors to this file");
   app.add_option("--log-format", globals->log_format, "text or json")->check(CLI::IsMember({"text", "json"}));
   app.add_flag("--debug", globals->debug, "Accepted for runc compatibility");
-  app.add_flag("--systemd-cgroup", globals->systemd_cgroup, "Not supported: sandcell-oci manages cgroupfs");
+  app.add_flag("--systemd-cgroup", globals->systemd_cgroup,
+               "systemd's cgroup driver: each container a transient scope (Delegate=yes) that "
+               "systemd makes over D-Bus; linux.cgroupsPath is slice:prefix:name");
   std::string ignored;
   app.add_option("--criu", ignored, "Accepted for runc compatibility (checkpoint is not supported)");
   app.add_option("--rootless", ignored, "Accepted for runc compatibility");
@@ -94,17 +96,6 @@ int main(int argc, char** argv, char** envp) {
     return e.get_exit_code() == 0 ? code : 125;
   }
   try {
-    // Refused before anything is made: a caller asking for the systemd driver expects a scope
-    // systemd knows about, and silently getting cgroupfs directories would break its accounting.
-    if (globals->systemd_cgroup)
-      throw sandcell::Error::invalid(
-          std::string(
-              "--systemd-cgroup: the systemd cgroup driver is not implemented by sandcell-oci") +
-          (std::filesystem::exists("/run/systemd/system") ? ""
-                                                          : " (and no systemd runs on this host)") +
-          "; use the cgroupfs driver (podman: --cgroup-manager cgroupfs; containerd: SystemdCgroup "
-          "= false; "
-          "kubelet: cgroupDriver: cgroupfs)");
     return action();
   } catch (const std::exception& e) {
     report_error(*globals, e.what());

@@ -14,6 +14,8 @@ packages=(
   libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev googletest libarchive-dev libssl-dev libcurl4-openssl-dev libnftables-dev zlib1g-dev
   libidn2-dev libhttp-parser-dev libcpp-httplib-dev
+  # sd-bus: sandcell-oci --systemd-cgroup asks systemd for transient scopes over D-Bus
+  libsystemd-dev
   # the Docker Engine API (dockerapi/): an HTTP server with the connection hijack (MHD upgrade)
   libmicrohttpd-dev
   # test fixtures: a static busybox rootfs; a static helper is built with the C compiler.

@@ -54,16 +54,6 @@ bool is_unified(const std::string& dir) {
   return fs::exists(dir + "/cgroup.controllers");
 }
 
-// A v2 child only has the files of the controllers its parent enables for its children.
-void enable_v2_controllers(const std::string& parent, const std::vector<std::string>& wanted) {
-  std::string available = " " + read_trimmed(parent + "/cgroup.controllers") + " ";
-  std::string enabled = " " + read_trimmed(parent + "/cgroup.subtree_control") + " ";
-  for (const std::string& controller : wanted)
-    if (available.find(" " + controller + " ") != std::string::npos &&
-        enabled.find(" " + controller + " ") == std::string::npos)
-      write_control(parent + "/cgroup.subtree_control", "+" + controller);
-}
-
 // A new v1 cpuset cgroup starts with empty cpus and mems and refuses tasks until they are set.
 void inherit_cpuset(const std::string& parent, const std::string& dir) {
   for (const char* file : {"cpuset.cpus", "cpuset.mems"}) {
@@ -91,6 +81,15 @@ void make_dir_chain(const std::string& root, const std::string& dir,
 }
 
 }  // namespace
+
+void enable_v2_controllers(const std::string& parent, const std::vector<std::string>& wanted) {
+  std::string available = " " + read_trimmed(parent + "/cgroup.controllers") + " ";
+  std::string enabled = " " + read_trimmed(parent + "/cgroup.subtree_control") + " ";
+  for (const std::string& controller : wanted)
+    if (available.find(" " + controller + " ") != std::string::npos &&
+        enabled.find(" " + controller + " ") == std::string::npos)
+      write_control(parent + "/cgroup.subtree_control", "+" + controller);
+}
 
 std::vector<CgroupDir> resolve_cgroups_path(const runtime::CgroupHost& host,
                                             const std::string& cgroups_path,

@@ -33,6 +33,10 @@ struct MadeCgroups {
 MadeCgroups make_cgroups(const std::vector<CgroupDir>& dirs,
                          const std::vector<std::string>& v2_controllers);
 
+// Writes "+controller" to `parent`'s cgroup.subtree_control for each of `wanted` it offers and
+// does not enable yet (a v2 child only has the files of the controllers its parent enables).
+void enable_v2_controllers(const std::string& parent, const std::vector<std::string>& wanted);
+
 // Kills what runs in `dirs` (bounded wait until they are empty), then removes `created`
 // deepest first. A parent another container still uses (not empty) stays.
 void remove_made_cgroups(const std::vector<std::string>& dirs,

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "cgroup_resources.hpp"
+#include "systemd_cgroup.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/number.hpp"
 #include "sandcell/oci/lifecycle.hpp"
@@ -67,8 +68,14 @@ std::vector<pid_t> processes(const StateStore& store, const std::string& id) {
 void update(const StateStore& store, const std::string& id, const nlohmann::json& resources) {
   ContainerState s =
       load_in(store, id, {Status::Created, Status::Running, Status::Paused}, "update");
-  apply_resources(plan_resources(resources, controller_versions(runtime::probe_cgroups())),
-                  s.cgroup_paths);
+  ResourcePlan plan = plan_resources(resources, controller_versions(runtime::probe_cgroups()));
+  // As runc's systemd driver: the unit's properties first (systemd would otherwise put its old
+  // values back when it next realizes the unit), then the files.
+  if (!s.systemd_unit.empty()) {
+    auto bus = systemd::SystemdConnection::open(s.systemd_user);
+    bus.set_properties(s.systemd_unit, systemd::resource_properties(plan, bus.version()));
+  }
+  apply_resources(plan, s.cgroup_paths);
 }
 
 std::vector<nlohmann::json> list(const StateStore& store) {

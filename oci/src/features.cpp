@@ -21,7 +21,7 @@ nlohmann::json features() {
        {{"namespaces", {"cgroup", "ipc", "mount", "network", "pid", "user", "uts"}},
         {"capabilities", json::array()},
         {"cgroup",
-         {{"v1", true}, {"v2", true}, {"systemd", false}, {"systemdUser", false}, {"rdma", true}}},
+         {{"v1", true}, {"v2", true}, {"systemd", true}, {"systemdUser", true}, {"rdma", true}}},
         {"seccomp",
          {{"enabled", true},
           {"actions",

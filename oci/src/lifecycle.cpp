@@ -14,11 +14,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 
 #include "cgroup_resources.hpp"
 #include "cgroups_path.hpp"
 #include "config_parts.hpp"
 #include "hooks.hpp"
+#include "systemd_cgroup.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
 #include "sandcell/oci/config.hpp"
@@ -116,6 +119,59 @@ void plan_start_hooks(Config& config, const ContainerState& s) {
                                                   .state_json = state});
 }
 
+void write_cgroup_file(const std::string& path, const std::string& value) {
+  std::ofstream out(path);
+  out << value;
+  out.flush();
+  if (!out) throw Error(errno, "write " + value + " to " + path);
+}
+
+// --systemd-cgroup: what create checks before anything exists (the unit's name, a reachable
+// systemd, a pure v2 host), and the resources as systemd properties.
+struct SystemdPlan {
+  systemd::SystemdConnection bus;
+  systemd::UnitPlace place;
+  std::vector<systemd::Property> resources;
+  bool user_manager;
+};
+
+SystemdPlan plan_systemd(const runtime::CgroupHost& host, const std::string& cgroups_path,
+                         const std::string& id, const ResourcePlan& resources) {
+  bool user_manager = geteuid() != 0;  // rootless: the user's own manager, as runc
+  systemd::UnitPlace place = systemd::parse_cgroups_path(cgroups_path, id, user_manager);
+  systemd::SystemdConnection bus = systemd::SystemdConnection::open(user_manager);
+  if (host.v2_root.empty() || !host.v1_roots.empty())
+    throw Error::invalid(
+        "--systemd-cgroup: sandcell-oci's systemd driver needs a pure cgroup v2 host, and this "
+        "one has cgroup v1 hierarchies; use the cgroupfs driver here");
+  int version = bus.version();
+  return {.bus = std::move(bus),
+          .place = place,
+          .resources = systemd::resource_properties(resources, version),
+          .user_manager = user_manager};
+}
+
+// Has systemd start the container's unit with the init in it (the init waits for "go"), then
+// writes every planned file into the unit's cgroup as runc's fs2.Set does: the files are the
+// authority, and they carry what systemd has no property for. Returns the cgroup directory.
+std::string start_systemd_unit(SystemdPlan& sd, const runtime::CgroupHost& host,
+                               const std::string& id, pid_t pid, const ResourcePlan& resources) {
+  std::vector<systemd::Property> properties = systemd::unit_properties(sd.place, id, pid);
+  properties.insert(properties.end(), sd.resources.begin(), sd.resources.end());
+  std::string dir = host.v2_root + sd.bus.start_unit(sd.place.unit, properties, systemd::kJobTimeout);
+  // A slice holds no PIDs= in systemd: the init is moved in by hand, as runc's fs manager does.
+  if (sd.place.is_slice()) write_cgroup_file(dir + "/cgroup.procs", std::to_string(pid));
+  // systemd enables the controllers it knows for a delegated scope; hugetlb, rdma and misc
+  // it does not know.
+  enable_v2_controllers(std::filesystem::path(dir).parent_path(), resources.v2_controllers);
+  apply_resources(resources, {dir});
+  return dir;
+}
+
+void stop_systemd_unit(bool user_manager, const std::string& unit) {
+  systemd::SystemdConnection::open(user_manager).stop_unit(unit, systemd::kJobTimeout);
+}
+
 }  // namespace
 
 pid_t create(const StateStore& store, const std::string& id, const CreateOptions& options) {
@@ -132,7 +188,12 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
   runtime::CgroupHost host = runtime::probe_cgroups();
   ResourcePlan resources =
       plan_resources(config.resources, controller_versions(host), spec.container->devices);
-  std::vector<CgroupDir> cgroup_dirs = resolve_cgroups_path(host, spec.container->cgroups_path, id);
+  std::optional<SystemdPlan> sd;
+  std::vector<CgroupDir> cgroup_dirs;
+  if (options.systemd_cgroup)
+    sd.emplace(plan_systemd(host, spec.container->cgroups_path, id, resources));
+  else
+    cgroup_dirs = resolve_cgroups_path(host, spec.container->cgroups_path, id);
   store.reserve(id);
   ContainerState s;
   s.id = id;
@@ -150,7 +211,14 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
     UniqueFd listener = listen_unix(store.start_socket(id));
     UniqueFd console = options.console_socket.empty() ? UniqueFd() : connect_unix(options.console_socket, SOCK_STREAM);
     runtime::ContainerIo io{.console_socket = console.get(), .preserve_fds = options.preserve_fds};
-    made = runtime::create_container(spec, listener.get(), io, cgroups.dirs);
+    std::function<void(pid_t)> placed;
+    if (sd)
+      placed = [&](pid_t pid) {
+        s.systemd_unit = sd->place.unit;  // from here on, a failure stops it
+        s.systemd_user = sd->user_manager;
+        s.cgroup_paths = {start_systemd_unit(*sd, host, id, pid, resources)};
+      };
+    made = runtime::create_container(spec, listener.get(), io, cgroups.dirs, placed);
     s.pid = made.pid;
     s.pid_start = process_start_time(made.pid);
     store.save(s);
@@ -161,6 +229,13 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
     write_pid_file(options.pid_file, made.pid);
   } catch (...) {
     abandon(store, id, made.pid, cgroups);
+    if (!s.systemd_unit.empty()) {
+      try {
+        sd->bus.stop_unit(s.systemd_unit, systemd::kJobTimeout);
+      } catch (const Error&) {
+        // The original failure is the one to report.
+      }
+    }
     throw;
   }
   return made.pid;
@@ -224,7 +299,16 @@ void remove(const StateStore& store, const std::string& id, bool force) {
                          ": stop it first (sandcell-oci kill) or use delete --force");
   if (status == Status::Paused) runtime::freeze_container(s.cgroup_paths, false);
   if (status != Status::Stopped) ::kill(s.pid, SIGKILL);
-  remove_made_cgroups(s.cgroup_paths, s.cgroup_created);
+  if (!s.systemd_unit.empty()) {
+    // The whole delegated subtree at once (cgroup.procs lists only the scope's own processes);
+    // then systemd stops the unit and removes its cgroup, which is systemd's, not ours.
+    for (const std::string& dir : s.cgroup_paths)
+      if (std::filesystem::exists(dir + "/cgroup.kill")) write_cgroup_file(dir + "/cgroup.kill", "1");
+    remove_made_cgroups(s.cgroup_paths, {});
+    stop_systemd_unit(s.systemd_user, s.systemd_unit);
+  } else {
+    remove_made_cgroups(s.cgroup_paths, s.cgroup_created);
+  }
   Hooks hooks;
   try {
     hooks = load_config(s.bundle).hooks;

@@ -67,6 +67,10 @@ void StateStore::save(const ContainerState& s) const {
                       {"cgroup_paths", s.cgroup_paths},
                       {"cgroup_created", s.cgroup_created},
                       {"annotations", s.annotations}};
+  if (!s.systemd_unit.empty()) {
+    j["systemd_unit"] = s.systemd_unit;
+    j["systemd_user"] = s.systemd_user;
+  }
   std::string path = dir(s.id) + "/state.json";
   {
     std::ofstream out(path + ".tmp", std::ios::trunc);
@@ -92,7 +96,9 @@ ContainerState StateStore::load(const std::string& id) const {
             // A state written before cgroupsPath was followed: create made all of its directories.
             .cgroup_created =
                 j.value("cgroup_created", j.at("cgroup_paths").get<std::vector<std::string>>()),
-            .annotations = j.at("annotations")};
+            .annotations = j.at("annotations"),
+            .systemd_unit = j.value("systemd_unit", ""),
+            .systemd_user = j.value("systemd_user", false)};
   } catch (const nlohmann::json::exception& e) {
     throw Error::invalid("state of container " + id + " is damaged: " + e.what());
   }

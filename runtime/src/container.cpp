@@ -172,7 +172,8 @@ std::vector<UniqueFd> attach_to_cgroups(const std::vector<std::string>& dirs, pi
 }  // namespace
 
 CreatedContainer create_container(const Spec& spec, int start_listener, const ContainerIo& io,
-                                  const std::vector<std::string>& cgroup_dirs) {
+                                  const std::vector<std::string>& cgroup_dirs,
+                                  const std::function<void(pid_t)>& placed) {
   if (!spec.container) throw Error::invalid("create_container needs Spec::container");
   const Container& c = *spec.container;
   ChildPlanBuilder builder = ChildPlanBuilder::for_container(spec, io.preserve_fds);
@@ -195,6 +196,7 @@ CreatedContainer create_container(const Spec& spec, int start_listener, const Co
   try {
     write_id_maps(c, pid);
     set_oom_score_adj(c, pid);
+    if (placed) placed(pid);
     send_go(sync.parent.get(), attach_to_cgroups(cgroup_dirs, pid), seccomp ? &*seccomp : nullptr);
     await_child(sync.parent.get(), pid, true);
   } catch (...) {

@@ -20,6 +20,9 @@ struct CreateOptions {
   std::string pid_file, console_socket;
   int preserve_fds = 0;
   bool no_pivot = false;
+  // The systemd cgroup driver (--systemd-cgroup): linux.cgroupsPath is "slice:prefix:name" and
+  // systemd makes the container's cgroup as a transient scope (oci/src/systemd_cgroup.hpp).
+  bool systemd_cgroup = false;
 };
 
 // create: the init waits for start; nothing is printed. Returns the init's pid.

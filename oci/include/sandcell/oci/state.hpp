@@ -23,6 +23,10 @@ struct ContainerState {
   std::vector<std::string>
       cgroup_created;  // what create made of them, deepest first: delete removes these
   std::map<std::string, std::string> annotations;
+  // --systemd-cgroup: the transient unit systemd made for the container (delete stops it; its
+  // cgroup is systemd's to remove) and whether the user manager made it (rootless).
+  std::string systemd_unit;
+  bool systemd_user = false;
 };
 
 class StateStore {

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,9 +32,12 @@ struct CreatedContainer {
 // hierarchy, made and limited by the caller: sandcell-oci follows linux.cgroupsPath) and waits
 // until it is set up and blocked in accept() on `start_listener` (a listening unix socket).
 // Throws Error naming the failed step; on failure the init is gone (the caller removes the
-// cgroups it made).
+// cgroups it made). `placed`, when given, runs with the init's pid before it is attached to
+// `cgroup_dirs` and told to go on: the systemd cgroup driver has systemd move it into a new
+// scope there (and passes no directories), so the init runs nothing before it is inside.
 CreatedContainer create_container(const Spec& spec, int start_listener, const ContainerIo& io,
-                                  const std::vector<std::string>& cgroup_dirs);
+                                  const std::vector<std::string>& cgroup_dirs,
+                                  const std::function<void(pid_t)>& placed = {});
 
 // Over a connection to the container's start socket (SOCK_SEQPACKET): lets the init exec its
 // program. Returns once the program runs; throws Error with the init's report if exec failed.
