@@ -139,26 +139,30 @@ uint64_t cpu_quota_per_sec_usec(int64_t quota, uint64_t period) {
 }
 
 std::vector<uint8_t> range_to_bits(const std::string& list, const std::string& field) {
-  std::vector<uint8_t> bits;
+  auto refuse = [&](const std::string& why) {
+    return Error::invalid(field + ": " + why + " in the cpu/node list '" + list + "'");
+  };
   auto number = [&](const std::string& text) {
+    // As the kernel: no blanks inside a range ("1 - 2"), digits only.
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+      throw refuse("'" + text + "' is not a number");
     std::optional<uint64_t> n = parse_u64(text);
-    if (!n || text.find_first_not_of(" 0123456789") != std::string::npos)
-      throw Error::invalid(field + ": not a cpu/node list: '" + list + "'");
-    if (*n > kMaxCpuNumber)
-      throw Error::invalid(field + ": " + std::to_string(*n) + " is above " +
-                           std::to_string(kMaxCpuNumber) + " in '" + list + "'");
+    if (!n || *n > kMaxCpuNumber) throw refuse(text + " is above " + std::to_string(kMaxCpuNumber));
     return *n;
   };
-  for (const std::string& range : split(list, ',')) {
-    if (range.find_first_not_of(' ') == std::string::npos) continue;  // runc allows "1,,2"
+  std::vector<uint8_t> bits;
+  for (std::string range : split(list, ',')) {
+    size_t first_char = range.find_first_not_of(" \t\n");
+    if (first_char == std::string::npos) continue;  // runc allows empty elements: ",1,,2,"
+    range = range.substr(first_char, range.find_last_not_of(" \t\n") - first_char + 1);
     std::vector<std::string> ends = split(range, '-');
-    if (ends.size() > 2) throw Error::invalid(field + ": not a cpu/node list: '" + list + "'");
+    if (ends.size() > 2) throw refuse("'" + range + "' is not a range");
     uint64_t first = number(ends[0]), last = ends.size() == 2 ? number(ends[1]) : first;
-    if (first > last) throw Error::invalid(field + ": invalid range '" + range + "'");
+    if (first > last) throw refuse("'" + range + "' ends before it starts");
     if (bits.size() < last / 8 + 1) bits.resize(last / 8 + 1, 0);
     for (uint64_t i = first; i <= last; ++i) bits[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
   }
-  if (bits.empty()) throw Error::invalid(field + ": empty cpu/node list");
+  if (bits.empty()) throw refuse("nothing");
   return bits;
 }
 

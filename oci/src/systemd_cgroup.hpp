@@ -44,10 +44,10 @@ std::string unit_cgroup(const UnitPlace& place);
 // One D-Bus property of a unit: (name, variant) as StartTransientUnit and SetUnitProperties
 // take them. The alternatives are the D-Bus types b, t, s, as, au, ay.
 struct Property {
+  using Value = std::variant<bool, uint64_t, std::string, std::vector<std::string>,
+                             std::vector<uint32_t>, std::vector<uint8_t>>;
   std::string name;
-  std::variant<bool, uint64_t, std::string, std::vector<std::string>, std::vector<uint32_t>,
-               std::vector<uint8_t>>
-      value;
+  Value value;
   bool operator==(const Property&) const = default;
 };
 
