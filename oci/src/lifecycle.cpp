@@ -207,7 +207,7 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
     cgroups = make_cgroups(cgroup_dirs, resources.v2_controllers);
     s.cgroup_paths = cgroups.dirs;
     s.cgroup_created = cgroups.created;
-    apply_resources(resources, cgroups.dirs);
+    if (!sd) apply_resources(resources, cgroups.dirs);  // systemd's: once the unit exists
     UniqueFd listener = listen_unix(store.start_socket(id));
     UniqueFd console = options.console_socket.empty() ? UniqueFd() : connect_unix(options.console_socket, SOCK_STREAM);
     runtime::ContainerIo io{.console_socket = console.get(), .preserve_fds = options.preserve_fds};
