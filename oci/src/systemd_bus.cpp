@@ -58,6 +58,8 @@ template <class... Ts>
 struct Overloaded : Ts... {
   using Ts::operator()...;
 };
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
 
 void append_property(sd_bus_message* m, const Property& p) {
   const std::string step = "encode property " + p.name;

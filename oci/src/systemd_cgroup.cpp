@@ -2,6 +2,7 @@
 // resource properties. Checked against runc's conversions in tests/unit/oci_systemd_cgroup_test.cpp.
 #include "systemd_cgroup.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <limits>
 #include <map>

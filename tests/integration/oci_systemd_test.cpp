@@ -48,7 +48,7 @@ void require_systemd_host() {
 }
 
 TEST(OciSystemdCgroup, Scope_HoldsTheInit_LimitsInItsFilesAndProperties_UpdateChangesThem_DeleteLeavesNothing) {
-  require_systemd_host();
+  ASSERT_NO_FATAL_FAILURE(require_systemd_host());
   const std::string id = "sd" + std::to_string(getpid());
   const std::string unit = "sandcell-test-" + id + ".scope";
   const std::string dir = kCg + "/system.slice/" + unit;
@@ -94,7 +94,7 @@ TEST(OciSystemdCgroup, Scope_HoldsTheInit_LimitsInItsFilesAndProperties_UpdateCh
 }
 
 TEST(OciSystemdCgroup, MemoryLimit_FiresAsOomInEvents_ThenDeleteLeavesNothing) {
-  require_systemd_host();
+  ASSERT_NO_FATAL_FAILURE(require_systemd_host());
   const std::string id = "sdoom" + std::to_string(getpid());
   const std::string unit = "sandcell-test-" + id + ".scope";
   OciBundle b;
@@ -123,7 +123,7 @@ TEST(OciSystemdCgroup, MemoryLimit_FiresAsOomInEvents_ThenDeleteLeavesNothing) {
 // makes the missing parents. delete stops the container's scope only; the slices are the
 // kubelet's (here the test's) to stop, as with runc.
 TEST(OciSystemdCgroup, KubepodsStyleSlice_NestsAsSystemdDoes_DeleteStopsOnlyTheScope) {
-  require_systemd_host();
+  ASSERT_NO_FATAL_FAILURE(require_systemd_host());
   const std::string id = "sdpod" + std::to_string(getpid());
   const std::string pod = "kubepods-burstable-podsc" + std::to_string(getpid()) + ".slice";
   const std::string unit = "cri-sandcell-" + id + ".scope";

@@ -5,6 +5,7 @@
 // with the cases of cpuset_test.go). The sd-bus half runs in the VM (tests/vm, variant B).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <limits>
 #include <map>
 
