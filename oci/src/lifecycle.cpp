@@ -135,9 +135,21 @@ struct SystemdPlan {
   bool user_manager;
 };
 
+// runc's choice of manager: the user's own for an unprivileged caller, and for root inside a
+// user namespace (rootless podman runs its runtime so) that has a user session
+// (XDG_RUNTIME_DIR); the system manager otherwise.
+bool use_user_manager() {
+  if (geteuid() != 0) return true;
+  std::ifstream map("/proc/self/uid_map");
+  uint64_t inside = 0, outside = 0, count = 0;
+  bool initial_userns = (map >> inside >> outside >> count) && inside == 0 && outside == 0 &&
+                        count == 4294967295u;
+  return !initial_userns && getenv("XDG_RUNTIME_DIR") != nullptr;
+}
+
 SystemdPlan plan_systemd(const runtime::CgroupHost& host, const std::string& cgroups_path,
                          const std::string& id, const ResourcePlan& resources) {
-  bool user_manager = geteuid() != 0;  // rootless: the user's own manager, as runc
+  bool user_manager = use_user_manager();
   systemd::UnitPlace place = systemd::parse_cgroups_path(cgroups_path, id, user_manager);
   systemd::SystemdConnection bus = systemd::SystemdConnection::open(user_manager);
   if (host.v2_root.empty() || !host.v1_roots.empty())
