@@ -95,7 +95,8 @@ UnitPlace parse_cgroups_path(const std::string& cgroups_path, const std::string&
   check_name_chars(slice, "slice", cgroups_path);
   check_name_chars(prefix, "prefix", cgroups_path);
   check_name_chars(name, "name", cgroups_path);
-  UnitPlace place{.slice = slice.empty() ? (user_manager ? "user.slice" : "system.slice") : slice};
+  UnitPlace place{.slice = slice.empty() ? (user_manager ? "user.slice" : "system.slice") : slice,
+                  .unit = ""};
   expand_slice(place.slice);  // throws on an invalid slice name
   if (name.ends_with(".slice")) {
     place.unit = name;
