@@ -70,10 +70,10 @@ TEST(OciSystemdCgroup, Scope_HoldsTheInit_LimitsInItsFilesAndProperties_UpdateCh
   EXPECT_EQ(trimmed(dir + "/cpu.max"), "50000 100000");
   EXPECT_EQ(systemctl({"is-active", unit}), "active\n");
   std::string shown = unit_show(unit, "MemoryMax,TasksMax,CPUWeight,Delegate,Slice,CPUQuotaPerSecUSec");
-  for (const std::string& line :
+  for (const char* line :
        {"MemoryMax=67108864", "TasksMax=32", "CPUWeight=39", "Delegate=yes", "Slice=system.slice",
         "CPUQuotaPerSecUSec=500ms"})
-    EXPECT_NE(shown.find(line + "\n"), std::string::npos) << line << " in\n" << shown;
+    EXPECT_NE(shown.find(std::string(line) + "\n"), std::string::npos) << line << " in\n" << shown;
 
   ASSERT_EQ(b.oci({"--systemd-cgroup", "start", id}).exit_code, 0);
   EXPECT_EQ(b.status(id), "running");
