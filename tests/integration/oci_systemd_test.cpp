@@ -151,5 +151,30 @@ TEST(OciSystemdCgroup, KubepodsStyleSlice_NestsAsSystemdDoes_DeleteStopsOnlyTheS
   EXPECT_TRUE(unit_gone("kubepods.slice"));
 }
 
+// runc's other form: a name ending in ".slice" makes that slice (Wants= its parent) and the init
+// is moved into it by hand (systemd takes no PIDs= for a slice); delete stops that slice.
+TEST(OciSystemdCgroup, NameEndingInSlice_MakesThatSliceWithTheInit_DeleteStopsIt) {
+  ASSERT_NO_FATAL_FAILURE(require_systemd_host());
+  const std::string id = "sdslice" + std::to_string(getpid());
+  const std::string slice = "sctest-" + id + ".slice";
+  const std::string dir = kCg + "/sctest.slice/" + slice;
+  OciBundle b;
+  b.config["process"]["args"] = {"sleep", "1000"};
+  b.config["linux"]["cgroupsPath"] = "system.slice:ignored:" + slice;
+  b.config["linux"]["resources"] = {{"memory", {{"limit", 48 << 20}}}};
+  b.write();
+  CliRun run = b.oci({"--systemd-cgroup", "run", "-d", "-b", b.dir(), id});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string pid = std::to_string(b.oci({"state", id}).record["pid"].get<int>());
+  EXPECT_EQ(trimmed("/proc/" + pid + "/cgroup"), "0::/sctest.slice/" + slice);
+  EXPECT_EQ(trimmed(dir + "/memory.max"), std::to_string(48 << 20));
+  EXPECT_EQ(unit_show(slice, "Wants,ActiveState"), "Wants=system.slice\nActiveState=active\n");
+  ASSERT_EQ(b.oci({"--systemd-cgroup", "delete", "--force", id}).exit_code, 0);
+  EXPECT_TRUE(unit_gone(slice));
+  EXPECT_FALSE(fs::exists(dir));
+  systemctl({"stop", "sctest.slice"});  // the parent systemd made for the name: the caller's
+  EXPECT_TRUE(unit_gone("sctest.slice"));
+}
+
 }  // namespace
 }  // namespace sandcell::test

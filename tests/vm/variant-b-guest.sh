@@ -83,7 +83,7 @@ echo "== variant B: as root: $filter"
 "$tests" --gtest_brief=1 --gtest_filter="$filter" || failed "integration tests as root"
 [ ! -d /sys/fs/cgroup/sandcell ] || [ -z "$(find /sys/fs/cgroup/sandcell -mindepth 1 -type d)" ] ||
   failed "cgroups left under /sys/fs/cgroup/sandcell"
-left=$(systemctl list-units --all --no-legend --plain 'sandcell-test-*' 'sandcell-oci-*' 'cri-sandcell-*' 'kubepods*' | head)
+left=$(systemctl list-units --all --no-legend --plain 'sandcell-test-*' 'sandcell-oci-*' 'cri-sandcell-*' 'kubepods*' 'sctest*' | head)
 [ -z "$left" ] || failed "units left by sandcell-oci --systemd-cgroup: $left"
 
 echo "== variant B: $([ $status -eq 0 ] && echo passed || echo FAILED)"
