@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Kubernetes' CRI end to end on sandcell-oci (issue 29 item 6; docs/kubernetes.md says what it proves).
 
 A private containerd (own socket, root, state and config in a temp directory) with the CRI plugin
@@ -414,11 +414,10 @@ def the_test(args, tmp, host, pb):
             return s if s.state == pb.CONTAINER_EXITED else None
 
         hog_status = wait_until("the hog to exit", hog_exited)
-        oom_kills = dict(line.split() for line in read(f"/sys/fs/cgroup/memory{pod_cgroup}/{hog}/memory.oom_control").splitlines())
+        # (Its cgroup, memory.oom_control included, went with the task: CRI deletes an exited task.)
         check(hog_status.reason == "OOMKilled", f"hog exited with reason '{hog_status.reason}' (exit "
-              f"{hog_status.exit_code}), not OOMKilled; its memory.oom_control: {oom_kills}")
+              f"{hog_status.exit_code}: {hog_status.message}), not OOMKilled")
         check(hog_status.exit_code == 137, f"hog's exit code {hog_status.exit_code}")
-        check(int(oom_kills.get("oom_kill", "0")) >= 1, f"no OOM kill in the hog's cgroup: {oom_kills}")
         step(f"OOM: ContainerStatus reason {hog_status.reason}, exit {hog_status.exit_code}")
 
         cri.runtime("StopContainer", container_id=app, timeout=1)
