@@ -122,9 +122,26 @@ class Host:
                             f.write(read(f"{parent}/{name}"))
 
     def remove_pod_cgroups(self):
-        """Removes what make_pod_cgroup made (deepest first); returns those that would not go."""
+        """Removes what make_pod_cgroup made, with whatever a failed run left below it: its
+        processes are killed first. Returns the directories that would not go."""
+        def tree(top):  # deepest first
+            return [root for root, _, _ in os.walk(top, topdown=False)] if os.path.isdir(top) else []
+
+        dirs = [d for top in reversed(self.cgroups_made) for d in tree(top)]
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            pids = {int(p) for d in dirs if os.path.exists(f"{d}/cgroup.procs")
+                    for p in read(f"{d}/cgroup.procs").split()}
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
         stuck = []
-        for d in reversed(self.cgroups_made):
+        for d in dirs:
             try:
                 os.rmdir(d)
             except FileNotFoundError:
@@ -133,6 +150,17 @@ class Host:
                 stuck.append(f"{d} ({e.strerror})")
         self.cgroups_made = []
         return stuck
+
+    def remove_new_netns(self):
+        """Unmounts and removes the network namespaces CRI made during the test and left."""
+        left = self.new_netns()
+        for name in left:
+            subprocess.run(["umount", "-l", f"/var/run/netns/{name}"], capture_output=True)
+            try:
+                os.unlink(f"/var/run/netns/{name}")
+            except OSError:
+                pass
+        return left
 
     def new_netns(self):
         if not os.path.isdir("/var/run/netns"):
@@ -303,6 +331,7 @@ def the_test(args, tmp, host, pb):
 
     containerd = Containerd(tmp, args.oci)
     cri = Cri(containerd.socket, pb)
+    pod = None
     try:
         containerd.ctr("images", "import", archive)
         version = cri.runtime("Version", version="v1")
@@ -446,6 +475,12 @@ def the_test(args, tmp, host, pb):
         check(not left, f"sandcell-oci state left: {left}")
     except Exception:
         print("---- containerd log (tail) ----\n" + containerd.log_tail(), file=sys.stderr)
+        if pod is not None:  # let containerd take down what it can (network, mounts, tasks)
+            for method in ("StopPodSandbox", "RemovePodSandbox"):
+                try:
+                    cri.runtime(method, timeout=30, pod_sandbox_id=pod)
+                except Exception as e:  # noqa: BLE001 — the first failure is the one reported
+                    print(f"cleanup: {method}: {e}", file=sys.stderr)
         raise
     finally:
         cri.close()
@@ -488,6 +523,9 @@ def main():
     stuck = host.remove_pod_cgroups()
     if stuck and failure is None:
         failure = Failure(f"pod cgroups would not go: {stuck}")
+    netns = host.remove_new_netns()
+    if netns and failure is None:
+        failure = Failure(f"network namespaces left: {netns}")
     host.undo_dirs()
     shutil.rmtree(tmp, ignore_errors=True)
     if os.path.exists(tmp) and failure is None:
