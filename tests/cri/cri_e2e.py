@@ -369,6 +369,10 @@ def the_test(args, tmp, host, pb):
         check(status.status.runtime_handler == "sandcell", f"pod's handler: {status.status.runtime_handler}")
         pause_pid = json.loads(status.info["info"])["pid"]
         check(read(f"/proc/{pause_pid}/cmdline").split("\0")[0] == "/pause", "the pod's process is not /pause")
+        netns = host.new_netns()
+        check(len(netns) == 1, f"CNI network namespaces made for the pod: {netns}")
+        check(os.stat(f"/var/run/netns/{next(iter(netns))}").st_ino == os.stat(f"/proc/{pause_pid}/ns/net").st_ino,
+              "the pause process is not in the network namespace CNI set up")
         for controller, path in controller_paths(pause_pid).items():
             check(path == f"{pod_cgroup}/{pod}", f"pause is in {controller}:{path}, not {pod_cgroup}/{pod}")
 
