@@ -327,172 +327,213 @@ def controller_paths(pid):
     return {c: p for c, p in proc_cgroups(pid).items() if not c.startswith("name=")}
 
 
-def the_test(args, tmp, host, pb):
-    archive = build_images(args, tmp)
-    step("images built by sandcell: " + ", ".join([PAUSE_IMAGE, APP_IMAGE]))
+class Kubelet:
+    """The kubelet's side of the test: one method per step, each asserting what it proves."""
 
-    containerd = Containerd(tmp, args.oci)
-    cri = Cri(containerd.socket, pb)
-    pod = None
-    try:
-        containerd.ctr("images", "import", archive)
-        version = cri.runtime("Version", version="v1")
+    def __init__(self, cri, pb, host, tmp):
+        self.cri, self.pb, self.host, self.tmp = cri, pb, host, tmp
+        self.pod = None
+
+    def handshake(self):
+        version = self.cri.runtime("Version", version="v1")
         step(f"Version: {version.runtime_name} {version.runtime_version}, API {version.runtime_api_version}")
         check(version.runtime_name == "containerd" and version.runtime_api_version == "v1",
               f"Version answered {version}")
 
-        def network_ready():
-            conditions = cri.runtime("Status").status.conditions
-            return all(c.status for c in conditions) and len(conditions) >= 2
+        def ready():
+            conditions = self.cri.runtime("Status").status.conditions
+            return len(conditions) >= 2 and all(c.status for c in conditions)
 
-        wait_until("the runtime's RuntimeReady and NetworkReady conditions", network_ready)
+        wait_until("the runtime's RuntimeReady and NetworkReady conditions", ready)
         for image in (PAUSE_IMAGE, APP_IMAGE):
-            wait_until(f"CRI to see {image}", lambda: cri.image("ImageStatus", image=pb.ImageSpec(image=image)).image.id)
+            spec = self.pb.ImageSpec(image=image)
+            wait_until(f"CRI to see {image}", lambda: self.cri.image("ImageStatus", image=spec).image.id)
 
+    def run_pod(self):
+        """The pod cgroup as the kubelet's cgroupfs driver makes it, then RunPodSandbox."""
+        pb = self.pb
         pod_uid = str(uuid.uuid4())
-        pod_cgroup = f"/kubepods/burstable/pod{pod_uid}"
-        host.make_pod_cgroup(pod_cgroup)
-        with open(f"/sys/fs/cgroup/memory{pod_cgroup}/memory.limit_in_bytes", "w") as f:
+        self.pod_cgroup = f"/kubepods/burstable/pod{pod_uid}"
+        self.host.make_pod_cgroup(self.pod_cgroup)
+        with open(f"/sys/fs/cgroup/memory{self.pod_cgroup}/memory.limit_in_bytes", "w") as f:
             f.write(str(256 * MIB))
-        namespaces = pb.NamespaceOption(network=pb.POD, pid=pb.CONTAINER, ipc=pb.POD)
-        sandbox_config = pb.PodSandboxConfig(
+        self.namespaces = pb.NamespaceOption(network=pb.POD, pid=pb.CONTAINER, ipc=pb.POD)
+        os.makedirs(f"{self.tmp}/logs")
+        self.sandbox_config = pb.PodSandboxConfig(
             metadata=pb.PodSandboxMetadata(name="sc-cri", uid=pod_uid, namespace="default"),
-            hostname="sc-cri-pod", log_directory=f"{tmp}/logs",
+            hostname="sc-cri-pod", log_directory=f"{self.tmp}/logs",
             linux=pb.LinuxPodSandboxConfig(
-                cgroup_parent=pod_cgroup,
-                security_context=pb.LinuxSandboxSecurityContext(namespace_options=namespaces)))
-        os.makedirs(f"{tmp}/logs")
-        pod = cri.runtime("RunPodSandbox", config=sandbox_config, runtime_handler="sandcell").pod_sandbox_id
-        step(f"RunPodSandbox: {pod[:12]} in {pod_cgroup}")
-        status = cri.runtime("PodSandboxStatus", pod_sandbox_id=pod, verbose=True)
+                cgroup_parent=self.pod_cgroup,
+                security_context=pb.LinuxSandboxSecurityContext(namespace_options=self.namespaces)))
+        self.pod = self.cri.runtime("RunPodSandbox", config=self.sandbox_config,
+                                    runtime_handler="sandcell").pod_sandbox_id
+        step(f"RunPodSandbox: {self.pod[:12]} in {self.pod_cgroup}")
+        status = self.cri.runtime("PodSandboxStatus", pod_sandbox_id=self.pod, verbose=True)
         check(status.status.state == pb.SANDBOX_READY, f"pod not ready: {status.status}")
         check(status.status.runtime_handler == "sandcell", f"pod's handler: {status.status.runtime_handler}")
-        pause_pid = json.loads(status.info["info"])["pid"]
-        check(read(f"/proc/{pause_pid}/cmdline").split("\0")[0] == "/pause", "the pod's process is not /pause")
-        netns = host.new_netns()
+        self.pause_pid = json.loads(status.info["info"])["pid"]
+        check(read(f"/proc/{self.pause_pid}/cmdline").split("\0")[0] == "/pause", "the pod's process is not /pause")
+        netns = self.host.new_netns()
         check(len(netns) == 1, f"CNI network namespaces made for the pod: {netns}")
-        check(os.stat(f"/var/run/netns/{next(iter(netns))}").st_ino == os.stat(f"/proc/{pause_pid}/ns/net").st_ino,
+        check(os.stat(f"/var/run/netns/{next(iter(netns))}").st_ino == os.stat(f"/proc/{self.pause_pid}/ns/net").st_ino,
               "the pause process is not in the network namespace CNI set up")
-        for controller, path in controller_paths(pause_pid).items():
-            check(path == f"{pod_cgroup}/{pod}", f"pause is in {controller}:{path}, not {pod_cgroup}/{pod}")
+        for controller, path in controller_paths(self.pause_pid).items():
+            check(path == f"{self.pod_cgroup}/{self.pod}",
+                  f"pause is in {controller}:{path}, not {self.pod_cgroup}/{self.pod}")
 
-        def container_config(name, command, memory, **resources):
-            return pb.ContainerConfig(
-                metadata=pb.ContainerMetadata(name=name), image=pb.ImageSpec(image=APP_IMAGE),
-                command=command, log_path=f"{name}.log",
-                linux=pb.LinuxContainerConfig(
-                    resources=pb.LinuxContainerResources(memory_limit_in_bytes=memory, **resources),
-                    security_context=pb.LinuxContainerSecurityContext(namespace_options=namespaces)))
+    def start_container(self, name, command, memory, **resources):
+        pb = self.pb
+        config = pb.ContainerConfig(
+            metadata=pb.ContainerMetadata(name=name), image=pb.ImageSpec(image=APP_IMAGE),
+            command=command, log_path=f"{name}.log",
+            linux=pb.LinuxContainerConfig(
+                resources=pb.LinuxContainerResources(memory_limit_in_bytes=memory, **resources),
+                security_context=pb.LinuxContainerSecurityContext(namespace_options=self.namespaces)))
+        container = self.cri.runtime("CreateContainer", pod_sandbox_id=self.pod,
+                                     sandbox_config=self.sandbox_config, config=config).container_id
+        self.cri.runtime("StartContainer", container_id=container)
+        return container
 
-        app = cri.runtime("CreateContainer", pod_sandbox_id=pod, sandbox_config=sandbox_config,
-                          config=container_config("app", ["/bin/sleep", "600"], 64 * MIB, cpu_shares=512,
-                                                  cpu_quota=50000, cpu_period=100000)).container_id
-        cri.runtime("StartContainer", container_id=app)
-        status = cri.runtime("ContainerStatus", container_id=app, verbose=True)
-        check(status.status.state == pb.CONTAINER_RUNNING, f"app is {status.status.state}, not running")
-        app_pid = json.loads(status.info["info"])["pid"]
-        app_cgroup = f"{pod_cgroup}/{app}"
-        step(f"CreateContainer + StartContainer: {app[:12]}, pid {app_pid}")
+    def start_app(self):
+        self.app = self.start_container("app", ["/bin/sleep", "600"], 64 * MIB, cpu_shares=512,
+                                        cpu_quota=50000, cpu_period=100000)
+        status = self.cri.runtime("ContainerStatus", container_id=self.app, verbose=True)
+        check(status.status.state == self.pb.CONTAINER_RUNNING, f"app is {status.status.state}, not running")
+        self.app_pid = json.loads(status.info["info"])["pid"]
+        self.app_cgroup = f"{self.pod_cgroup}/{self.app}"
+        self.memory_dir = f"/sys/fs/cgroup/memory{self.app_cgroup}"
+        self.cpu_dir = f"/sys/fs/cgroup/cpu{self.app_cgroup}"
+        step(f"CreateContainer + StartContainer: {self.app[:12]}, pid {self.app_pid}")
 
-        # The container's processes are in the pod's cgroup, in every controller hierarchy.
-        paths = controller_paths(app_pid)
+    def check_app_placement(self):
+        """In the pod's cgroup in every controller hierarchy; the pod's net/ipc/uts namespaces."""
+        paths = controller_paths(self.app_pid)
         check(len(paths) >= 5, f"too few controller hierarchies for the app: {paths}")
         for controller, path in paths.items():
-            check(path == app_cgroup, f"app is in {controller}:{path}, not {app_cgroup}")
-        # It shares the pod's network, ipc and uts namespaces; pid and mnt are its own.
+            check(path == self.app_cgroup, f"app is in {controller}:{path}, not {self.app_cgroup}")
         for ns in ("net", "ipc", "uts"):
-            check(os.readlink(f"/proc/{app_pid}/ns/{ns}") == os.readlink(f"/proc/{pause_pid}/ns/{ns}"),
+            check(os.readlink(f"/proc/{self.app_pid}/ns/{ns}") == os.readlink(f"/proc/{self.pause_pid}/ns/{ns}"),
                   f"app does not share the pod's {ns} namespace")
         for ns in ("pid", "mnt"):
-            check(os.readlink(f"/proc/{app_pid}/ns/{ns}") != os.readlink(f"/proc/{pause_pid}/ns/{ns}"),
+            check(os.readlink(f"/proc/{self.app_pid}/ns/{ns}") != os.readlink(f"/proc/{self.pause_pid}/ns/{ns}"),
                   f"app shares the pod's {ns} namespace (PID mode CONTAINER asks for its own)")
-        memory_dir, cpu_dir = f"/sys/fs/cgroup/memory{app_cgroup}", f"/sys/fs/cgroup/cpu{app_cgroup}"
-        check(read(f"{memory_dir}/memory.limit_in_bytes") == str(64 * MIB), "memory limit not written")
-        check(read(f"{cpu_dir}/cpu.shares") == "512", "cpu shares not written")
-        check(read(f"{cpu_dir}/cpu.cfs_quota_us") == "50000", "cpu quota not written")
-        step("cgroups and namespaces: app in " + app_cgroup + ", net/ipc/uts of the pause process")
+        self.check_limits(64 * MIB, "512", "50000")
+        step("cgroups and namespaces: app in " + self.app_cgroup + ", net/ipc/uts of the pause process")
 
+    def check_limits(self, memory, shares, quota):
+        check(read(f"{self.memory_dir}/memory.limit_in_bytes") == str(memory), "memory limit not written")
+        check(read(f"{self.cpu_dir}/cpu.shares") == shares, "cpu shares not written")
+        check(read(f"{self.cpu_dir}/cpu.cfs_quota_us") == quota, "cpu quota not written")
+
+    def exec_sync(self):
         script = ("echo out; echo err >&2; hostname; cat /proc/self/cgroup; "
                   "cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' '; exit 3")
-        exec_result = cri.runtime("ExecSync", container_id=app, cmd=["/bin/sh", "-c", script], timeout=30)
-        out = exec_result.stdout.decode().splitlines()
-        check(exec_result.exit_code == 3, f"ExecSync exit code {exec_result.exit_code}: {exec_result.stderr!r}")
+        result = self.cri.runtime("ExecSync", container_id=self.app, cmd=["/bin/sh", "-c", script], timeout=30)
+        out = result.stdout.decode().splitlines()
+        check(result.exit_code == 3, f"ExecSync exit code {result.exit_code}: {result.stderr!r}")
         check(out[:2] == ["out", "sc-cri-pod"], f"ExecSync stdout: {out}")
-        check(exec_result.stderr.decode() == "err\n", f"ExecSync stderr: {exec_result.stderr!r}")
+        check(result.stderr.decode() == "err\n", f"ExecSync stderr: {result.stderr!r}")
         exec_cgroups = proc_cgroups_text("\n".join(out[2:]))
-        check(exec_cgroups.get("memory") == app_cgroup, f"the exec'd process's cgroups: {exec_cgroups}")
+        check(exec_cgroups.get("memory") == self.app_cgroup, f"the exec'd process's cgroups: {exec_cgroups}")
         interfaces = [line for line in out[2:] if line and ":" not in line]
         check(interfaces == ["lo"], f"the pod's network has {interfaces}, not loopback only")
         step("ExecSync: exit 3, stdout/stderr, the pod's hostname, the container's cgroup, only lo")
 
-        stats = cri.runtime("ContainerStats", container_id=app).stats
-        check(stats.attributes.id == app, f"ContainerStats for {stats.attributes.id}")
+    def container_stats(self):
+        stats = self.cri.runtime("ContainerStats", container_id=self.app).stats
+        check(stats.attributes.id == self.app, f"ContainerStats for {stats.attributes.id}")
         check(stats.memory.usage_bytes.value > 0 and stats.memory.timestamp > 0, f"memory stats: {stats.memory}")
         check(stats.cpu.usage_core_nano_seconds.value > 0, f"cpu stats: {stats.cpu}")
         step(f"ContainerStats: memory {stats.memory.usage_bytes.value} B, "
              f"cpu {stats.cpu.usage_core_nano_seconds.value} ns")
 
-        cri.runtime("UpdateContainerResources", container_id=app, linux=pb.LinuxContainerResources(
+    def update_resources(self):
+        self.cri.runtime("UpdateContainerResources", container_id=self.app, linux=self.pb.LinuxContainerResources(
             memory_limit_in_bytes=96 * MIB, cpu_shares=256, cpu_quota=20000, cpu_period=100000))
-        check(read(f"{memory_dir}/memory.limit_in_bytes") == str(96 * MIB), "update: memory limit unchanged")
-        check(read(f"{cpu_dir}/cpu.shares") == "256", "update: cpu shares unchanged")
-        check(read(f"{cpu_dir}/cpu.cfs_quota_us") == "20000", "update: cpu quota unchanged")
+        self.check_limits(96 * MIB, "256", "20000")
         step("UpdateContainerResources: memory 96 MiB, shares 256, quota 20000 in the cgroup files")
 
-        # A second container asks for more than its 32 MiB: the OOM killer, reported by CRI.
-        hog = cri.runtime("CreateContainer", pod_sandbox_id=pod, sandbox_config=sandbox_config,
-                          config=container_config("hog", ["/bin/sc-probe", "mem", "256"], 32 * MIB)).container_id
-        cri.runtime("StartContainer", container_id=hog)
+    def oom(self):
+        """A second container asks for more than its 32 MiB: the OOM killer, reported by CRI."""
+        hog = self.start_container("hog", ["/bin/sc-probe", "mem", "256"], 32 * MIB)
+        self.hog = hog
 
-        def hog_status_now():
-            return cri.runtime("ContainerStatus", container_id=hog).status
+        def status():
+            return self.cri.runtime("ContainerStatus", container_id=hog).status
 
-        wait_until("the hog to exit", lambda: hog_status_now().state == pb.CONTAINER_EXITED)
+        wait_until("the hog to exit", lambda: status().state == self.pb.CONTAINER_EXITED)
         # containerd handles the shim's OOM and exit events apart, in either order: the reason
-        # may follow the exit by a moment, as it does for the kubelet's next status poll.
+        # may follow the exit by a moment, as it does for the kubelet's next status poll. (The
+        # cgroup, memory.oom_control included, went with the task: CRI deletes an exited task.)
         try:
-            wait_until("the OOM reason", lambda: hog_status_now().reason == "OOMKilled", seconds=5)
+            wait_until("the OOM reason", lambda: status().reason == "OOMKilled", seconds=5)
         except Failure:
             pass  # reported below, with the status
-        hog_status = hog_status_now()
-        # (Its cgroup, memory.oom_control included, went with the task: CRI deletes an exited task.)
-        check(hog_status.reason == "OOMKilled", f"hog exited with reason '{hog_status.reason}' (exit "
-              f"{hog_status.exit_code}: {hog_status.message}), not OOMKilled")
-        check(hog_status.exit_code == 137, f"hog's exit code {hog_status.exit_code}")
-        step(f"OOM: ContainerStatus reason {hog_status.reason}, exit {hog_status.exit_code}")
+        final = status()
+        check(final.reason == "OOMKilled", f"hog exited with reason '{final.reason}' (exit "
+              f"{final.exit_code}: {final.message}), not OOMKilled")
+        check(final.exit_code == 137, f"hog's exit code {final.exit_code}")
+        step(f"OOM: ContainerStatus reason {final.reason}, exit {final.exit_code}")
 
-        cri.runtime("StopContainer", container_id=app, timeout=1)
-        status = cri.runtime("ContainerStatus", container_id=app).status
-        check(status.state == pb.CONTAINER_EXITED, f"app after StopContainer: {status.state}")
-        check(not os.path.exists(f"/proc/{app_pid}"), "app's process outlived StopContainer")
-        for container in (app, hog):
-            cri.runtime("RemoveContainer", container_id=container)
+    def stop_and_remove_containers(self):
+        self.cri.runtime("StopContainer", container_id=self.app, timeout=1)
+        status = self.cri.runtime("ContainerStatus", container_id=self.app).status
+        check(status.state == self.pb.CONTAINER_EXITED, f"app after StopContainer: {status.state}")
+        check(not os.path.exists(f"/proc/{self.app_pid}"), "app's process outlived StopContainer")
+        for container in (self.app, self.hog):
+            self.cri.runtime("RemoveContainer", container_id=container)
         for mount in cgroup_mounts():
-            for container in (app, hog):
-                check(not os.path.exists(f"{mount}{pod_cgroup}/{container}"),
-                      f"{mount}{pod_cgroup}/{container} outlived RemoveContainer")
+            for container in (self.app, self.hog):
+                check(not os.path.exists(f"{mount}{self.pod_cgroup}/{container}"),
+                      f"{mount}{self.pod_cgroup}/{container} outlived RemoveContainer")
         step(f"StopContainer (exit {status.exit_code}, {status.reason}) + RemoveContainer: cgroups gone")
 
-        cri.runtime("StopPodSandbox", pod_sandbox_id=pod)
-        check(not os.path.exists(f"/proc/{pause_pid}"), "the pause process outlived StopPodSandbox")
-        cri.runtime("RemovePodSandbox", pod_sandbox_id=pod)
+    def remove_pod(self):
+        self.cri.runtime("StopPodSandbox", pod_sandbox_id=self.pod)
+        check(not os.path.exists(f"/proc/{self.pause_pid}"), "the pause process outlived StopPodSandbox")
+        self.cri.runtime("RemovePodSandbox", pod_sandbox_id=self.pod)
+        self.pod = None
         for mount in cgroup_mounts():
-            left = os.listdir(mount + pod_cgroup)
-            check(not [d for d in left if os.path.isdir(f"{mount}{pod_cgroup}/{d}")],
-                  f"cgroups left under {mount}{pod_cgroup}: {left}")
-        check(not host.new_netns(), f"network namespaces left: {host.new_netns()}")
-        step("StopPodSandbox + RemovePodSandbox: pause gone, no cgroup below the pod's, no netns")
-        state_root = f"{tmp}/sandcell-oci/k8s.io"
+            below = [d for d in os.listdir(mount + self.pod_cgroup) if os.path.isdir(f"{mount}{self.pod_cgroup}/{d}")]
+            check(not below, f"cgroups left under {mount}{self.pod_cgroup}: {below}")
+        check(not self.host.new_netns(), f"network namespaces left: {self.host.new_netns()}")
+        state_root = f"{self.tmp}/sandcell-oci/k8s.io"
         left = os.listdir(state_root) if os.path.isdir(state_root) else []
         check(not left, f"sandcell-oci state left: {left}")
+        step("StopPodSandbox + RemovePodSandbox: pause gone, no cgroup below the pod's, no netns, no state")
+
+    def take_down(self):
+        """After a failure: let containerd take down what it can (network, mounts, tasks)."""
+        if self.pod is None:
+            return
+        for method in ("StopPodSandbox", "RemovePodSandbox"):
+            try:
+                self.cri.runtime(method, timeout=30, pod_sandbox_id=self.pod)
+            except Exception as e:  # noqa: BLE001 — the first failure is the one reported
+                print(f"cleanup: {method}: {e}", file=sys.stderr)
+
+
+def the_test(args, tmp, host, pb):
+    archive = build_images(args, tmp)
+    step("images built by sandcell: " + ", ".join([PAUSE_IMAGE, APP_IMAGE]))
+    containerd = Containerd(tmp, args.oci)
+    cri = Cri(containerd.socket, pb)
+    kubelet = Kubelet(cri, pb, host, tmp)
+    try:
+        containerd.ctr("images", "import", archive)
+        kubelet.handshake()                    # Version, Status, ImageStatus (no PullImage)
+        kubelet.run_pod()                      # RunPodSandbox in a kubepods-style pod cgroup
+        kubelet.start_app()                    # CreateContainer + StartContainer
+        kubelet.check_app_placement()          # the pod's cgroup and namespaces, its limits
+        kubelet.exec_sync()                    # ExecSync
+        kubelet.container_stats()              # ContainerStats
+        kubelet.update_resources()             # UpdateContainerResources
+        kubelet.oom()                          # OOMKilled in ContainerStatus
+        kubelet.stop_and_remove_containers()   # StopContainer, RemoveContainer
+        kubelet.remove_pod()                   # StopPodSandbox, RemovePodSandbox
     except Exception:
         print("---- containerd log (tail) ----\n" + containerd.log_tail(), file=sys.stderr)
-        if pod is not None:  # let containerd take down what it can (network, mounts, tasks)
-            for method in ("StopPodSandbox", "RemovePodSandbox"):
-                try:
-                    cri.runtime(method, timeout=30, pod_sandbox_id=pod)
-                except Exception as e:  # noqa: BLE001 — the first failure is the one reported
-                    print(f"cleanup: {method}: {e}", file=sys.stderr)
+        kubelet.take_down()
         raise
     finally:
         cri.close()
