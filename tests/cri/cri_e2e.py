@@ -426,18 +426,19 @@ class Kubelet:
         check(read(f"{self.cpu_dir}/cpu.cfs_quota_us") == quota, "cpu quota not written")
 
     def exec_sync(self):
-        script = ("echo out; echo err >&2; hostname; cat /proc/self/cgroup; "
+        # /etc/hostname is the file CRI bind-mounts from the pod's directory (a file mount).
+        script = ("echo out; echo err >&2; hostname; cat /etc/hostname; cat /proc/self/cgroup; "
                   "cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' '; exit 3")
         result = self.cri.runtime("ExecSync", container_id=self.app, cmd=["/bin/sh", "-c", script], timeout=30)
         out = result.stdout.decode().splitlines()
         check(result.exit_code == 3, f"ExecSync exit code {result.exit_code}: {result.stderr!r}")
-        check(out[:2] == ["out", "sc-cri-pod"], f"ExecSync stdout: {out}")
+        check(out[:3] == ["out", "sc-cri-pod", "sc-cri-pod"], f"ExecSync stdout: {out}")
         check(result.stderr.decode() == "err\n", f"ExecSync stderr: {result.stderr!r}")
-        exec_cgroups = proc_cgroups_text("\n".join(out[2:]))
+        exec_cgroups = proc_cgroups_text("\n".join(out[3:]))
         check(exec_cgroups.get("memory") == self.app_cgroup, f"the exec'd process's cgroups: {exec_cgroups}")
-        interfaces = [line for line in out[2:] if line and ":" not in line]
+        interfaces = [line for line in out[3:] if line and ":" not in line]
         check(interfaces == ["lo"], f"the pod's network has {interfaces}, not loopback only")
-        step("ExecSync: exit 3, stdout/stderr, the pod's hostname, the container's cgroup, only lo")
+        step("ExecSync: exit 3, stdout/stderr, the pod's hostname (uts and /etc/hostname), the container's cgroup, only lo")
 
     def container_stats(self):
         stats = self.cri.runtime("ContainerStats", container_id=self.app).stats
