@@ -1,7 +1,8 @@
 // sc-pause: the pod sandbox's process in the CRI test (tests/cri), as the kubelet's pause image
 // has one: it holds the pod's namespaces open by existing, reaps the zombies that end up with it
 // when it is pid 1 of the pod's pid namespace, and exits 0 on SIGINT or SIGTERM (StopPodSandbox).
-// Static, so its image holds this file alone.
+// Static, so its image holds this file alone. Only libc.
+#define _POSIX_C_SOURCE 200809L
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
