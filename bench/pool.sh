@@ -11,7 +11,7 @@
 # rotates the order round by round and, after a pooled request, rests until that server's tree
 # holds POOL interpreters again and uses no CPU (at most SETTLE seconds): its pool has refilled, so each request finds a prepared sandbox
 # and no other line pays for the refill. Prints per
-# line and snippet the median, p90, p99, min, how many were pooled (HTTP says; MCP does not) and
+# line and snippet the median, p90, p99, min, how many were pooled (both HTTP and MCP say) and
 # the ratio to chroot; then the memory of the servers and of their prepared sandboxes.
 # BACK_TO_BACK=N adds the old measurement: N print(1) requests back to back on one connection to
 # a pool of POOL, which drains after POOL requests and then refills beside the requests.

@@ -18,7 +18,7 @@ pool refills before the next measurement, so every request of it finds a prepare
 measurement pays for another line's refill): until the server's tree holds --pool-size python3
 processes (its prepared sandboxes' interpreters) and its CPU time (the server's and everything
 below it) has not grown for two 0.2 s looks in a row, at most --settle-seconds. The server's pid
-is the one --rss names for the line (an mcp line's is known). HTTP results say whether they were pooled (`report.pooled`);
+is the one --rss names for the line (an mcp line's is known). HTTP results say whether they were pooled (`report.pooled`), MCP's in their summary (`pooled`);
 MCP's do not.
 
 --rss NAME=PID (after the fill wait, before the first round): the resident memory of PID itself
@@ -166,10 +166,17 @@ class McpLine:
         result = self.call("tools/call", {"name": "run_code",
                                           "arguments": {"language": "python", "code": code}})
         ms = (time.perf_counter() - start) * 1000
-        text = result["content"][0]["text"] if result.get("content") else ""
+        content = result.get("content") or [{}]
+        text = content[0].get("text", "")
         if result.get("isError") or text != "stdout:\n" + expected:
             sys.exit(f"pool_client.py: mcp run_code answered {result}")
-        return ms, False
+        # The last text item is the compact summary (agent/service/src/mcp/mcp_tools.cpp), which
+        # says "pooled": true for a pooled run.
+        try:
+            summary = json.loads(content[-1].get("text", ""))
+        except ValueError:
+            summary = {}
+        return ms, isinstance(summary, dict) and summary.get("pooled") is True
 
     def close(self):
         self.process.stdin.close()

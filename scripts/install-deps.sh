@@ -39,8 +39,10 @@ packages=(
   qemu-system-x86 cpio
   # registries: Debian's docker-registry (distribution) and htpasswd -B for its Basic auth
   docker-registry apache2-utils
-  # sandcell-oci is driven by containerd (ctr + its runc shim) in the OCI runtime tests
-  containerd
+  # sandcell-oci is driven by containerd (ctr + its runc shim) in the OCI runtime tests; the CRI
+  # test (tests/cri) enables containerd's CRI plugin with the loopback and static CNI plugins and
+  # speaks CRI v1 with grpcio, its messages compiled by protoc at build time
+  containerd containernetworking-plugins python3-grpcio python3-protobuf protobuf-compiler
   # the Docker and containers-common seccomp profiles are loaded in the confinement tests
   golang-github-docker-docker-dev golang-github-containers-common
   # AppArmor profiles are checked with apparmor_parser -QK even where the kernel lacks AppArmor

@@ -26,4 +26,5 @@ else
   cmake --preset asan
   cmake --build --preset asan
 fi
-ctest --preset asan --timeout 600 -R "$tests" -E "$never" "$@"
+# Two at a time, as in scripts/test.sh (tests/ctest-lanes.cmake says which tests may overlap).
+ctest --preset asan --timeout 600 --parallel "${SANDCELL_CTEST_JOBS:-2}" -R "$tests" -E "$never" "$@"

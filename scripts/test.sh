@@ -77,9 +77,11 @@ if [ -n "$guest" ]; then
   setsid bash tests/vm/ci.sh >build/vm.log 2>&1 &
   vm=$!
 fi
-# Serial: integration tests assert on host-wide state (cgroups, processes) between runs.
+# Two at a time: the Docker API tests (own server, own store) beside the other integration tests,
+# the unit tests beside anything; the tests that share host-wide state with the others hold the
+# locks tests/ctest-lanes.cmake gives them. SANDCELL_CTEST_JOBS=1 runs one test at a time.
 stage "default preset"
-ctest --preset default --timeout 600 "$@"
+ctest --preset default --timeout 600 --parallel "${SANDCELL_CTEST_JOBS:-2}" "$@"
 
 if [ -n "$asan_build" ]; then
   wait_for "the sanitizer tree (the asan preset)" "$asan_build" build/asan-build.log

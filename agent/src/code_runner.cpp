@@ -336,6 +336,211 @@ uint64_t cgroup_memory(const std::vector<std::string>& paths) {
   return 0;
 }
 
+// What a pool member's request reader uses. The references outlive the member's run, except
+// for a reader left waiting for a request that will not come (run_pool_member detaches it):
+// once `pending->closed` is set it touches none of them.
+struct RequestReader {
+  std::shared_ptr<PendingRequest> pending;
+  int request_fd, event_fd;
+  const SkillCatalog& catalog;
+  const RunnerContext& context;
+  const Skill& skill;
+  Workspace& ws;
+  const PoolMemberHooks& hooks;
+  uint64_t disk_bytes;
+};
+
+// The request's text, checked as a cold run would check it and written into the workspace; or
+// why it cannot run here. Called with pending.mutex held.
+void accept_request(const RequestReader& r, PendingRequest& pending, const std::string& text) {
+  try {
+    nlohmann::json message = parse_bounded_json(text);
+    CodeRequest request = parse_code_request(message.at("request"));
+    check_request(r.skill, request);
+    check_request_within(r.context.ceilings, request);
+    pending.refused = not_poolable(r.catalog, r.context, r.skill, request, r.disk_bytes);
+    if (!pending.refused.empty()) return;
+    prepare_workspace(r.ws, r.skill, request);
+    pending.before = r.ws.snapshot(r.skill.artifacts, r.context.bounds);
+    const runtime::Limits limits = request_limits(r.context, r.skill, request);
+    pending.terms = {limits.wall_s, limits.cpu_s, limits.output_bytes};
+    pending.stream = message.value("stream", false);
+    pending.request = std::move(request);
+  } catch (const std::exception& e) {
+    pending.refused = e.what();
+  }
+}
+
+// The reader thread: the request, read and written into the workspace while the interpreter
+// starts, handed over (the eventfd) only once the interpreter is ready — its "ready" byte is not
+// the program's output. A refusal or a cancel needs no wait.
+void read_pooled_request(RequestReader r) {
+  // Interrupts are the supervisor's (its signalfd): delivered here, SIGTERM would end the
+  // member with the default action, leaving its sandbox to die and its workspace behind.
+  sigset_t interrupts;
+  sigemptyset(&interrupts);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&interrupts, sig);
+  pthread_sigmask(SIG_BLOCK, &interrupts, nullptr);
+  std::string text = read_all(r.request_fd);
+  PendingRequest& pending = *r.pending;
+  std::unique_lock lock(pending.mutex);
+  if (pending.closed) return;
+  pending.arrived = !text.empty();
+  if (pending.arrived) accept_request(r, pending, text);
+  if (pending.request) pending.ready_or_closed.wait(lock, [&] { return pending.ready || pending.closed; });
+  if (pending.closed) return;
+  if (pending.request && r.hooks.on_request) r.hooks.on_request(pending.stream);
+  uint64_t one = 1;
+  ssize_t ignored = write(r.event_fd, &one, sizeof one);
+  (void)ignored;
+}
+
+// The supervisor's side of a pool member's run phase: the hand-over (take the terms, then go:
+// the CPU share back and the request's stdin), the bootstrap's "ready" byte, and the request's
+// result once the program is gone.
+class PooledRun {
+ public:
+  PooledRun(std::shared_ptr<PendingRequest> pending, const Skill& skill, const RunnerContext& context,
+            Workspace& ws, const PoolMemberHooks& hooks, bool script_in_workspace)
+      : pending_(std::move(pending)), skill_(skill), context_(context), ws_(ws), hooks_(hooks),
+        script_in_workspace_(script_in_workspace) {
+    int fds[2];
+    check(pipe2(fds, O_CLOEXEC), "pipe for the pooled program's stdin");
+    stdin_read_ = UniqueFd(fds[0]);
+    stdin_write_ = UniqueFd(fds[1]);
+    event_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!event_) throw Error(errno, "eventfd");
+  }
+
+  int stdin_fd() const { return stdin_read_.get(); }
+  int event_fd() const { return event_.get(); }
+  bool answered() const { return answered_; }
+
+  PooledPhase phase() {
+    PooledPhase pooled;
+    pooled.hand_over.fd = event_.get();
+    pooled.hand_over.take = [this] { return take(); };
+    pooled.hand_over.go = [this] { go(); };
+    pooled.on_started = [this](pid_t, const std::vector<std::string>& paths) {
+      cgroup_paths_ = paths;
+      set_cpu_share(cgroup_paths_, true);
+    };
+    pooled.before = [this](runtime::Stream s, std::span<const char> data) { before(s, data); };
+    if (hooks_.on_result) pooled.on_result = [this](const PhaseResult& phase) { answer_early(phase); };
+    return pooled;
+  }
+
+  // The request's result from the pooled phase's: once the program is gone, or at the end.
+  CodeResult result_of(PhaseResult phase) {
+    const CodeRequest& request = *pending_->request;  // set: the phase was handed over
+    phase.result.pool_wait_ms = static_cast<uint64_t>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(pending_->handed_at - pending_->ready_at).count()));
+    CodeResult result{.skill = skill_.name, .session = std::nullopt};
+    result.phases.push_back(std::move(phase));
+    ws_.strip_privileges();
+    result.error = classify_failure(skill_.errors, result.phases.back());
+    result.artifacts = ws_.changed_files(pending_->before, ws_.snapshot(skill_.artifacts, context_.bounds), context_.bounds);
+    for (const std::string& path : request.get) result.files.push_back(ws_.read_file(path, kMaxGetBytes));
+    return result;
+  }
+
+ private:
+  std::optional<runtime::HandOverTerms> take() {
+    std::lock_guard lock(pending_->mutex);
+    if (!pending_->request) return std::nullopt;
+    return pending_->terms;
+  }
+
+  void go() {
+    set_cpu_share(cgroup_paths_, false);
+    std::string bytes(1, '\0');
+    {
+      std::lock_guard lock(pending_->mutex);
+      pending_->handed_at = std::chrono::steady_clock::now();
+      if (pending_->request->stdin_data) bytes += *pending_->request->stdin_data;
+    }
+    for (size_t done = 0; done < bytes.size();) {  // fits the pipe's buffer: kMaxPooledStdin
+      ssize_t n = write(stdin_write_.get(), bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // the program is gone; the supervisor sees it
+      done += static_cast<size_t>(n);
+    }
+    stdin_write_.reset();
+  }
+
+  // Output before the hand-over: the bootstrap's "ready" byte wakes the reader.
+  void before(runtime::Stream s, std::span<const char> data) {
+    bool now_ready = false;
+    {
+      std::lock_guard lock(pending_->mutex);
+      if (s == runtime::Stream::Stdout && !pending_->ready && !data.empty() && data[0] == '\0') {
+        pending_->ready = now_ready = true;
+        pending_->ready_at = std::chrono::steady_clock::now();
+        pending_->ready_or_closed.notify_all();
+      }
+    }
+    if (!now_ready) return;
+    if (script_in_workspace_) {  // loaded: the program is not to find it
+      try {
+        ws_.remove_file(pool_script_workspace_path(skill_));
+      } catch (const std::exception& e) {
+        if (context_.on_warning) context_.on_warning(std::string("the pool's bootstrap stays in the workspace: ") + e.what());
+      }
+    }
+    if (hooks_.on_ready) hooks_.on_ready(cgroup_memory(cgroup_paths_));
+  }
+
+  // The result as soon as the program is gone, before the sandbox's teardown (hooks.on_result).
+  void answer_early(const PhaseResult& phase) {
+    if (!phase.result.pooled) return;  // nothing ran: the outcome says why
+    try {
+      hooks_.on_result(result_of(phase));
+      answered_ = true;
+    } catch (const std::exception& e) {  // answered at the end instead, or the error then
+      if (context_.on_warning) context_.on_warning(std::string("the pooled result: ") + e.what());
+    }
+  }
+
+  std::shared_ptr<PendingRequest> pending_;
+  const Skill& skill_;
+  const RunnerContext& context_;
+  Workspace& ws_;
+  const PoolMemberHooks& hooks_;
+  const bool script_in_workspace_;
+  UniqueFd stdin_read_, stdin_write_, event_;
+  std::vector<std::string> cgroup_paths_;
+  bool answered_ = false;
+};
+
+// The member's outcome once its run phase is over; the reader is joined, or left waiting for a
+// request that will not run.
+PoolMemberOutcome finish_pool_member(PendingRequest& pending, std::thread& reader, PooledRun& run, PhaseResult phase) {
+  PoolMemberOutcome outcome;
+  {
+    std::lock_guard lock(pending.mutex);
+    pending.closed = true;
+    pending.ready_or_closed.notify_all();
+    if (!phase.result.pooled) {
+      outcome.refused = pending.refused;
+      if (outcome.refused.empty())
+        outcome.failed = pending.arrived ? "the prepared sandbox ended before its request: " + phase.result.error
+                                         : "cancelled before a request";
+    }
+  }
+  if (pending.arrived || phase.result.pooled) {
+    reader.join();
+  } else {
+    reader.detach();  // still waiting for a request that will not run; it touches nothing now
+  }
+  if (!phase.result.pooled) {
+    if (outcome.failed.size() > 0 && !phase.stderr_text.empty()) outcome.failed += " " + phase.stderr_text;
+    return outcome;
+  }
+  outcome.answered = run.answered();
+  if (!outcome.answered) outcome.result = run.result_of(std::move(phase));
+  return outcome;
+}
+
 }  // namespace
 
 PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string& skill_name,
@@ -361,152 +566,13 @@ PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string
   const PhaseContext ctx{skill, defaults, context, store, image, scratch.dir(), seccomp,
                          scratch.disk(), disk_bytes, unbounded.value_or(""), userns.mode, userns.warning};
 
-  int stdin_pipe[2];
-  check(pipe2(stdin_pipe, O_CLOEXEC), "pipe for the pooled program's stdin");
-  UniqueFd stdin_read(stdin_pipe[0]), stdin_write(stdin_pipe[1]);
-  UniqueFd event(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!event) throw Error(errno, "eventfd");
   auto pending = std::make_shared<PendingRequest>();
-
-  // The request, read and written into the workspace while the interpreter starts.
-  std::thread reader([pending, request_fd, event_fd = event.get(), &catalog, &context, &skill, &ws, &hooks,
-                      disk_bytes] {
-    // Interrupts are the supervisor's (its signalfd): delivered here, SIGTERM would end the
-    // member with the default action, leaving its sandbox to die and its workspace behind.
-    sigset_t interrupts;
-    sigemptyset(&interrupts);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&interrupts, sig);
-    pthread_sigmask(SIG_BLOCK, &interrupts, nullptr);
-    std::string text = read_all(request_fd);
-    std::unique_lock lock(pending->mutex);
-    if (pending->closed) return;
-    pending->arrived = !text.empty();
-    if (pending->arrived) {
-      try {
-        nlohmann::json message = parse_bounded_json(text);
-        CodeRequest r = parse_code_request(message.at("request"));
-        check_request(skill, r);
-        check_request_within(context.ceilings, r);
-        pending->refused = not_poolable(catalog, context, skill, r, disk_bytes);
-        if (pending->refused.empty()) {
-          prepare_workspace(ws, skill, r);
-          pending->before = ws.snapshot(skill.artifacts, context.bounds);
-          const runtime::Limits limits = request_limits(context, skill, r);
-          pending->terms = {limits.wall_s, limits.cpu_s, limits.output_bytes};
-          pending->stream = message.value("stream", false);
-          pending->request = std::move(r);
-        }
-      } catch (const std::exception& e) {
-        pending->refused = e.what();
-      }
-    }
-    // Handed over only once the interpreter is ready: its "ready" byte is not the program's output.
-    // A refusal or a cancel needs no wait.
-    if (pending->request) pending->ready_or_closed.wait(lock, [&] { return pending->ready || pending->closed; });
-    if (pending->closed) return;
-    if (pending->request && hooks.on_request) hooks.on_request(pending->stream);
-    uint64_t one = 1;
-    ssize_t ignored = write(event_fd, &one, sizeof one);
-    (void)ignored;
-  });
-
-  std::vector<std::string> cgroup_paths;
-  PooledPhase pooled;
-  pooled.hand_over.fd = event.get();
-  pooled.hand_over.take = [&]() -> std::optional<runtime::HandOverTerms> {
-    std::lock_guard lock(pending->mutex);
-    if (!pending->request) return std::nullopt;
-    return pending->terms;
-  };
-  pooled.hand_over.go = [&] {
-    set_cpu_share(cgroup_paths, false);
-    std::string bytes(1, '\0');
-    {
-      std::lock_guard lock(pending->mutex);
-      pending->handed_at = std::chrono::steady_clock::now();
-      if (pending->request->stdin_data) bytes += *pending->request->stdin_data;
-    }
-    for (size_t done = 0; done < bytes.size();) {  // fits the pipe's buffer: kMaxPooledStdin
-      ssize_t n = write(stdin_write.get(), bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // the program is gone; the supervisor sees it
-      done += static_cast<size_t>(n);
-    }
-    stdin_write.reset();
-  };
-  pooled.on_started = [&](pid_t, const std::vector<std::string>& paths) {
-    cgroup_paths = paths;
-    set_cpu_share(cgroup_paths, true);
-  };
-  pooled.before = [&](runtime::Stream s, std::span<const char> data) {
-    bool now_ready = false;
-    {
-      std::lock_guard lock(pending->mutex);
-      if (s == runtime::Stream::Stdout && !pending->ready && !data.empty() && data[0] == '\0') {
-        pending->ready = now_ready = true;
-        pending->ready_at = std::chrono::steady_clock::now();
-        pending->ready_or_closed.notify_all();
-      }
-    }
-    if (now_ready && script_in_workspace) {  // loaded: the program is not to find it
-      try {
-        ws.remove_file(pool_script_workspace_path(skill));
-      } catch (const std::exception& e) {
-        if (context.on_warning) context.on_warning(std::string("the pool's bootstrap stays in the workspace: ") + e.what());
-      }
-    }
-    if (now_ready && hooks.on_ready) hooks.on_ready(cgroup_memory(cgroup_paths));
-  };
-  // The request's result from the pooled phase's: once the program is gone, or at the end.
-  auto result_of = [&](PhaseResult phase) {
-    const CodeRequest& request = *pending->request;  // set: the phase was handed over
-    phase.result.pool_wait_ms = static_cast<uint64_t>(std::max<int64_t>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(pending->handed_at - pending->ready_at).count()));
-    CodeResult result{.skill = skill.name, .session = std::nullopt};
-    result.phases.push_back(std::move(phase));
-    ws.strip_privileges();
-    result.error = classify_failure(skill.errors, result.phases.back());
-    result.artifacts = ws.changed_files(pending->before, ws.snapshot(skill.artifacts, context.bounds), context.bounds);
-    for (const std::string& path : request.get) result.files.push_back(ws.read_file(path, kMaxGetBytes));
-    return result;
-  };
-  bool answered = false;
-  if (hooks.on_result)
-    pooled.on_result = [&](const PhaseResult& phase) {
-      if (!phase.result.pooled) return;  // nothing ran: the outcome says why
-      try {
-        hooks.on_result(result_of(phase));
-        answered = true;
-      } catch (const std::exception& e) {  // answered at the end instead, or the error then
-        if (context.on_warning) context.on_warning(std::string("the pooled result: ") + e.what());
-      }
-    };
-  PhaseResult phase = run_phase(ctx, "run", argv, stdin_read.get(), true, &pooled);
-
-  PoolMemberOutcome outcome;
-  {
-    std::lock_guard lock(pending->mutex);
-    pending->closed = true;
-    pending->ready_or_closed.notify_all();
-    if (!phase.result.pooled) {
-      outcome.refused = pending->refused;
-      if (outcome.refused.empty())
-        outcome.failed = pending->arrived ? "the prepared sandbox ended before its request: " + phase.result.error
-                                          : "cancelled before a request";
-    }
-  }
-  if (pending->arrived || phase.result.pooled) {
-    reader.join();
-  } else {
-    reader.detach();  // still waiting for a request that will not run; it touches nothing now
-  }
-  if (!phase.result.pooled) {
-    if (outcome.failed.size() > 0 && !phase.stderr_text.empty()) outcome.failed += " " + phase.stderr_text;
-    return outcome;
-  }
-  outcome.answered = answered;
-  if (!answered) outcome.result = result_of(std::move(phase));
-  return outcome;
+  PooledRun run(pending, skill, context, ws, hooks, script_in_workspace);
+  std::thread reader(read_pooled_request,
+                     RequestReader{pending, request_fd, run.event_fd(), catalog, context, skill, ws, hooks, disk_bytes});
+  const PooledPhase pooled = run.phase();
+  PhaseResult phase = run_phase(ctx, "run", argv, run.stdin_fd(), true, &pooled);
+  return finish_pool_member(*pending, reader, run, std::move(phase));
 }
 
 }  // namespace sandcell::agent

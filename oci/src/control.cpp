@@ -41,11 +41,21 @@ int parse_signal(const std::string& text) {
 }
 
 void kill(const StateStore& store, const std::string& id, int signal, bool all) {
-  ContainerState s = load_in(store, id, {Status::Created, Status::Running, Status::Paused}, "kill");
+  ContainerState s = store.load(id);
+  Status status = current_status(s);
   if (!all) {
+    // runc's words for it: containerd's shim takes "container not running" as "already gone"
+    // (and fails the call on any other text).
+    if (status != Status::Created && status != Status::Running && status != Status::Paused)
+      throw Error::invalid("cannot kill container " + id + ": container not running (it is " +
+                           status_name(status) + ")");
     check(::kill(s.pid, signal), "kill " + std::to_string(s.pid));
     return;
   }
+  // --all signals whatever is left in the container's cgroups, of a stopped container too, as
+  // runc does: containerd's CRI plugin kills the rest of an exited container's processes this
+  // way before it deletes the task, and fails the exit event (the container never leaves
+  // "running" for the kubelet) when kill refuses.
   for (pid_t pid : runtime::container_pids(s.cgroup_paths)) ::kill(pid, signal);
   // A frozen task only acts on the signal once thawed; runc thaws for SIGKILL too.
   if (signal == SIGKILL && runtime::container_frozen(s.cgroup_paths)) runtime::freeze_container(s.cgroup_paths, false);

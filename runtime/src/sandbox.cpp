@@ -26,6 +26,7 @@
 #include "network_setup.hpp"
 #include "proc_handle.hpp"
 #include "rootless_limits.hpp"
+#include "run_record.hpp"
 #include "run_state.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/rootless.hpp"
@@ -50,18 +51,6 @@ const CgroupHost& cgroup_host() {
     host = rootless() ? probe_rootless_cgroups(probed) : probed;
   });
   return host;
-}
-
-std::string mode_name(CgroupHost::Mode mode) {
-  switch (mode) {
-    case CgroupHost::Mode::V2:
-      return "v2";
-    case CgroupHost::Mode::V1:
-      return "v1";
-    case CgroupHost::Mode::None:
-      return "none";
-  }
-  return "none";
 }
 
 // SIGINT/SIGTERM/SIGHUP to sandcell become events of the supervisor loop, so an interrupted
@@ -131,21 +120,6 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup* cgroup, UniqueFd& pidfd) 
   return static_cast<pid_t>(pid);
 }
 
-std::string lsm_name(const Spec& spec) {
-  if (!spec.lsm) return "none";
-  std::string landlock = lsm_host().landlock_abi > 0 ? "landlock:abi" + std::to_string(lsm_host().landlock_abi) : "";
-  std::string apparmor = plan_apparmor(spec);
-  if (!apparmor.empty()) return landlock.empty() ? "apparmor:" + apparmor : "apparmor:" + apparmor + "+" + landlock;
-  return landlock.empty() ? "none" : landlock;
-}
-
-std::vector<std::string> namespaces_of(const Spec& spec) {
-  std::vector<std::string> names = {"pid", "mount", "network", "uts", "ipc", "cgroup"};
-  if (spec.network == NetworkMode::Host) std::erase(names, "network");
-  if (rootless() || spec.user_namespace == UserNamespace::Auto) names.push_back("user");
-  return names;
-}
-
 // The sandbox's own user namespace keeps every id of sandcell's (an identity map): files look
 // the same inside, and RLIMIT_NPROC counts this sandbox's processes only. sandcell is root of its
 // namespace, so it may write any map of the ids that namespace has.
@@ -157,106 +131,6 @@ void map_sandbox_ids(pid_t pid, int sync_fd) {
   }
   if (send(sync_fd, "u", 1, MSG_NOSIGNAL) < 0 && errno != EPIPE)
     throw Error(errno, "tell the child its ids are mapped");
-}
-
-Isolation isolation_of(const Spec& spec, const NetworkPlan& network, CgroupHost::Mode mode) {
-  return {.namespaces = namespaces_of(spec),
-          .cgroup = mode_name(mode),
-          .seccomp = "unconfined",  // until the program is made (make_seccomp_program)
-          .lsm = lsm_name(spec),
-          .capabilities = spec.capabilities,
-          .no_new_privs = spec.no_new_privileges,
-          .rootless = rootless(),
-          .network = network_name(spec.network),
-          .network_transport = transport_name(network.transport),
-          .userns = std::nullopt};  // set once a range is claimed
-}
-
-std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& limits) {
-  Limits kernel = limits;
-  // sandcell's init is in the cgroup when it starts the program: one more for it, which a v1
-  // init takes back when it leaves (Cgroup::open_pids_limit). --pids N is N for the program.
-  if (kernel.pids) *kernel.pids += 1;
-  auto enforced = cgroup.apply(kernel);
-  if (limits.wall_s) enforced["wall_s"] = Enforcement::Supervisor;
-  if (limits.output_bytes) enforced["output_bytes"] = Enforcement::Supervisor;
-  if (limits.cpu_s)
-    enforced["cpu_s"] =
-        cgroup.mode() == CgroupHost::Mode::None ? Enforcement::None : Enforcement::Supervisor;
-  for (const char* name : {"memory_bytes", "pids", "cpus"})
-    enforced.try_emplace(name, Enforcement::None);
-  return enforced;
-}
-
-// `run`'s writes outside its bind mounts land in the tmpfs upper, whose size= (child_plan.cpp) is
-// the disk bound. An upper directory given by the caller (a build's RUN step: the builder's own
-// tmpfs, build_run_step.cpp) is bounded, if at all, by the caller: `none` when a bound was asked.
-void record_disk_bound(const Spec& spec, Result& result) {
-  if (spec.container) return;
-  if (!spec.rootfs_upper_dir.empty()) {
-    if (spec.limits.disk_bytes) result.enforced["disk_bytes"] = Enforcement::None;
-    return;
-  }
-  result.limits.disk_bytes = spec.rootfs_upper_bytes;
-  result.enforced["disk_bytes"] = Enforcement::Tmpfs;
-}
-
-Status status_of(const SupervisionOutcome& o, const CgroupUsage& usage) {
-  if (o.output_limit) return Status::OutputLimit;
-  bool killed = o.wall_timeout || o.cpu_timeout;
-  if (!killed && WIFEXITED(o.wait_status) && WEXITSTATUS(o.wait_status) == 0) return Status::Ok;
-  if (usage.oom_kills > 0) return Status::Oom;
-  if (usage.pids_limit_hits > 0) return Status::PidsLimit;
-  if (o.cpu_timeout) return Status::TimeoutCpu;
-  if (o.wall_timeout) return Status::TimeoutWall;
-  if (WIFSIGNALED(o.wait_status)) return Status::Signaled;
-  return Status::ExitNonzero;
-}
-
-void describe_failure(Result& result, const ChildMessage& failure) {
-  result.status = Status::RuntimeError;
-  std::string step(failure.step, strnlen(failure.step, sizeof failure.step));
-  if (failure.kind != ChildMessage::ExecFailed) {
-    result.error = step + ": " + strerror(failure.err);
-    return;
-  }
-  result.exit_code = failure.err == ENOENT ? 127 : 126;
-  result.error = failure.err == ENOENT ? step + ": command not found in the sandbox"
-                                       : step + ": cannot execute: " + strerror(failure.err);
-}
-
-void fill_outcome(Result& result, const SupervisionOutcome& o, const CgroupUsage& usage,
-                  const Limits& limits) {
-  result.status = status_of(o, usage);
-  if (WIFEXITED(o.wait_status)) result.exit_code = WEXITSTATUS(o.wait_status);
-  if (WIFSIGNALED(o.wait_status)) result.signal = WTERMSIG(o.wait_status);
-  uint64_t rusage_cpu_ms =
-      static_cast<uint64_t>(o.usage.ru_utime.tv_sec + o.usage.ru_stime.tv_sec) * 1000 +
-      static_cast<uint64_t>(o.usage.ru_utime.tv_usec + o.usage.ru_stime.tv_usec) / 1000;
-  result.cpu_ms = usage.cpu_ns > 0 ? usage.cpu_ns / 1'000'000 : rusage_cpu_ms;
-  result.peak_memory_bytes = usage.peak_memory_bytes > 0
-                                 ? usage.peak_memory_bytes
-                                 : static_cast<uint64_t>(o.usage.ru_maxrss) * 1024;
-  result.events.oom_kills = usage.oom_kills;
-  result.events.pids_limit_hits = usage.pids_limit_hits;
-  if (o.interrupted_by) {
-    result.status = Status::RuntimeError;
-    result.error = std::string("sandcell was interrupted by ") + sigabbrev_np(o.interrupted_by) +
-                   "; the sandbox was killed";
-  }
-  (void)limits;
-}
-
-// RLIMIT_CPU ends a process with SIGXCPU at the soft limit, or SIGKILL at the hard one (pid 1 of a
-// pid namespace ignores SIGXCPU); the supervisor sends no SIGKILL without saying why. getrusage
-// trails the tick-based rlimit accounting, hence the margin.
-bool cpu_rlimit_hit(const Result& result) {
-  auto how = result.enforced.find("cpu_s");
-  if (how == result.enforced.end() || how->second != Enforcement::Rlimit || !result.limits.cpu_s)
-    return false;
-  bool cpu_signal = result.signal == SIGKILL || result.signal == SIGXCPU;
-  return result.status == Status::Signaled && cpu_signal &&
-         static_cast<double>(result.cpu_ms) >= *result.limits.cpu_s * 1000 * 0.8;
 }
 
 // The sandbox's init when supervise() returned before its exit (SupervisionOutcome::

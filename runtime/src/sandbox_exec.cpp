@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "child_messages.hpp"
+#include "child_plan_builder.hpp"
 #include "child_steps.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/runtime/sandbox.hpp"

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "oci_bundle.hpp"
 
@@ -232,7 +233,15 @@ TEST(OciConfig, JoinedMountAndUtsNamespaces_RootIsSetUpInsideAndHostnameIsSetInT
   PersistentMountNamespace mnt(a.path("mntns"));
   struct stat ns_file {};
   ASSERT_EQ(stat(mnt.file.c_str(), &ns_file), 0);
-  std::string host_mounts = read_text("/proc/self/mountinfo");
+  // The host's mounts under this test's tree (other tests may mount elsewhere meanwhile: ctest -j2).
+  auto bundle_mounts = [&] {
+    std::istringstream all(read_text("/proc/self/mountinfo"));
+    std::string mine;
+    for (std::string line; std::getline(all, line);)
+      if (line.find(a.path("")) != std::string::npos) mine += line + "\n";
+    return mine;
+  };
+  const std::string host_mounts = bundle_mounts();
 
   for (auto& entry : a.config["linux"]["namespaces"]) {
     if (entry["type"] == "uts") entry["path"] = "/proc/" + std::to_string(a_pid) + "/ns/uts";
@@ -247,7 +256,7 @@ TEST(OciConfig, JoinedMountAndUtsNamespaces_RootIsSetUpInsideAndHostnameIsSetInT
   EXPECT_EQ(b.out, "host-b\nmnt:[" + std::to_string(ns_file.st_ino) + "]\nroot-ok\n");
   EXPECT_EQ(a.oci({"exec", "a", "--", "hostname"}).out, "host-b\n")
       << "the hostname was set in a's uts namespace";
-  EXPECT_EQ(read_text("/proc/self/mountinfo"), host_mounts)
+  EXPECT_EQ(bundle_mounts(), host_mounts)
       << "the root was set up in the joined namespace";
 
   a.config["linux"]["namespaces"] = {{{"type", "pid"}}};

@@ -83,7 +83,9 @@ TEST(PoolE2E, PooledRunGivesTheColdResult) {
        {"files", json::array({{{"path", "in.txt"}, {"content_base64", "aGVsbG8="}}})},
        {"get", json::array({"out/r.txt"})}},
       {{"skill", "python"}, {"code", "import numpy as np\nprint(np.arange(10).sum())\n"}},
-      {{"skill", "python"}, {"code", "print('x' * 100)\n"}, {"output_limit", "10"}},
+      // Still running when the limit fires, so both are killed (137): a program that exits on its
+      // own first keeps its exit code, and which comes first would be a race (seen under -j2).
+      {{"skill", "python"}, {"code", "import sys, time\nprint('x' * 100, flush=True)\ntime.sleep(60)\n"}, {"output_limit", "10"}},
       // The pooled interpreter's exit (pool_boot.py) as Python's own: the SystemExit message
       // before the non-daemon threads and atexit, an unclosed file flushed, unflushed output kept.
       {{"skill", "python"},

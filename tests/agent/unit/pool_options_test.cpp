@@ -1,6 +1,12 @@
 // `--pool SKILL=N[,...]` (docs/architecture.md, "The warm pool").
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "executor/warm_pool.hpp"
 #include "sandcell/agent_service/executor.hpp"
 #include "sandcell/base/error.hpp"
 
@@ -16,6 +22,47 @@ TEST(PoolOptions, RefusesWhatIsNotABoundedCount) {
   for (const char* bad : {"", "python", "=4", "python=", "python=0", "python=65", "python=-1", "python=4x",
                           "python=4,", "python=1,python=2", "python=99999999999999999999"})
     EXPECT_THROW(parse_pool_sizes(bad), Error) << bad;
+}
+
+// A member as `code --pool-member` behaves before its request: the ready line, then it waits on
+// stdin (EOF: cancelled, it exits) with its stdout open (closed, the pool drops it).
+std::vector<std::string> fake_member() {
+  return {"/bin/sh", "-c", "echo '{\"ready\": true, \"memory_bytes\": 1}'; exec cat"};
+}
+
+bool eventually(const std::function<bool()>& condition) {
+  for (int i = 0; i < 500; ++i) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+// Under more requests than the pool holds, a refill would only take CPU from the cold runs
+// (bench/RESULTS.md, "HTTP"): while a request runs cold for want of a member, nothing starts.
+TEST(WarmPool, NothingStartsWhileARequestRunsColdThenThePoolRefills) {
+  std::atomic<int> starts{0};
+  WarmPool pool(PoolOptions{.sizes = {{"x", 1}}}, [&](const std::string&) {
+    ++starts;
+    return fake_member();
+  });
+  ASSERT_TRUE(eventually([&] { return pool.ready_count("x") == 1; }));
+  std::optional<StartedChild> taken;
+  {
+    WarmPool::ColdRun cold(pool);  // before the take: no round may refill in between
+    EXPECT_EQ(pool.cold_runs(), 1u);
+    taken = pool.take("x");
+    ASSERT_TRUE(taken);
+    EXPECT_FALSE(pool.take("x")) << "one member, taken";
+    // The pool's thread makes a round at least once a second and at every wake-up.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    EXPECT_EQ(starts, 1) << "a member started while a request ran cold";
+  }
+  EXPECT_EQ(pool.cold_runs(), 0u);
+  EXPECT_TRUE(eventually([&] { return pool.ready_count("x") == 1; })) << "no refill after the cold run";
+  EXPECT_EQ(starts, 2);
+  taken->stdin_write.reset();  // the taken member is the test's: cancel and reap it
+  EXPECT_EQ(waitpid(taken->pid, nullptr, 0), taken->pid);
 }
 
 }  // namespace

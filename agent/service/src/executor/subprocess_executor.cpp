@@ -68,7 +68,8 @@ class SubprocessExecutor final : public Executor {
 
   Json run(const Json& asked, std::stop_token stop) override {
     const Json request = with_defaults(asked);
-    if (std::optional<StartedChild> member = take_member(request)) {
+    std::optional<WarmPool::ColdRun> cold_run;
+    if (std::optional<StartedChild> member = take_member(request, cold_run)) {
       std::string out;
       Json answer;
       const LeaveExit leave{.answered = [&] {
@@ -91,7 +92,8 @@ class SubprocessExecutor final : public Executor {
 
   Json run_streaming(const Json& asked, const OutputSink& sink, std::stop_token stop) override {
     const Json request = with_defaults(asked);
-    if (std::optional<StartedChild> member = take_member(request)) {
+    std::optional<WarmPool::ColdRun> cold_run;
+    if (std::optional<StartedChild> member = take_member(request, cold_run)) {
       bool declined = false;
       Json end = stream_from(
           [&](const std::function<void(std::string_view)>& on_stdout, const std::function<bool()>& answered) {
@@ -169,11 +171,15 @@ class SubprocessExecutor final : public Executor {
     return r;
   }
 
-  std::optional<StartedChild> take_member(const Json& request) {
+  // A ready member of the request's skill; when its pool has none, `cold_run` holds the pool's
+  // refill until the request's cold run is over (WarmPool::ColdRun).
+  std::optional<StartedChild> take_member(const Json& request, std::optional<WarmPool::ColdRun>& cold_run) {
     if (!pool_) return std::nullopt;
     std::optional<std::string> skill = pooled_skill(request);
     if (!skill || !pool_->pools(*skill)) return std::nullopt;
-    return pool_->take(*skill);
+    std::optional<StartedChild> member = pool_->take(*skill);
+    if (!member) cold_run.emplace(*pool_);
+    return member;
   }
 
   // A member that answered tears its sandbox down on its own time; the pool reaps it.

@@ -96,6 +96,24 @@ std::optional<StartedChild> WarmPool::take(const std::string& skill) {
   return std::nullopt;
 }
 
+WarmPool::ColdRun::ColdRun(WarmPool& pool) : pool_(pool) {
+  std::lock_guard lock(pool_.mutex_);
+  ++pool_.cold_runs_;
+}
+
+WarmPool::ColdRun::~ColdRun() {
+  std::lock_guard lock(pool_.mutex_);
+  if (--pool_.cold_runs_ > 0) return;
+  uint64_t one = 1;
+  ssize_t ignored = write(pool_.wake_.get(), &one, sizeof one);  // refill now
+  (void)ignored;
+}
+
+size_t WarmPool::cold_runs() const {
+  std::lock_guard lock(mutex_);
+  return cold_runs_;
+}
+
 size_t WarmPool::ready_count(const std::string& skill) const {
   std::lock_guard lock(mutex_);
   size_t n = 0;
@@ -105,8 +123,10 @@ size_t WarmPool::ready_count(const std::string& skill) const {
 
 // One start at a time (a start is an interpreter importing its preloads: a core for a while,
 // which the requests running meanwhile must not wait for), within the count per skill and the
-// memory bound: the ready members' own memory plus the estimate for the one starting.
+// memory bound: the ready members' own memory plus the estimate for the one starting; none while
+// a request runs cold for want of a member (ColdRun).
 void WarmPool::refill(Clock::time_point now) {
+  if (cold_runs_ > 0) return;  // ColdRun
   uint64_t memory = 0;
   std::map<std::string, int> count;
   for (const Member& m : members_) {
