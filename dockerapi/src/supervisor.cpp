@@ -55,6 +55,38 @@ UniqueFd open_stdin(const ContainerDir& container, bool for_terminal) {
   return fd;
 }
 
+// The pipe the API server's start waits on (start_supervisor): one byte once state.json left
+// `created` (running, or exited with the error), then closed. Its end of file without that byte
+// tells the server the supervisor died before (a SIGKILL: the kernel closes it for us).
+class StartedPipe {
+ public:
+  static StartedPipe from_environment();
+  void send() {
+    if (!fd_) return;
+    char byte = 's';
+    while (write(fd_.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+    fd_.reset();
+  }
+
+ private:
+  UniqueFd fd_;
+};
+
+StartedPipe StartedPipe::from_environment() {
+  StartedPipe pipe;
+  const char* text = getenv(kStartedFdVariable);
+  if (!text) return pipe;
+  int fd = atoi(text);
+  unsetenv(kStartedFdVariable);
+  struct stat st {};
+  if (fd > 2 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+    fcntl(fd, F_SETFD, FD_CLOEXEC);  // not the sandbox's
+    pipe.fd_ = UniqueFd(fd);
+  }
+  return pipe;
+}
+
 // Config.Tty: the program's pty, pumped while it runs (container_tty.hpp).
 struct Terminal {
   UniqueFd input, control;
@@ -64,7 +96,8 @@ struct Terminal {
 
 // "running" is recorded once the init exists: from then on exec can join it.
 runtime::RunOptions run_options(const ContainerDir& container, ContainerState& state, LogWriter& log,
-                                int stdin_fd, const std::string& store_root, Terminal* terminal) {
+                                int stdin_fd, const std::string& store_root, Terminal* terminal,
+                                StartedPipe& started) {
   runtime::RunOptions options;
   options.output = [&log](runtime::Stream stream, std::span<const char> data) { log.append(stream, data); };
   options.stdin_fd = stdin_fd >= 0 ? stdin_fd : -1;
@@ -80,8 +113,8 @@ runtime::RunOptions run_options(const ContainerDir& container, ContainerState& s
       }
     };
   options.freezer = true;  // pause/unpause (v1 makes no freezer cgroup otherwise)
-  options.on_started = [&container, &state, &store_root](pid_t init,
-                                            const std::vector<std::string>& cgroup_paths) {
+  options.on_started = [&container, &state, &store_root, &started](pid_t init,
+                                                       const std::vector<std::string>& cgroup_paths) {
     state.init_pid = init;
     state.cgroup_paths = cgroup_paths;
     try {
@@ -89,6 +122,7 @@ runtime::RunOptions run_options(const ContainerDir& container, ContainerState& s
     } catch (const std::exception&) {
       // a full disk: the container runs, exec cannot find it
     }
+    started.send();
     record_container_event(store_root, container, "start");
   };
   return options;
@@ -212,7 +246,7 @@ void record_volumes(runtime::Result& result, const std::vector<VolumeDisk>& volu
     runtime::record_volume(result, v.name, v.disk ? &v.disk->disk() : nullptr, v.writable, v.unbounded);
 }
 
-int supervise(const ContainerDir& container, const std::string& store_root) {
+int supervise(const ContainerDir& container, const std::string& store_root, StartedPipe& started) {
   nlohmann::json request = container.create_request();
   ContainerState state;
   state.status = "running";
@@ -245,7 +279,7 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
     }
     runtime::Result result = runtime::run_sandbox(
         spec, run_options(container, state, log, input ? input.get() : -1, store_root,
-                          terminal ? &*terminal : nullptr));
+                          terminal ? &*terminal : nullptr, started));
     if (terminal) {
       terminal->pump.reset();  // its output in the log before the exit file says the run is over
       unlink(container.file("tty.ctl").c_str());
@@ -259,6 +293,7 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
   } catch (const std::exception& e) {
     record_failure(container, state, e.what(), store_root);
   }
+  started.send();  // no-op once sent; after a failure: the state says exited now
   if (request["HostConfig"].value("AutoRemove", false)) remove_container(container, request, store_root);
   return 0;
 }
@@ -266,13 +301,14 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
 }  // namespace
 
 int supervise_container(const std::string& container_dir, const std::string& store_root) {
+  StartedPipe started = StartedPipe::from_environment();  // both processes: the first one's copy closes with it
   if (!detach_from_server()) return 0;
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null >= 0) {
     for (int fd : {0, 1, 2}) dup2(null, fd);
     close(null);
   }
-  return supervise(ContainerDir(container_dir), store_root);
+  return supervise(ContainerDir(container_dir), store_root, started);
 }
 
 }  // namespace sandcell::dockerapi
