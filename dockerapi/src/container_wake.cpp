@@ -78,7 +78,8 @@ void ContainerWake::watch_recorded_supervisor() {
 }
 
 void ContainerWake::look_at_supervisor() {
-  if (std::exchange(state_changed_, false)) watch_recorded_supervisor();
+  // Without inotify nothing says state.json changed: read it at every look.
+  if (std::exchange(state_changed_, !inotify_)) watch_recorded_supervisor();
   if (pidfd_) {
     pollfd p{.fd = pidfd_.get(), .events = POLLIN, .revents = 0};
     if (poll(&p, 1, 0) > 0) {
