@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "container_io.hpp"
 #include "container_log.hpp"
 #include "container_mounts.hpp"
+#include "container_processes.hpp"
 #include "container_tty.hpp"
 #include "container_store.hpp"
 #include "create_request.hpp"
