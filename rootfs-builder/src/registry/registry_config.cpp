@@ -150,7 +150,7 @@ json decode_registry_header(const std::string& header, const char* name) {
 }
 
 // One of Docker's AuthConfig objects; `where` names it in errors.
-std::optional<RegistryCredentials> credentials_in(const json& auth, const std::string& where) {
+std::optional<RegistryCredentials> header_credentials(const json& auth, const std::string& where) {
   if (!auth.is_object()) throw Error::invalid("invalid " + where + ": not a JSON object");
   auto field = [&auth, &where](const char* key) -> std::string {
     auto it = auth.find(key);
@@ -175,14 +175,15 @@ std::optional<RegistryCredentials> credentials_in(const json& auth, const std::s
 
 std::optional<RegistryCredentials> parse_registry_auth_header(const std::string& header) {
   if (header.empty()) return std::nullopt;
-  return credentials_in(decode_registry_header(header, "X-Registry-Auth"), "X-Registry-Auth header");
+  return header_credentials(decode_registry_header(header, "X-Registry-Auth"), "X-Registry-Auth header");
 }
 
 std::map<std::string, RegistryCredentials> parse_registry_config_header(const std::string& header) {
   std::map<std::string, RegistryCredentials> out;
   if (header.empty()) return out;
-  for (const auto& [registry, auth] : decode_registry_header(header, "X-Registry-Config").items()) {
-    std::optional<RegistryCredentials> credentials = credentials_in(auth, "X-Registry-Config entry " + registry);
+  const json config = decode_registry_header(header, "X-Registry-Config");
+  for (const auto& [registry, auth] : config.items()) {
+    std::optional<RegistryCredentials> credentials = header_credentials(auth, "X-Registry-Config entry " + registry);
     if (credentials) out[normalize_registry(registry)] = *credentials;
   }
   return out;
