@@ -203,8 +203,8 @@ size_t inotify_instances(pid_t pid) {
 
 // A supervisor killed with SIGKILL writes nothing: the clients waiting on its container (wait,
 // logs -f, attach) each get their answer all the same (the waiter whose pidfd fires records the
-// end), the die is recorded once, and the server stopping ends waiters that have no answer.
-TEST_F(DockerApiState, WaitFollowAndAttachAnswerWhenTheSupervisorIsKilledAndEndWhenTheServerStops) {
+// end), and the die is recorded once. (The test's name is short: the socket's path is in it.)
+TEST_F(DockerApiState, KilledSupervisorStillAnswersWaitFollowAndAttach) {
   ASSERT_EQ(docker({"run", "-d", "--name", "victim", "--network", "none", "bb:1", "sh", "-c",
                     "echo ready; exec sleep 1000"}).exit_code, 0);
   ASSERT_EQ(logs_until("victim", [](const std::string& out) { return out == "ready\n"; }), "ready\n");
@@ -235,8 +235,13 @@ TEST_F(DockerApiState, WaitFollowAndAttachAnswerWhenTheSupervisorIsKilledAndEndW
                        "container=victim", "--filter", "event=die", "--format", "{{.Action}}"});
   EXPECT_EQ(die.out, "die\n") << die.err;  // once, whoever noticed first
   EXPECT_EQ(docker({"rm", "victim"}).exit_code, 0);
+  EXPECT_EQ(run_sandcell({"gc"}).exit_code, 0);  // the killed supervisor's run state and cgroups
+}
 
-  // The server stops under waiters that have no answer yet: they end, and so does the server.
+// The server stops under waiters that have no answer yet: they end (the eventfd every waiter
+// polls), and so does the server.
+TEST_F(DockerApiState, ServerStopEndsWaitersWithoutAnswer) {
+  CliRun waited, followed;
   ASSERT_EQ(docker({"run", "-d", "--name", "sleeper", "--network", "none", "bb:1", "sleep", "1000"}).exit_code, 0);
   const size_t before = inotify_instances(server_);
   std::thread waiter2([&] { waited = docker({"wait", "sleeper"}); });
