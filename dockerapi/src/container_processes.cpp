@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <climits>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -144,6 +145,14 @@ void start_supervisor(const std::string& exe, const std::string& store_root, con
   pollfd p{.fd = started_read.get(), .events = POLLIN, .revents = 0};
   int ready;
   while ((ready = poll(&p, 1, 30000)) < 0 && errno == EINTR) {
+  }
+  if (ready > 0) {
+    char message[PIPE_BUF];
+    ssize_t n;
+    while ((n = read(started_read.get(), message, sizeof message)) < 0 && errno == EINTR) {
+    }
+    if (n > 0 && message[0] == 'R') return;
+    if (n > 0 && message[0] == 'E') throw ApiError{400, std::string(message + 1, static_cast<size_t>(n - 1))};
   }
   ContainerState state;
   try {

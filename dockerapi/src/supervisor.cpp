@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -57,16 +58,17 @@ UniqueFd open_stdin(const ContainerDir& container, bool for_terminal) {
   return fd;
 }
 
-// The pipe the API server's start waits on (start_supervisor): one byte once state.json left
-// `created` (running, or exited with the error), then closed. Its end of file without that byte
-// tells the server the supervisor died before (a SIGKILL: the kernel closes it for us).
+// The pipe the API server's start waits on (start_supervisor): once state.json left `created`,
+// one write (atomic: at most PIPE_BUF bytes) of "R" (running) or "E" and the error that ended
+// the start (the server needs it when an AutoRemove takes the directory at once), then closed.
+// End of file without it tells the server the supervisor died first (a SIGKILL closes it too).
 class StartedPipe {
  public:
   static StartedPipe from_environment();
-  void send() {
+  void send(const std::string& error = "") {
     if (!fd_) return;
-    char byte = 's';
-    while (write(fd_.get(), &byte, 1) < 0 && errno == EINTR) {
+    std::string message = error.empty() ? "R" : ("E" + error).substr(0, PIPE_BUF);
+    while (write(fd_.get(), message.data(), message.size()) < 0 && errno == EINTR) {
     }
     fd_.reset();
   }
@@ -295,7 +297,11 @@ int supervise(const ContainerDir& container, const std::string& store_root, Star
   } catch (const std::exception& e) {
     record_failure(container, state, e.what(), store_root);
   }
-  started.send();  // no-op once sent; after a failure: the state says exited now
+  try {  // no-op once sent; else the start failed: its error
+    started.send(container.state().error);
+  } catch (const std::exception& e) {
+    started.send(e.what());
+  }
   if (request["HostConfig"].value("AutoRemove", false)) remove_container(container, request, store_root);
   return 0;
 }
