@@ -8,6 +8,11 @@
 #              wait, remove), timed start to exit by bench/interleave.py, interleaved
 #   exec       docker-py `container.exec_run(["python3", "-c", "print(1)"])` on a long-lived
 #              container of each server (`sleep infinity`, network none), interleaved round by round
+#   wait       docker-py `api.wait(id)` on a `sleep infinity` container: the time from `kill` to
+#              wait's answer; with SUPERVISOR_KILL=1 for sandcell also from a SIGKILL of the
+#              container's supervisor (the API server then notices the death itself; what the
+#              killed runs leave, their cgroups, needs a `sandcell gc`, which is host-wide: hence
+#              off by default, and the script then runs it with an empty --root of its own)
 # and prints medians and the ratio sandcell/podman with the issue's goals (run <= 0.2x,
 # exec <= 0.3x). The client calls are the same for both; podman's containers.conf gives its
 # containers nofile and nproc 1024 (its defaults, 1048576, exceed what root here may set, and runc
@@ -19,7 +24,7 @@
 # Usage: sudo bench/docker_api.sh [BUILD_DIR]
 # Environment: ROOT (image store; default the build's SANDCELL_TEST_STORE, else $BUILD/test-store),
 #   IMAGE (sandcell/skill-python:latest; needs python3), ROUNDS (20), WARMUP (2),
-#   OUT (directory for docker_api.json; default $BUILD/bench)
+#   OUT (directory for docker_api.json; default $BUILD/bench), SUPERVISOR_KILL (0)
 set -euo pipefail
 
 die() {
@@ -36,6 +41,7 @@ IMAGE=${IMAGE:-sandcell/skill-python:latest}
 ROUNDS=${ROUNDS:-20}
 WARMUP=${WARMUP:-2}
 OUT=${OUT:-$BUILD/bench}
+SUPERVISOR_KILL=${SUPERVISOR_KILL:-0}
 SANDCELL=$BUILD/cli/sandcell
 
 [ "$(id -u)" -eq 0 ] || die "must run as root: sudo $0 $*"
@@ -83,6 +89,9 @@ cleanup() {
       rmdir "$d" 2>/dev/null || true
     done
   fi
+  # The killed supervisors' runs (SUPERVISOR_KILL=1): gc with a store of its own, so the image
+  # store's temporaries are not its business.
+  [ "$SUPERVISOR_KILL" != 1 ] || "$SANDCELL" --root "$TMP/gc-root" gc >/dev/null 2>&1 || true
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -158,9 +167,62 @@ finally:
         c.remove(force=True)
 EOF
 
-python3 - "$TMP/run.json" "$TMP/exec.json" "$OUT/docker_api.json" "$IMAGE" <<'EOF'
+echo "== docker-py wait() answered after kill(): $ROUNDS rounds, interleaved"
+python3 - "$SC_SOCK" "$PM_SOCK" "$IMAGE" "$ROUNDS" "$WARMUP" "$TMP/wait.json" "$SUPERVISOR_KILL" <<'EOF'
+import json, os, signal, statistics, sys, threading, time
+import docker
+
+sc_sock, pm_sock, image, rounds, warmup, out, supervisor_kill = sys.argv[1:8]
+rounds, warmup = int(rounds), int(warmup)
+clients = {"sandcell": docker.DockerClient(base_url="unix://" + sc_sock, version="auto"),
+           "podman": docker.DockerClient(base_url="unix://" + pm_sock, version="auto")}
+# (series, client, how the container is ended)
+series = [("sandcell kill", "sandcell", "api"), ("podman kill", "podman", "api")]
+if supervisor_kill == "1":
+    series.append(("sandcell supervisor SIGKILL", "sandcell", "supervisor"))
+times = {name: [] for name, _, _ in series}
+
+def one(client, how):
+    c = clients[client].containers.run(image, ["sleep", "infinity"], detach=True, network_mode="none",
+                                       labels={"sandcell-bench": "docker-api"})
+    try:
+        result = {}
+        waiter = threading.Thread(target=lambda: result.update(clients[client].api.wait(c.id)))
+        waiter.start()
+        time.sleep(0.3)  # the wait request is in (a benchmark, not a test)
+        start = time.perf_counter()
+        if how == "api":
+            c.kill()
+        else:
+            c.reload()
+            os.kill(c.attrs["State"]["Pid"], signal.SIGKILL)  # sandcell's State.Pid: the supervisor
+        waiter.join()
+        ms = (time.perf_counter() - start) * 1000
+        if result.get("StatusCode") != 137:
+            sys.exit(f"{client} {how}: wait gave {result!r}")
+        return ms
+    finally:
+        c.remove(force=True)
+
+for r in range(warmup + rounds):
+    order = series[r % len(series):] + series[:r % len(series)]
+    for name, client, how in order:
+        ms = one(client, how)
+        if r >= warmup:
+            times[name].append(ms)
+summary = {n: {"median": statistics.median(t), "p90": sorted(t)[round(0.9 * (len(t) - 1))], "min": min(t)}
+           for n, t in times.items()}
+print(f"{'series':<28} {'median':>8} {'p90':>8} {'min':>8}  (ms, kill sent to wait answered)")
+for n, s in summary.items():
+    print(f"{n:<28} {s['median']:8.2f} {s['p90']:8.2f} {s['min']:8.2f}")
+with open(out, "w") as f:
+    json.dump({"rounds": rounds, "summary": summary, "times_ms": times}, f, indent=1)
+EOF
+
+python3 - "$TMP/run.json" "$TMP/exec.json" "$OUT/docker_api.json" "$IMAGE" "$TMP/wait.json" <<'EOF'
 import json, sys
 run, exe = (json.load(open(p)) for p in sys.argv[1:3])
+wait = json.load(open(sys.argv[5]))
 rows = []
 for what, data, goal in (("docker run --rm true", run, 0.2), ("docker-py exec_run print(1)", exe, 0.3)):
     sc, pm = data["summary"]["sandcell"]["median"], data["summary"]["podman"]["median"]
@@ -171,6 +233,7 @@ print(f"\n{'':<30} {'sandcell':>9} {'podman':>9} {'ratio':>7} {'goal':>6}")
 for r in rows:
     print(f"{r['what']:<30} {r['sandcell_ms']:9.1f} {r['podman_ms']:9.1f} {r['ratio']:7.3f} "
           f"{r['goal']:6.2f}  {'met' if r['met'] else 'NOT met'}")
-json.dump({"image": sys.argv[4], "rows": rows, "run": run["summary"], "exec": exe["summary"]},
+json.dump({"image": sys.argv[4], "rows": rows, "run": run["summary"], "exec": exe["summary"],
+           "wait_after_kill": wait["summary"]},
           open(sys.argv[3], "w"), indent=1)
 EOF

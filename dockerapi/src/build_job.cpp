@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <regex>
 
 #include "container_store.hpp"
@@ -16,6 +17,8 @@
 #include "sandcell/dockerapi/server.hpp"
 #include "sandcell/rootfs_builder/build.hpp"
 #include "sandcell/rootfs_builder/registry.hpp"
+#include "sandcell/rootfs_builder/registry_reference.hpp"
+#include "sandcell/base/bounded_json.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 
 namespace sandcell::dockerapi {
@@ -46,7 +49,26 @@ std::string docker_step(const std::string& line) {
   return std::regex_match(line, m, kStep) ? "Step " + m[1].str() + " : " + m[2].str() : line;
 }
 
-rb::BuildOptions build_options(const json& request, const std::string& context, const std::string& store_root) {
+// The client's logins by registry (X-Registry-Config), from the server on our stdin.
+std::map<std::string, rb::RegistryCredentials> read_logins() {
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(STDIN_FILENO, buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || text.size() > (1u << 20)) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  std::map<std::string, rb::RegistryCredentials> out;
+  json logins = parse_bounded_json_or_discarded(text);
+  if (!logins.is_object()) return out;
+  for (const auto& [registry, login] : logins.items())
+    if (login.is_object())
+      out[registry] = {login.value("username", ""), login.value("password", "")};
+  return out;
+}
+
+rb::BuildOptions build_options(const json& request, const std::string& context, const std::string& store_root,
+                               const std::map<std::string, rb::RegistryCredentials>& logins) {
   rb::BuildOptions options;
   options.context_dir = context;
   options.dockerfile = request.at("dockerfile").get<std::string>();
@@ -63,11 +85,14 @@ rb::BuildOptions build_options(const json& request, const std::string& context, 
   options.progress = [quiet](const std::string& line) {
     if (!quiet) stream(docker_step(line));
   };
-  // FROM an image the store lacks: pulled anonymously (never with the host's credentials).
-  options.fetch_image = [quiet, store_root](const std::string& image) {
+  // FROM an image the store lacks: pulled with the client's login for its registry
+  // (X-Registry-Config), else anonymously; never with the host's credentials.
+  options.fetch_image = [quiet, store_root, logins](const std::string& image) {
     if (!quiet) stream("Pulling " + image);
     rb::PullOptions pull;
     pull.stored_credentials = false;
+    if (auto login = logins.find(rb::parse_registry_reference(image).registry); login != logins.end())
+      pull.credentials = login->second;
     rb::ImageStore store(store_root);
     return rb::pull_image(store, image, pull).local_name;
   };
@@ -76,7 +101,7 @@ rb::BuildOptions build_options(const json& request, const std::string& context, 
 
 void build(const std::string& job_dir, const std::string& store_root) {
   json request = read_json(job_dir + "/request.json");
-  rb::BuildOptions options = build_options(request, job_dir + "/context", store_root);
+  rb::BuildOptions options = build_options(request, job_dir + "/context", store_root, read_logins());
   rb::ImageStore store(store_root);
   // A prune waits for the build (its blobs, and job_dir should the server be gone).
   rb::ImageStore::Lease hold = store.lease();

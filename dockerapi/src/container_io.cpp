@@ -1,7 +1,8 @@
 // Streams over a container's files. The supervisor appends to the log (its generations:
-// container_log.hpp) and writes `exit` once; readers poll (20 ms) and hold their fds, so an
-// AutoRemove deleting the directory does not cut a reader off before it has drained the log
-// (and the supervisor waits for them before it removes it: log.readers).
+// container_log.hpp) and writes `exit` once; readers sleep until the directory changes or the
+// supervisor ends (container_wake.hpp) and hold their fds, so an AutoRemove deleting the
+// directory does not cut a reader off before it has drained the log (and the supervisor waits
+// for them before it removes it: log.readers).
 #include "container_io.hpp"
 
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <utility>
 
 #include "container_log.hpp"
+#include "container_wake.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
 
@@ -27,7 +29,6 @@ namespace sandcell::dockerapi {
 namespace {
 
 using runtime::UniqueFd;
-constexpr auto kPoll = std::chrono::milliseconds(20);
 // Set when the server stops: every stream ends, so the server's threads can be joined.
 std::atomic<bool> stopping{false};
 
@@ -57,6 +58,7 @@ class LogReader {
   LogReader(const ContainerDir& container, const AttachOptions& options)
       : container_(container), readers_(hold_log_readers(container)), exit_(open_read(container.file("exit"))),
         follow_(options.follow) {
+    if (follow_) wake_.emplace(container);  // armed before the first read: no write goes unnoticed
     if (options.replay_log) {
       for (LogFile& file : open_log_generations(container)) files_.push_back(std::move(file));
     } else {
@@ -103,15 +105,18 @@ class LogReader {
         readers_.reset();  // done: an AutoRemove need not wait for us
         return 0;
       }
-      // Over: read once more after seeing the exit, as the last output came before it.
+      // Over: read once more after seeing the exit, as the last output came before it. A
+      // supervisor killed before it could write the exit gets it written here.
+      wake_->look_at_supervisor();
       if (exit_code_in(exit_.get())) over_ = true;
-      else std::this_thread::sleep_for(kPoll);
+      else wake_->wait();
     }
   }
 
  private:
   ContainerDir container_;
   UniqueFd readers_, exit_;
+  std::optional<ContainerWake> wake_;  // following only
   std::deque<LogFile> files_;
   bool follow_, over_ = false, switched_ = false;
 };
@@ -335,13 +340,15 @@ void forward_stdin(int sock, const std::string& early, const ContainerDir& conta
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || !write_all(fifo.get(), buffer, static_cast<size_t>(n))) break;
   }
-  for (int i = 0; i < 3000 && !stopping; ++i) {  // at most a minute for a start that never comes
+  ContainerWake wake(container);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);  // a start that never comes
+  while (!stopping && std::chrono::steady_clock::now() < deadline) {
     try {
       if (container.state().status != "created") break;
     } catch (const std::exception&) {
       break;  // removed
     }
-    std::this_thread::sleep_for(kPoll);
+    wake.wait(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
   }
 }
 
@@ -366,15 +373,22 @@ Hijack attach_connection(const ContainerDir& container, const AttachOptions& opt
   };
 }
 
-void end_all_streams() { stopping = true; }
+void end_all_streams() {
+  stopping = true;
+  wake_all_waiters();
+}
 bool streams_ending() { return stopping; }
 
 std::optional<int> wait_for_exit(const ContainerDir& container, int timeout_ms) {
   UniqueFd exit_fd = open_read(container.file("exit"));
-  for (int waited = 0;; waited += 20) {
+  ContainerWake wake(container);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    wake.look_at_supervisor();
     if (auto code = exit_code_in(exit_fd.get())) return code;
-    if (waited >= timeout_ms) return std::nullopt;
-    std::this_thread::sleep_for(kPoll);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || stopping) return std::nullopt;
+    wake.wait(left);
   }
 }
 
@@ -385,14 +399,15 @@ BodyStream wait_stream(const ContainerDir& container, const std::string& conditi
   return [exit_fd, container, condition, not_running_now, done](char* buffer, size_t size) -> size_t {
     if (*done) return 0;
     *done = true;
+    ContainerWake wake(container);  // armed before the first check
     std::optional<int> code = not_running_now ? std::optional<int>(0) : std::nullopt;
     while (!code) {
       if (stopping) return 0;
+      wake.look_at_supervisor();
       code = exit_code_in(exit_fd->get());
-      if (!code) std::this_thread::sleep_for(kPoll);
+      if (!code) wake.wait();
     }
-    while (condition == "removed" && std::filesystem::exists(container.path()) && !stopping)
-      std::this_thread::sleep_for(kPoll);
+    while (condition == "removed" && std::filesystem::exists(container.path()) && !stopping) wake.wait();
     std::string body = nlohmann::json{{"StatusCode", *code}, {"Error", nullptr}}.dump() + "\n";
     size_t n = std::min(size, body.size());
     std::copy_n(body.data(), n, buffer);

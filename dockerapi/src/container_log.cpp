@@ -12,10 +12,10 @@
 #include <chrono>
 #include <cmath>
 #include <regex>
-#include <thread>
 
 #include "api_error.hpp"
 #include "container_io.hpp"
+#include "container_wake.hpp"
 #include "sandcell/base/error.hpp"
 
 namespace sandcell::dockerapi {
@@ -318,9 +318,14 @@ UniqueFd hold_log_readers(const ContainerDir& container) {
 void wait_for_log_readers(const ContainerDir& container, int timeout_ms) {
   UniqueFd fd = open_lock(container, "log.readers");
   if (!fd) return;
-  for (int waited = 0; waited < timeout_ms; waited += 20) {
+  // A reader lets go by closing its descriptor (opened for writing: IN_CLOSE_WRITE wakes us).
+  ContainerWake wake(container);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
     if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    wake.wait(left);
   }
 }
 

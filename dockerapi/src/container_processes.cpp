@@ -4,13 +4,16 @@
 #include <signal.h>
 #include <spawn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <climits>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <thread>
 
 #include "api_error.hpp"
@@ -90,31 +93,79 @@ void reset_for_start(const ContainerDir& container) {
   container.save_state({});
 }
 
-void start_supervisor(const std::string& exe, const std::string& store_root, const ContainerDir& container) {
+namespace {
+
+// The supervisor's environment: ours and where its end of the started pipe is.
+std::vector<std::string> supervisor_environment(int started_fd) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (!std::string_view(*e).starts_with(std::string(kStartedFdVariable) + "=")) env.emplace_back(*e);
+  env.push_back(std::string(kStartedFdVariable) + "=" + std::to_string(started_fd));
+  return env;
+}
+
+// Spawned with the pipe's write end as fd kChildFd (dup2 clears close-on-exec on the copy only);
+// our own ends stay close-on-exec, so no other process the server spawns holds them.
+constexpr int kChildFd = 3;
+
+void spawn_supervisor(const std::string& exe, const std::string& store_root, const ContainerDir& container,
+                      int started_write) {
   std::vector<std::string> words = {exe, "--root", store_root, "docker-container-supervisor", container.path()};
-  std::vector<char*> argv;
+  std::vector<std::string> env = supervisor_environment(kChildFd);
+  std::vector<char*> argv, envp;
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, started_write, kChildFd);
   pid_t pid = 0;
-  int err = posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), environ);
+  int err = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
   if (err != 0) throw Error(err, "spawn the container supervisor " + exe);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  for (int i = 0; i < 1500; ++i) {  // 30 s: the first run of an image unpacks its layers
-    ContainerState state;
-    try {
-      state = container.state();
-    } catch (const std::exception&) {
-      return;  // over and auto-removed already
-    }
-    if (state.status != "created") {
-      if (!state.error.empty()) throw ApiError{400, state.error};
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+}  // namespace
+
+void start_supervisor(const std::string& exe, const std::string& store_root, const ContainerDir& container) {
+  int ends[2];
+  check(pipe2(ends, O_CLOEXEC), "pipe for the container supervisor");
+  runtime::UniqueFd started_read(ends[0]), started_write(ends[1]);
+  if (started_write.get() == kChildFd) {  // dup2 onto itself would keep close-on-exec
+    started_write = runtime::UniqueFd(fcntl(ends[1], F_DUPFD_CLOEXEC, kChildFd + 1));
+    if (!started_write) throw Error(errno, "dup the supervisor's pipe");
   }
-  throw ApiError{500, "the container's supervisor did not start within 30 s"};
+  spawn_supervisor(exe, store_root, container, started_write.get());
+  started_write.reset();  // the supervisor's copy is the only one left
+  // 30 s: the first run of an image unpacks its layers.
+  pollfd p{.fd = started_read.get(), .events = POLLIN, .revents = 0};
+  int ready;
+  while ((ready = poll(&p, 1, 30000)) < 0 && errno == EINTR) {
+  }
+  if (ready > 0) {
+    char message[PIPE_BUF];
+    ssize_t n;
+    while ((n = read(started_read.get(), message, sizeof message)) < 0 && errno == EINTR) {
+    }
+    if (n > 0 && message[0] == 'R') return;
+    if (n > 0 && message[0] == 'E') throw ApiError{400, std::string(message + 1, static_cast<size_t>(n - 1))};
+  }
+  ContainerState state;
+  try {
+    state = container.state();
+  } catch (const std::exception&) {
+    return;  // over and auto-removed already
+  }
+  if (state.status != "created") {
+    if (!state.error.empty()) throw ApiError{400, state.error};
+    return;
+  }
+  if (ready == 0) throw ApiError{500, "the container's supervisor did not start within 30 s"};
+  throw ApiError{500, "the container's supervisor ended before the container started"};
 }
 
 RunningSandbox running_sandbox(const std::string& store_root, const ContainerDir& container) {

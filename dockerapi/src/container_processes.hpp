@@ -30,7 +30,11 @@ runtime::UniqueFd lock_for_start(const ContainerDir& container);
 void reset_for_start(const ContainerDir& container);
 
 // Spawns `exe --root STORE docker-container-supervisor DIR` and waits until the state left
-// `created`. Throws ApiError with the supervisor's error when the sandbox could not start.
+// `created`. Throws ApiError with the supervisor's error when the sandbox could not start. It
+// waits on a pipe whose write end the supervisor holds (its fd number in kStartedFdVariable):
+// the supervisor writes a byte once state.json left `created`, and a supervisor that dies
+// before closes it by dying: no polling, and no 30 s wait for one that was killed.
+constexpr const char* kStartedFdVariable = "SANDCELL_DOCKER_STARTED_FD";
 void start_supervisor(const std::string& exe, const std::string& store_root, const ContainerDir& container);
 
 // A running container's sandbox as runtime::exec_in_sandbox and open_sandbox_root take it: its

@@ -68,6 +68,8 @@ class StoreLock {
 
 std::string ContainerDir::id() const { return fs::path(dir_).filename().string(); }
 
+std::string ContainerDir::store_root() const { return fs::path(dir_).parent_path().parent_path().parent_path().string(); }
+
 nlohmann::json ContainerDir::create_request() const { return read_json(file("create.json")); }
 
 ContainerState ContainerDir::state() const {

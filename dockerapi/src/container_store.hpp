@@ -31,6 +31,8 @@ class ContainerDir {
   const std::string& path() const { return dir_; }
   std::string id() const;
   std::string file(const char* name) const { return dir_ + "/" + name; }
+  // The store it lives in: containers are <store root>/docker/containers/<id>.
+  std::string store_root() const;
 
   nlohmann::json create_request() const;  // create.json
   ContainerState state() const;           // state.json; a dead supervisor reads as exited

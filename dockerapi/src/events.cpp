@@ -104,20 +104,24 @@ std::vector<nlohmann::json> read_events(const std::string& store_root, EventCurs
   return out;
 }
 
+void note_lost_supervisor(const std::string& store_root, const ContainerDir& c) {
+  nlohmann::json recorded = read_json(c.file("state.json"));
+  if (recorded.value("Status", "") != "running") return;
+  ContainerState state = c.state();  // reads exited when the supervisor is gone
+  if (state.status != "exited") return;
+  std::string marker = c.file(("lost-" + std::to_string(state.pid) + "-" + std::to_string(state.pid_start)).c_str());
+  UniqueFd once(open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!once) return;  // someone else noted it
+  state.finished_at = now_rfc3339();
+  c.save_state(state);
+  c.write_exit(state.exit_code);  // waiters would wait for the dead supervisor forever
+  record_container_event(store_root, c, "die", {{"exitCode", std::to_string(state.exit_code)}});
+}
+
 void note_lost_supervisors(const std::string& store_root, const ContainerStore& containers) {
   for (const ContainerDir& c : containers.list()) {
     try {
-      nlohmann::json recorded = read_json(c.file("state.json"));
-      if (recorded.value("Status", "") != "running") continue;
-      ContainerState state = c.state();  // reads exited when the supervisor is gone
-      if (state.status != "exited") continue;
-      std::string marker = c.file(("lost-" + std::to_string(state.pid) + "-" + std::to_string(state.pid_start)).c_str());
-      UniqueFd once(open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-      if (!once) continue;  // someone else noted it
-      state.finished_at = now_rfc3339();
-      c.save_state(state);
-      c.write_exit(state.exit_code);  // waiters would wait for the dead supervisor forever
-      record_container_event(store_root, c, "die", {{"exitCode", std::to_string(state.exit_code)}});
+      note_lost_supervisor(store_root, c);
     } catch (const std::exception&) {
       // removed while we looked
     }

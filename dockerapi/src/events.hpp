@@ -37,5 +37,8 @@ std::vector<nlohmann::json> read_events(const std::string& store_root, EventCurs
 // Containers recorded running whose supervisor is gone: each gets its state written as exited
 // (Error "supervisor gone") and one `die` event, once per supervisor.
 void note_lost_supervisors(const std::string& store_root, const ContainerStore& containers);
+// The same for one container (its waiters call it when their pidfd says the supervisor is
+// gone); throws when the container was removed meanwhile.
+void note_lost_supervisor(const std::string& store_root, const ContainerDir& container);
 
 }  // namespace sandcell::dockerapi

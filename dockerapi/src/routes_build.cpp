@@ -22,6 +22,7 @@
 #include "sandcell/base/number.hpp"
 #include "sandcell/rootfs_builder/image.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
+#include "sandcell/rootfs_builder/registry_config.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 #include "sandcell/runtime/owned_temp_dir.hpp"
 
@@ -122,22 +123,46 @@ void extract_context(const ApiContext& api, const HttpRequest& request, const st
   refuse_rejected_entries(stats);
 }
 
-// `supervisor_exe --root STORE docker-build-job DIR` with its stdout into a pipe; returns the read end.
-runtime::UniqueFd spawn_build_job(const ApiContext& api, const std::string& job_dir, pid_t& pid) {
+// X-Registry-Config (what `docker build` sends: the client's logins by registry) as the job
+// reads it on its stdin: {"REGISTRY": {"username", "password"}}. A header that is not Docker's
+// shape, or carries identity tokens: 400 naming it (rootfs_builder::parse_registry_config_header).
+json registry_logins(const HttpRequest& request) {
+  json out = json::object();
+  auto header = request.headers.find("x-registry-config");
+  if (header == request.headers.end()) return out;
+  for (const auto& [registry, login] : rootfs_builder::parse_registry_config_header(header->second))
+    out[registry] = {{"username", login.username}, {"password", login.password}};
+  return out;
+}
+
+// `supervisor_exe --root STORE docker-build-job DIR` with its stdout into a pipe; returns the read
+// end. The logins go to its stdin through a pipe (never into a file of the store).
+runtime::UniqueFd spawn_build_job(const ApiContext& api, const std::string& job_dir, const json& logins, pid_t& pid) {
   int fds[2];
   check(pipe2(fds, O_CLOEXEC), "pipe");
   runtime::UniqueFd read_end(fds[0]), write_end(fds[1]);
+  check(pipe2(fds, O_CLOEXEC), "pipe");
+  runtime::UniqueFd logins_read(fds[0]), logins_write(fds[1]);
   std::vector<std::string> words = {api.supervisor_exe, "--root", api.store_root, "docker-build-job", job_dir};
   std::vector<char*> argv;
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, logins_read.get(), STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
   int err = posix_spawn(&pid, api.supervisor_exe.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (err != 0) throw Error(err, "spawn the build process " + api.supervisor_exe);
+  logins_read.reset();
+  // Header-sized (the HTTP server bounds headers): it fits the pipe, the write does not block.
+  const std::string text = logins.dump() + "\n";
+  for (size_t done = 0; done < text.size();) {
+    ssize_t n = write(logins_write.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the job is gone already: its own error says why
+    done += static_cast<size_t>(n);
+  }
   return read_end;
 }
 
@@ -175,6 +200,7 @@ void relay_build(JobLines& lines, runtime::UniqueFd output, pid_t pid) {
 
 HttpReply build_from_context(const ApiContext& api, const HttpRequest& request) {
   json job = build_request(request);
+  json logins = registry_logins(request);
   rootfs_builder::ImageStore store(api.store_root);
   // Owned (flock) while the server extracts into it and until the job has ended, so a prune
   // meanwhile does not take it for a killed builder's leftovers; the job holds a store lease
@@ -184,7 +210,7 @@ HttpReply build_from_context(const ApiContext& api, const HttpRequest& request) 
   extract_context(api, request, job_dir->path() + "/context");
   write_json_atomically(job_dir->path() + "/request.json", job);
   pid_t pid = -1;
-  auto output = std::make_shared<runtime::UniqueFd>(spawn_build_job(api, job_dir->path(), pid));
+  auto output = std::make_shared<runtime::UniqueFd>(spawn_build_job(api, job_dir->path(), logins, pid));
   return run_job([output, pid, job_dir](JobLines& lines) { relay_build(lines, std::move(*output), pid); });
 }
 

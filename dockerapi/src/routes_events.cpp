@@ -1,5 +1,10 @@
 // GET /events: the persisted event log (events.hpp) filtered, the past part from `since`, then
 // followed until `until` passes, the client goes or the server stops.
+#include <poll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <thread>
@@ -7,6 +12,7 @@
 #include "api_error.hpp"
 #include "api_filters.hpp"
 #include "container_io.hpp"
+#include "container_wake.hpp"
 #include "events.hpp"
 #include "routes.hpp"
 
@@ -14,7 +20,19 @@ namespace sandcell::dockerapi {
 namespace {
 
 using nlohmann::json;
-constexpr auto kPoll = std::chrono::milliseconds(200);
+using Clock = std::chrono::steady_clock;
+constexpr auto kFallbackPoll = std::chrono::milliseconds(200);  // without inotify
+constexpr auto kLostSupervisorSweep = std::chrono::seconds(1);
+constexpr auto kKeepalive = std::chrono::seconds(2);
+
+// <store>/docker, where events.jsonl is appended and rotated: a follower sleeps until it changes.
+runtime::UniqueFd watch_event_log(const std::string& store_root) {
+  runtime::UniqueFd fd(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (fd && inotify_add_watch(fd.get(), (store_root + "/docker").c_str(),
+                              IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0)
+    fd.reset();
+  return fd;
+}
 
 int64_t event_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -50,7 +68,8 @@ bool event_matches(const Filters& f, const json& event) {
 class EventStream {
  public:
   EventStream(const ApiContext& api, Filters filters, std::optional<int64_t> since, std::optional<int64_t> until)
-      : api_(api), filters_(std::move(filters)), since_(since), until_(until) {
+      : api_(api), filters_(std::move(filters)), since_(since), until_(until),
+        watch_(watch_event_log(api.store_root)) {  // armed before the first read
     note_lost_supervisors(api_.store_root, api_.containers);
     // Past events only with `since` (Docker's rule); the cursor moves past them either way.
     for (json& event : read_events(api_.store_root, cursor_))
@@ -68,25 +87,45 @@ class EventStream {
 
  private:
   size_t next_or_throw(char* buffer, size_t size) {
-    auto last_keepalive = std::chrono::steady_clock::now();
+    const auto last_keepalive = Clock::now();
     while (pending_.empty()) {
       if (ended_ || streams_ending() || (until_ && event_now_ns() > *until_)) {
         ended_ = true;
         return 0;
       }
-      std::this_thread::sleep_for(kPoll);
-      if (++polls_ % 5 == 0) note_lost_supervisors(api_.store_root, api_.containers);
+      sleep_until_written(last_keepalive + kKeepalive);
+      if (Clock::now() >= next_sweep_) {
+        note_lost_supervisors(api_.store_root, api_.containers);
+        next_sweep_ = Clock::now() + kLostSupervisorSweep;
+      }
       for (json& event : read_events(api_.store_root, cursor_))
         if (in_window(event)) pending_ += event.dump() + "\n";
       // Without `until` the stream has no end of its own: a newline (whitespace between JSON
       // documents) now and then lets the server see a client that went away.
-      if (pending_.empty() && !until_ && std::chrono::steady_clock::now() - last_keepalive > std::chrono::seconds(2))
-        pending_ = "\n";
+      if (pending_.empty() && !until_ && Clock::now() - last_keepalive > kKeepalive) pending_ = "\n";
     }
     size_t n = std::min(size, pending_.size());
     std::copy_n(pending_.data(), n, buffer);
     pending_.erase(0, n);
     return n;
+  }
+
+  // Until the event log changes, the server stops, or the next thing to do on time: the sweep
+  // for killed supervisors (whose die nobody else would write while no one waits on them), a
+  // keepalive, `until`.
+  void sleep_until_written(Clock::time_point keepalive) {
+    Clock::time_point wake = std::min(next_sweep_, keepalive);
+    if (until_) wake = std::min(wake, Clock::now() + std::chrono::nanoseconds(std::max<int64_t>(*until_ - event_now_ns(), 0)) +
+                                          std::chrono::milliseconds(1));
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count() + 1;
+    if (!watch_) ms = std::min<int64_t>(ms, kFallbackPoll.count());
+    pollfd fds[2] = {{.fd = watch_.get(), .events = POLLIN, .revents = 0},
+                     {.fd = server_stopping_fd(), .events = POLLIN, .revents = 0}};
+    if (poll(fds, 2, static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30))) > 0 && fds[0].revents) {
+      char drained[4096];
+      while (read(watch_.get(), drained, sizeof drained) > 0) {
+      }
+    }
   }
 
   bool in_window(const json& event) const {
@@ -104,9 +143,10 @@ class EventStream {
   Filters filters_;
   std::optional<int64_t> since_, until_;
   EventCursor cursor_;
+  runtime::UniqueFd watch_;
+  Clock::time_point next_sweep_ = Clock::now() + kLostSupervisorSweep;
   std::string pending_;
   bool ended_ = false;
-  unsigned polls_ = 0;
 };
 
 HttpReply event_stream_reply(const ApiContext& api, const HttpRequest& request) {

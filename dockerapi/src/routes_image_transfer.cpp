@@ -2,9 +2,14 @@
 // through the registry client `sandcell pull/push` use (rootfs_builder/registry.hpp), with the
 // client's credentials from X-Registry-Auth only: never the ones stored on the host. Progress
 // goes out as Docker's JSON lines while the transfer runs (job_lines.hpp).
+#include <algorithm>
 #include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "api_error.hpp"
+#include "events.hpp"
 #include "job_lines.hpp"
 #include "routes.hpp"
 #include "sandcell/base/error.hpp"
@@ -38,17 +43,77 @@ ApiError registry_error(const Error& e) {
   return e.not_found() ? not_found(message) : bad_request(message);
 }
 
-// {"status":"Downloading","progressDetail":{"current","total"},"id"}, as Docker's per-layer lines
-// (sandcell's client counts the whole transfer, so one line stands for all the layers).
-std::function<void(int64_t, int64_t)> progress_lines(JobLines& lines, const std::string& id, const std::string& verb,
-                                                     std::function<void()> before_first) {
-  auto first = std::make_shared<bool>(true);
-  return [&lines, id, verb, first, before_first = std::move(before_first)](int64_t done, int64_t total) {
-    if (*first && before_first) before_first();
-    *first = false;
+// {"status":"Pushing","progressDetail":{"current","total"},"id"}: a push's lines count the whole
+// transfer (one line stands for all the layers).
+std::function<void(int64_t, int64_t)> progress_lines(JobLines& lines, const std::string& id, const std::string& verb) {
+  return [&lines, id, verb](int64_t done, int64_t total) {
     lines.write({{"status", verb}, {"progressDetail", {{"current", done}, {"total", total}}}, {"id", id}});
   };
 }
+
+// Docker's image events carry the reference as ID and its name without tag or digest as `name`.
+std::string familiar_name(const rb::RegistryReference& ref) {
+  std::string familiar = ref.familiar();
+  return familiar.substr(0, familiar.rfind(ref.digest.empty() ? ':' : '@'));
+}
+
+// A layer as Docker names it in progress lines: the first 12 hex digits of its digest.
+std::string short_layer_id(const std::string& digest) {
+  size_t colon = digest.find(':');
+  return digest.substr(colon == std::string::npos ? 0 : colon + 1, 12);
+}
+
+// Docker's per-layer pull lines (distribution/pull_v2.go, what the docker CLI draws one line per
+// layer from): "Pulling from REPO" (id: the tag) before the first, then for each layer, by its
+// short digest, "Pulling fs layer" or "Already exists", "Downloading" with its bytes, "Download
+// complete" and "Pull complete" (the store unpacks a layer when a run first needs it: nothing
+// is extracted here). An image whose every layer is there gets no layer lines, as Docker's.
+class PullLines {
+ public:
+  PullLines(JobLines& lines, const rb::RegistryReference& ref) : lines_(lines), ref_(ref) {}
+
+  void on_layer(const rb::LayerProgress& layer) {
+    std::lock_guard lock(mutex_);
+    const json id = short_layer_id(layer.digest);
+    switch (layer.phase) {
+      case rb::LayerProgress::Phase::Present:
+        if (fetching_) lines_.write(layer_line("Already exists", id));
+        else present_.push_back(id);  // said only if some layer is fetched
+        return;
+      case rb::LayerProgress::Phase::Waiting:
+        say_pulling_from();
+        if (!fetching_)
+          for (const json& earlier : present_) lines_.write(layer_line("Already exists", earlier));
+        fetching_ = true;
+        lines_.write(layer_line("Pulling fs layer", id));
+        return;
+      case rb::LayerProgress::Phase::Downloading:
+        lines_.write({{"status", "Downloading"}, {"progressDetail", {{"current", layer.done}, {"total", layer.total}}},
+                      {"id", id}});
+        return;
+      case rb::LayerProgress::Phase::Downloaded:
+        lines_.write(layer_line("Download complete", id));
+        lines_.write(layer_line("Pull complete", id));
+        return;
+    }
+  }
+
+  void say_pulling_from() {
+    if (std::exchange(said_pulling_, true)) return;
+    lines_.write({{"status", "Pulling from " + ref_.repository}, {"id", ref_.tag_or_digest()}});
+  }
+
+ private:
+  static json layer_line(const char* status, const json& id) {
+    return {{"status", status}, {"progressDetail", json::object()}, {"id", id}};
+  }
+
+  JobLines& lines_;
+  rb::RegistryReference ref_;
+  std::mutex mutex_;  // on_layer is called from the transfer threads
+  std::vector<json> present_;
+  bool fetching_ = false, said_pulling_ = false;
+};
 
 HttpReply pull(const ApiContext& api, const HttpRequest& request) {
   if (request.param("fromSrc"))
@@ -62,13 +127,8 @@ HttpReply pull(const ApiContext& api, const HttpRequest& request) {
   options.platform = request.param("platform").value_or("");
   std::string store_root = api.store_root;
   return run_job([store_root, ref, options](JobLines& lines) mutable {
-    std::string id = ref.tag_or_digest();
-    json pulling = {{"status", "Pulling from " + ref.repository}, {"id", id}};
-    auto said_pulling = std::make_shared<bool>(false);
-    options.on_progress = progress_lines(lines, id, "Downloading", [&lines, pulling, said_pulling] {
-      lines.write(pulling);
-      *said_pulling = true;
-    });
+    PullLines pull_lines(lines, ref);
+    options.on_layer = [&pull_lines](const rb::LayerProgress& layer) { pull_lines.on_layer(layer); };
     rb::ImageStore store(store_root);
     rb::PullResult result;
     try {
@@ -76,42 +136,70 @@ HttpReply pull(const ApiContext& api, const HttpRequest& request) {
     } catch (const Error& e) {
       throw registry_error(e);
     }
-    if (!*said_pulling) lines.write(pulling);
-    if (result.blobs_fetched > 0) lines.write({{"status", "Download complete"}, {"id", id}});
+    pull_lines.say_pulling_from();
     lines.write({{"status", "Digest: " + result.manifest_digest}});
     lines.write({{"status", std::string(result.blobs_fetched > 0 ? "Status: Downloaded newer image for "
                                                                  : "Status: Image is up to date for ") +
                                 ref.familiar()}});
+    record_event(store_root, image_event("pull", ref.familiar(), familiar_name(ref)));
   });
 }
 
-HttpReply push(const ApiContext& api, const HttpRequest& request, const std::string& name) {
-  std::string tag = request.param("tag").value_or("");
-  if (tag.empty()) throw bad_request("tag is required: pushing every tag of a repository (--all-tags) is not supported by sandcell");
-  rb::RegistryReference target = rb::parse_registry_reference(name + ":" + tag);
-  rb::ImageStore store(api.store_root);
-  try {
-    store.resolve(target.familiar());
-  } catch (const Error&) {
-    throw not_found("An image does not exist locally with the tag: " + target.familiar());
+// The tags `push` sends: the one asked for, or without one (`docker push --all-tags`, docker-py's
+// push without tag) every tag the store has of the repository, in order.
+std::vector<rb::RegistryReference> tags_to_push(const rb::ImageStore& store, const std::string& name,
+                                                const std::string& tag) {
+  if (!tag.empty()) {
+    rb::RegistryReference target = rb::parse_registry_reference(name + ":" + tag);
+    try {
+      store.resolve(target.familiar());
+    } catch (const Error&) {
+      throw not_found("An image does not exist locally with the tag: " + target.familiar());
+    }
+    return {target};
   }
+  rb::RegistryReference wanted = rb::parse_registry_reference(name);
+  if (!wanted.digest.empty()) throw bad_request("push " + name + ": a digest cannot be pushed, give a tag");
+  std::vector<rb::RegistryReference> out;
+  for (const rb::ImageSummary& image : store.list()) {
+    rb::RegistryReference have;
+    try {
+      have = rb::parse_registry_reference(image.name);
+    } catch (const Error&) {
+      continue;
+    }
+    if (have.registry == wanted.registry && have.repository == wanted.repository && have.digest.empty())
+      out.push_back(have);
+  }
+  if (out.empty()) throw not_found("An image does not exist locally with the tag: " + name);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.tag < b.tag; });
+  return out;
+}
+
+HttpReply push(const ApiContext& api, const HttpRequest& request, const std::string& name) {
+  rb::ImageStore store(api.store_root);
+  std::vector<rb::RegistryReference> targets = tags_to_push(store, name, request.param("tag").value_or(""));
   auto options = registry_options<rb::PushOptions>(request);
   std::string store_root = api.store_root;
-  return run_job([store_root, target, options](JobLines& lines) mutable {
-    lines.write({{"status", "The push refers to repository [" + target.registry + "/" + target.repository + "]"}});
-    options.on_progress = progress_lines(lines, target.tag, "Pushing", {});
+  return run_job([store_root, targets, options](JobLines& lines) mutable {
+    const rb::RegistryReference& first = targets.front();
+    lines.write({{"status", "The push refers to repository [" + first.registry + "/" + first.repository + "]"}});
     rb::ImageStore store(store_root);
-    rb::PushResult result;
-    try {
-      result = rb::push_image(store, target.familiar(), target.familiar(), options);
-    } catch (const Error& e) {
-      throw registry_error(e);
+    for (const rb::RegistryReference& target : targets) {
+      options.on_progress = progress_lines(lines, target.tag, "Pushing");
+      rb::PushResult result;
+      try {
+        result = rb::push_image(store, target.familiar(), target.familiar(), options);
+      } catch (const Error& e) {
+        throw registry_error(e);
+      }
+      int64_t size = static_cast<int64_t>(store.resolve(target.familiar()).manifest_json.size());
+      lines.write({{"status", "Pushed"}, {"id", target.tag}});
+      lines.write({{"status", target.tag + ": digest: " + result.manifest_digest + " size: " + std::to_string(size)}});
+      lines.write({{"progressDetail", json::object()},
+                   {"aux", {{"Tag", target.tag}, {"Digest", result.manifest_digest}, {"Size", size}}}});
+      record_event(store_root, image_event("push", target.familiar(), familiar_name(target)));
     }
-    int64_t size = static_cast<int64_t>(store.resolve(target.familiar()).manifest_json.size());
-    lines.write({{"status", "Pushed"}, {"id", target.tag}});
-    lines.write({{"status", target.tag + ": digest: " + result.manifest_digest + " size: " + std::to_string(size)}});
-    lines.write({{"progressDetail", json::object()},
-                 {"aux", {{"Tag", target.tag}, {"Digest", result.manifest_digest}, {"Size", size}}}});
   });
 }
 

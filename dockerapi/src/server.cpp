@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "container_io.hpp"
+#include "container_wake.hpp"
 #include "http_server.hpp"
 #include "routes.hpp"
 #include "sandcell/dockerapi/server.hpp"
@@ -87,6 +88,7 @@ int serve_docker_api_until_signal(const DockerApiOptions& options) {
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) api.supervisor_exe.assign(exe, static_cast<size_t>(n));
   }
+  server_stopping_fd();  // made now: no descriptor appears later (tests count the server's)
   {
     HttpServer server(
         listener.get(), kMaxBodyBytes, [&api](const HttpRequest& request) { return route(api, request); },

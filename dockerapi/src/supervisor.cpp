@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "container_io.hpp"
 #include "container_log.hpp"
 #include "container_mounts.hpp"
+#include "container_processes.hpp"
 #include "container_tty.hpp"
 #include "container_store.hpp"
 #include "create_request.hpp"
@@ -55,6 +58,39 @@ UniqueFd open_stdin(const ContainerDir& container, bool for_terminal) {
   return fd;
 }
 
+// The pipe the API server's start waits on (start_supervisor): once state.json left `created`,
+// one write (atomic: at most PIPE_BUF bytes) of "R" (running) or "E" and the error that ended
+// the start (the server needs it when an AutoRemove takes the directory at once), then closed.
+// End of file without it tells the server the supervisor died first (a SIGKILL closes it too).
+class StartedPipe {
+ public:
+  static StartedPipe from_environment();
+  void send(const std::string& error = "") {
+    if (!fd_) return;
+    std::string message = error.empty() ? "R" : ("E" + error).substr(0, PIPE_BUF);
+    while (write(fd_.get(), message.data(), message.size()) < 0 && errno == EINTR) {
+    }
+    fd_.reset();
+  }
+
+ private:
+  UniqueFd fd_;
+};
+
+StartedPipe StartedPipe::from_environment() {
+  StartedPipe pipe;
+  const char* text = getenv(kStartedFdVariable);
+  if (!text) return pipe;
+  int fd = atoi(text);
+  unsetenv(kStartedFdVariable);
+  struct stat st {};
+  if (fd > 2 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+    fcntl(fd, F_SETFD, FD_CLOEXEC);  // not the sandbox's
+    pipe.fd_ = UniqueFd(fd);
+  }
+  return pipe;
+}
+
 // Config.Tty: the program's pty, pumped while it runs (container_tty.hpp).
 struct Terminal {
   UniqueFd input, control;
@@ -64,7 +100,8 @@ struct Terminal {
 
 // "running" is recorded once the init exists: from then on exec can join it.
 runtime::RunOptions run_options(const ContainerDir& container, ContainerState& state, LogWriter& log,
-                                int stdin_fd, const std::string& store_root, Terminal* terminal) {
+                                int stdin_fd, const std::string& store_root, Terminal* terminal,
+                                StartedPipe& started) {
   runtime::RunOptions options;
   options.output = [&log](runtime::Stream stream, std::span<const char> data) { log.append(stream, data); };
   options.stdin_fd = stdin_fd >= 0 ? stdin_fd : -1;
@@ -80,8 +117,8 @@ runtime::RunOptions run_options(const ContainerDir& container, ContainerState& s
       }
     };
   options.freezer = true;  // pause/unpause (v1 makes no freezer cgroup otherwise)
-  options.on_started = [&container, &state, &store_root](pid_t init,
-                                            const std::vector<std::string>& cgroup_paths) {
+  options.on_started = [&container, &state, &store_root, &started](pid_t init,
+                                                       const std::vector<std::string>& cgroup_paths) {
     state.init_pid = init;
     state.cgroup_paths = cgroup_paths;
     try {
@@ -89,6 +126,7 @@ runtime::RunOptions run_options(const ContainerDir& container, ContainerState& s
     } catch (const std::exception&) {
       // a full disk: the container runs, exec cannot find it
     }
+    started.send();
     record_container_event(store_root, container, "start");
   };
   return options;
@@ -212,7 +250,7 @@ void record_volumes(runtime::Result& result, const std::vector<VolumeDisk>& volu
     runtime::record_volume(result, v.name, v.disk ? &v.disk->disk() : nullptr, v.writable, v.unbounded);
 }
 
-int supervise(const ContainerDir& container, const std::string& store_root) {
+int supervise(const ContainerDir& container, const std::string& store_root, StartedPipe& started) {
   nlohmann::json request = container.create_request();
   ContainerState state;
   state.status = "running";
@@ -245,7 +283,7 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
     }
     runtime::Result result = runtime::run_sandbox(
         spec, run_options(container, state, log, input ? input.get() : -1, store_root,
-                          terminal ? &*terminal : nullptr));
+                          terminal ? &*terminal : nullptr, started));
     if (terminal) {
       terminal->pump.reset();  // its output in the log before the exit file says the run is over
       unlink(container.file("tty.ctl").c_str());
@@ -259,6 +297,11 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
   } catch (const std::exception& e) {
     record_failure(container, state, e.what(), store_root);
   }
+  try {  // no-op once sent; else the start failed: its error
+    started.send(container.state().error);
+  } catch (const std::exception& e) {
+    started.send(e.what());
+  }
   if (request["HostConfig"].value("AutoRemove", false)) remove_container(container, request, store_root);
   return 0;
 }
@@ -266,13 +309,14 @@ int supervise(const ContainerDir& container, const std::string& store_root) {
 }  // namespace
 
 int supervise_container(const std::string& container_dir, const std::string& store_root) {
+  StartedPipe started = StartedPipe::from_environment();  // both processes: the first one's copy closes with it
   if (!detach_from_server()) return 0;
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null >= 0) {
     for (int fd : {0, 1, 2}) dup2(null, fd);
     close(null);
   }
-  return supervise(ContainerDir(container_dir), store_root);
+  return supervise(ContainerDir(container_dir), store_root, started);
 }
 
 }  // namespace sandcell::dockerapi

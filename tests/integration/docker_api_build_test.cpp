@@ -156,6 +156,77 @@ print(image.id == sys.argv[3])
   expect_server_up_and_store_clean();
 }
 
+// `docker push --all-tags` (no `tag`: every tag of the repository), then a pull that downloads
+// every layer: Docker's per-layer lines keyed by the layer's short digest (what the registry's
+// manifest lists), as the docker CLI and docker-py read them, and an `image pull` event.
+TEST_F(DockerApiBuild, PushAllTagsAndPullReportsEachLayerAndAnImagePullEvent) {
+  LocalRegistry registry(dir_ / "registry", LocalRegistry::Auth::None);
+  const std::string repo = registry.address() + "/team/multi";
+  ASSERT_EQ(docker({"tag", "bb:1", repo + ":a"}).exit_code, 0);
+  ASSERT_EQ(docker({"tag", "bb:1", repo + ":b"}).exit_code, 0);
+  CliRun pushed = docker({"push", "--all-tags", repo});
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.out << pushed.err << registry.log();
+  EXPECT_NE(pushed.out.find("a: digest: sha256:"), std::string::npos) << pushed.out;
+  EXPECT_NE(pushed.out.find("b: digest: sha256:"), std::string::npos) << pushed.out;
+  auto none = post("/images/" + registry.address() + "/team/absent/push", {});
+  EXPECT_EQ(none.first, 404) << none.second;
+  // The layers' short digests, from the registry's manifest of tag b.
+  std::string script = R"(
+import json, sys, urllib.request
+req = urllib.request.Request("http://" + sys.argv[1] + "/v2/team/multi/manifests/b", headers={"Accept":
+    "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"})
+for layer in json.load(urllib.request.urlopen(req))["layers"]:
+    print(layer["digest"].split(":")[1][:12])
+)";
+  CliRun manifest = run_program({"/usr/bin/python3", "-c", script, registry.address()});
+  std::vector<std::string> layers = lines(manifest.out);
+  ASSERT_FALSE(layers.empty()) << manifest.err;
+  // Nothing of the image left in the store: the pull fetches every layer.
+  ASSERT_EQ(docker({"rmi", repo + ":a", repo + ":b", "bb:1"}).exit_code, 0);
+  const std::string since = std::to_string(time(nullptr));
+  CliRun pulled = docker({"pull", repo + ":b"});
+  ASSERT_EQ(pulled.exit_code, 0) << pulled.out << pulled.err;
+  EXPECT_NE(pulled.out.find("b: Pulling from team/multi"), std::string::npos) << pulled.out;
+  for (const std::string& layer : layers) {
+    EXPECT_NE(pulled.out.find(layer + ": Pulling fs layer"), std::string::npos) << layer << "\n" << pulled.out;
+    EXPECT_NE(pulled.out.find(layer + ": Pull complete"), std::string::npos) << layer << "\n" << pulled.out;
+  }
+  EXPECT_NE(pulled.out.find("Digest: sha256:"), std::string::npos) << pulled.out;
+  EXPECT_NE(pulled.out.find("Status: Downloaded newer image for " + repo + ":b"), std::string::npos) << pulled.out;
+  CliRun events = docker({"events", "--since", since, "--until", std::to_string(time(nullptr) + 1), "--filter",
+                          "type=image", "--filter", "event=pull", "--format", "{{.Actor.ID}} {{.Actor.Attributes.name}}"});
+  EXPECT_EQ(events.out, repo + ":b " + repo + "\n") << events.err;
+  // Pulled again, every layer there: no layer lines, as Docker's.
+  CliRun again = docker({"pull", repo + ":b"});
+  EXPECT_EQ(again.out.find("Pull complete"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("Status: Image is up to date for " + repo + ":b"), std::string::npos) << again.out;
+  // docker-py: the per-layer sequence by id from the decoded stream, and a push without tag.
+  ASSERT_EQ(docker({"rmi", repo + ":b"}).exit_code, 0);
+  std::string py = R"(
+import docker, sys
+client = docker.DockerClient(base_url=sys.argv[1], version="auto")
+seen = {}
+for line in client.api.pull(sys.argv[2], tag="a", stream=True, decode=True):
+    if "id" in line and line.get("status") != "Downloading":
+        seen.setdefault(line["id"], []).append(line["status"])
+for layer in sys.argv[3:]:
+    print(layer, seen.get(layer))
+client.images.get(sys.argv[2] + ":a").tag(sys.argv[2], "c")
+out = "".join(str(l) for l in client.images.push(sys.argv[2], stream=True, decode=True))
+print("a: digest" in out, "c: digest" in out)
+)";
+  std::vector<std::string> py_args{"/usr/bin/python3", "-c", py, "unix://" + socket_path(), repo};
+  py_args.insert(py_args.end(), layers.begin(), layers.end());
+  CliRun docker_py = run_program(py_args);
+  std::string expected;
+  for (const std::string& layer : layers)
+    expected += layer + " ['Pulling fs layer', 'Download complete', 'Pull complete']\n";
+  EXPECT_EQ(docker_py.out, expected + "True True\n") << docker_py.err;
+  ASSERT_EQ(docker({"tag", repo + ":a", "bb:1"}).exit_code, 0);
+  ASSERT_EQ(docker({"rmi", repo + ":a", repo + ":c"}).exit_code, 0);
+  expect_server_up_and_store_clean();
+}
+
 TEST_F(DockerApiBuild, PullsAndPushesThatCannotWorkGetCleanDockerErrors) {
   LocalRegistry registry(dir_ / "registry", LocalRegistry::Auth::None);
   // A name the registry does not have: 404 before any progress line, and the CLI says so.
@@ -265,6 +336,30 @@ TEST_F(DockerApiBuild, RegistryCredentialsComeFromTheClientOnly) {
   CliRun pulled = docker({"pull", name});
   EXPECT_EQ(pulled.exit_code, 0) << pulled.out << pulled.err;
   EXPECT_EQ(tags(), (std::vector<std::string>{name, "bb:1"}));  // sorted: digits first
+  // docker build FROM the private image the store lacks: the CLI's logins (X-Registry-Config)
+  // pull it; without them the registry's 401 is the build's error.
+  ASSERT_EQ(docker({"rmi", name}).exit_code, 0);
+  fs::create_directories(dir_ / "private-ctx");
+  std::ofstream(dir_ / "private-ctx/Dockerfile") << "FROM " << name << "\nCMD [\"echo\", \"from private\"]\n";
+  CliRun built = docker({"build", "-t", "fromprivate:1", (dir_ / "private-ctx").string()});
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err << registry.log();
+  EXPECT_EQ(docker({"run", "--rm", "--network", "none", "fromprivate:1"}).out, "from private\n");
+  ASSERT_EQ(docker({"rmi", name, "fromprivate:1"}).exit_code, 0);
+  std::ofstream(docker_config_ / "config.json") << "{}";
+  CliRun refused = docker({"build", "-t", "fromprivate:2", (dir_ / "private-ctx").string()});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE((refused.out + refused.err).find("401"), std::string::npos) << refused.out << refused.err;
+  // A malformed X-Registry-Config, or one with an identity token: 400 naming the header.
+  std::string plain = python_tar("plain-from.tar", "add('Dockerfile', b'FROM bb:1\\n')");
+  for (const std::string& header : {std::string("X-Registry-Config: %%%not-base64!!"),
+                                    std::string("X-Registry-Config: WyJhcnJheSJd"),  // ["array"]
+                                    // {"127.0.0.1:5000": {"identitytoken": "x"}}
+                                    std::string("X-Registry-Config: eyIxMjcuMC4wLjE6NTAwMCI6IHsiaWRlbnRpdHl0b2tlbiI6ICJ4In19")}) {
+    auto garbage = post("/build?t=x:1", {header}, plain);
+    EXPECT_EQ(garbage.first, 400) << header << garbage.second;
+    EXPECT_NE(message_of(garbage.second).find("X-Registry-Config"), std::string::npos) << garbage.second;
+  }
+  EXPECT_EQ(tags(), (std::vector<std::string>{"bb:1"}));
   expect_server_up_and_store_clean();
 }
 

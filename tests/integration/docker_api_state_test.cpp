@@ -189,6 +189,75 @@ TEST_F(DockerApiState, EventsReportTheLifeOfAContainerAndADieWhenItsSupervisorIs
   EXPECT_LE(after, before);
 }
 
+// The server's waiters (wait, logs -f, attach) sleep on inotify and on a pidfd of the supervisor
+// (container_wake.hpp): how many inotify instances the server holds says how many are waiting.
+size_t inotify_instances(pid_t pid) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code link_ec;
+    if (fs::read_symlink(fd.path(), link_ec).string() == "anon_inode:inotify") ++n;
+  }
+  return n;
+}
+
+// A supervisor killed with SIGKILL writes nothing: the clients waiting on its container (wait,
+// logs -f, attach) each get their answer all the same (the waiter whose pidfd fires records the
+// end), and the die is recorded once. (The test's name is short: the socket's path is in it.)
+TEST_F(DockerApiState, KilledSupervisorStillAnswersWaitFollowAndAttach) {
+  ASSERT_EQ(docker({"run", "-d", "--name", "victim", "--network", "none", "bb:1", "sh", "-c",
+                    "echo ready; exec sleep 1000"}).exit_code, 0);
+  ASSERT_EQ(logs_until("victim", [](const std::string& out) { return out == "ready\n"; }), "ready\n");
+  const size_t idle = inotify_instances(server_);
+  CliRun waited, followed, attached;
+  std::thread waiter([&] { waited = docker({"wait", "victim"}); });
+  std::thread follower([&] { followed = docker({"logs", "-f", "victim"}); });
+  std::thread attacher([&] { attached = docker({"attach", "--no-stdin", "victim"}); });
+  for (int i = 0; i < 3000 && inotify_instances(server_) < idle + 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GE(inotify_instances(server_), idle + 3) << "the three clients never waited";
+  const std::string before_kill = unix_now();
+  pid_t supervisor = inspect("victim")["State"]["Pid"].get<pid_t>();
+  ASSERT_GT(supervisor, 0);
+  ASSERT_EQ(kill(supervisor, SIGKILL), 0);
+  waiter.join();
+  follower.join();
+  attacher.join();
+  EXPECT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_EQ(waited.out, "137\n");
+  EXPECT_EQ(followed.exit_code, 0) << followed.err;
+  EXPECT_EQ(followed.out, "ready\n");
+  EXPECT_EQ(attached.exit_code, 137) << attached.err;
+  nlohmann::json state = inspect("victim")["State"];
+  EXPECT_EQ(state["Status"], "exited");
+  EXPECT_EQ(state["Error"], "supervisor gone");
+  CliRun die = docker({"events", "--since", before_kill, "--until", std::to_string(time(nullptr) + 1), "--filter",
+                       "container=victim", "--filter", "event=die", "--format", "{{.Action}}"});
+  EXPECT_EQ(die.out, "die\n") << die.err;  // once, whoever noticed first
+  EXPECT_EQ(docker({"rm", "victim"}).exit_code, 0);
+  EXPECT_EQ(run_sandcell({"gc"}).exit_code, 0);  // the killed supervisor's run state and cgroups
+}
+
+// The server stops under waiters that have no answer yet: they end (the eventfd every waiter
+// polls), and so does the server.
+TEST_F(DockerApiState, ServerStopEndsWaitersWithoutAnswer) {
+  CliRun waited, followed;
+  ASSERT_EQ(docker({"run", "-d", "--name", "sleeper", "--network", "none", "bb:1", "sleep", "1000"}).exit_code, 0);
+  const size_t before = inotify_instances(server_);
+  std::thread waiter2([&] { waited = docker({"wait", "sleeper"}); });
+  std::thread follower2([&] { followed = docker({"logs", "-f", "sleeper"}); });
+  for (int i = 0; i < 3000 && inotify_instances(server_) < before + 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GE(inotify_instances(server_), before + 2) << "the two clients never waited";
+  stop_server();  // expects a clean exit: no stream thread left sleeping
+  waiter2.join();
+  follower2.join();
+  EXPECT_NE(waited.exit_code, 124);  // ended by the server, not by the timeout
+  EXPECT_NE(followed.exit_code, 124);
+  start_server();
+  EXPECT_EQ(docker({"rm", "-f", "sleeper"}).exit_code, 0);
+}
+
 TEST_F(DockerApiState, PauseFreezesTheContainerAndUnpauseResumesIt) {
   ASSERT_EQ(docker({"run", "-d", "--name", "counter", "--network", "none", "bb:1", "sh", "-c",
                     "i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done"}).exit_code, 0);

@@ -1,4 +1,5 @@
-// Docker's X-Registry-Auth header as the Docker API reads it (parse_registry_auth_header):
+// Docker's X-Registry-Auth and X-Registry-Config headers as the Docker API reads them
+// (parse_registry_auth_header, parse_registry_config_header):
 // base64url with or without padding, username/password or "auth", and everything else refused.
 #include <gtest/gtest.h>
 
@@ -45,6 +46,34 @@ TEST(RegistryAuthHeader, GarbageWrongTypesAndTokensAreRefused) {
     } catch (const Error& e) {
       EXPECT_TRUE(e.input_error()) << header;
       EXPECT_NE(std::string(e.what()).find("X-Registry-Auth"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// X-Registry-Config (docker build's FROM pulls): an AuthConfig per registry, read as above;
+// registries normalized (Docker Hub's v1 URL is docker.io), those without credentials left out.
+TEST(RegistryConfigHeader, OneLoginPerRegistryNormalized) {
+  // {"https://index.docker.io/v1/": {username hub, password h}, "127.0.0.1:5000": {auth me:p:w}, "ghcr.io": {}}
+  auto logins = parse_registry_config_header("eyJodHRwczovL2luZGV4LmRvY2tlci5pby92MS8iOiB7InVzZXJuYW1lIjogImh1YiIsICJwYXNzd29yZCI6ICJoIn0sICIxMjcuMC4wLjE6NTAwMCI6IHsiYXV0aCI6ICJiV1U2Y0RwMyIsICJzZXJ2ZXJhZGRyZXNzIjogIjEyNy4wLjAuMTo1MDAwIn0sICJnaGNyLmlvIjoge319");
+  ASSERT_EQ(logins.size(), 2u);
+  EXPECT_EQ(logins.at("docker.io").username, "hub");
+  EXPECT_EQ(logins.at("docker.io").password, "h");
+  EXPECT_EQ(logins.at("127.0.0.1:5000").username, "me");
+  EXPECT_EQ(logins.at("127.0.0.1:5000").password, "p:w");
+  EXPECT_TRUE(parse_registry_config_header("").empty());
+  EXPECT_TRUE(parse_registry_config_header("e30=").empty());  // {}: what the CLI sends with no logins
+}
+
+TEST(RegistryConfigHeader, GarbageEntriesAndTokensAreRefusedNamingTheHeader) {
+  for (const char* header : {"%%%not-base64!!", "WyJhcnJheSJd" /* ["array"] */,
+                             "eyIxMjcuMC4wLjE6NTAwMCI6IFsieCJdfQ==" /* {"127.0.0.1:5000": ["x"]} */,
+                             "eyIxMjcuMC4wLjE6NTAwMCI6IHsiaWRlbnRpdHl0b2tlbiI6ICJ0In19" /* an identity token */}) {
+    try {
+      parse_registry_config_header(header);
+      ADD_FAILURE() << header << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.input_error()) << header;
+      EXPECT_NE(std::string(e.what()).find("X-Registry-Config"), std::string::npos) << e.what();
     }
   }
 }

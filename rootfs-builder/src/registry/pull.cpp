@@ -81,6 +81,37 @@ void require_room(const ImageStore& store, const Manifest& manifest, const Fetch
   store.require_free(bytes, "pulling " + name);
 }
 
+// Every distinct layer once, in the manifest's order: there already, or to be fetched.
+void announce_layers(const Manifest& manifest, const std::vector<std::size_t>& missing, const PullOptions& options) {
+  if (!options.on_layer) return;
+  std::set<std::string> told;
+  for (std::size_t i = 0; i < manifest.layers.size(); ++i) {
+    const Descriptor& layer = manifest.layers[i];
+    if (!told.insert(layer.digest).second) continue;
+    bool fetched = std::find(missing.begin(), missing.end(), i) != missing.end();
+    options.on_layer({.phase = fetched ? LayerProgress::Phase::Waiting : LayerProgress::Phase::Present,
+                      .digest = layer.digest, .done = 0, .total = layer.size});
+  }
+}
+
+// One layer, its bytes counted in the pull's whole and, for on_layer, on their own.
+void download_layer(RegistrySession& session, HttpClient& client, ImageStore& store, const std::string& repository,
+                    const Descriptor& layer, const std::string& diff_id, TransferProgress& whole,
+                    const PullOptions& options) {
+  if (!options.on_layer) {
+    download_blob(session, client, store, repository, layer, diff_id, whole);
+    return;
+  }
+  {
+    TransferProgress mine(whole, layer.size, [&options, &layer](std::int64_t done, std::int64_t total) {
+      options.on_layer({.phase = LayerProgress::Phase::Downloading, .digest = layer.digest, .done = done, .total = total});
+    });
+    download_blob(session, client, store, repository, layer, diff_id, mine);
+  }
+  options.on_layer({.phase = LayerProgress::Phase::Downloaded, .digest = layer.digest, .done = layer.size,
+                    .total = layer.size});
+}
+
 }  // namespace
 
 PullResult pull_image(ImageStore& store, const std::string& reference, const PullOptions& options) {
@@ -118,11 +149,12 @@ PullResult pull_image(ImageStore& store, const std::string& reference, const Pul
     missing.push_back(i);
     total += layer.size;
   }
+  announce_layers(manifest, missing, options);
   {
     TransferProgress progress(options.progress, "pulling " + ref.familiar(), total, options.on_progress);
     run_parallel(missing.size(), options.parallel, [&](std::size_t job, HttpClient& worker) {
       std::size_t i = missing[job];
-      download_blob(session, worker, store, ref.repository, manifest.layers[i], config.diff_ids[i], progress);
+      download_layer(session, worker, store, ref.repository, manifest.layers[i], config.diff_ids[i], progress, options);
     });
   }
   result.blobs_fetched += static_cast<int>(missing.size());

@@ -136,31 +136,57 @@ std::vector<std::string> insecure_registries() {
   return out;
 }
 
-std::optional<RegistryCredentials> parse_registry_auth_header(const std::string& header) {
-  if (header.empty()) return std::nullopt;
+namespace {
+
+// base64url (padded or not) of a JSON object, as Docker's X-Registry-* headers carry it.
+json decode_registry_header(const std::string& header, const char* name) {
   std::string text = header;
   for (char& c : text) c = c == '-' ? '+' : c == '_' ? '/' : c;  // the URL alphabet
   text.resize((text.size() + 3) / 4 * 4, '=');
   std::optional<std::string> decoded = base64_decode(text);
-  json auth = decoded ? parse_bounded_json_or_discarded(*decoded) : json(json::value_t::discarded);
-  if (!auth.is_object()) throw Error::invalid("invalid X-Registry-Auth header: not base64url of a JSON object");
-  auto field = [&auth](const char* key) -> std::string {
+  json value = decoded ? parse_bounded_json_or_discarded(*decoded) : json(json::value_t::discarded);
+  if (!value.is_object()) throw Error::invalid(std::string("invalid ") + name + " header: not base64url of a JSON object");
+  return value;
+}
+
+// One of Docker's AuthConfig objects; `where` names it in errors.
+std::optional<RegistryCredentials> header_credentials(const json& auth, const std::string& where) {
+  if (!auth.is_object()) throw Error::invalid("invalid " + where + ": not a JSON object");
+  auto field = [&auth, &where](const char* key) -> std::string {
     auto it = auth.find(key);
     if (it == auth.end() || it->is_null()) return "";
-    if (!it->is_string()) throw Error::invalid(std::string("invalid X-Registry-Auth header: ") + key + " is not a string");
+    if (!it->is_string()) throw Error::invalid("invalid " + where + ": " + key + " is not a string");
     return it->get<std::string>();
   };
   if (!field("identitytoken").empty() || !field("registrytoken").empty())
-    throw Error::invalid("X-Registry-Auth: identity and registry tokens are not supported by sandcell (give username and password)");
+    throw Error::invalid(where + ": identity and registry tokens are not supported by sandcell (give username and password)");
   RegistryCredentials credentials{field("username"), field("password")};
   if (std::string pair = field("auth"); credentials.username.empty() && !pair.empty()) {
     std::optional<std::string> user_password = base64_decode(pair);
     if (!user_password || user_password->find(':') == std::string::npos)
-      throw Error::invalid("invalid X-Registry-Auth header: auth is not base64 of user:password");
+      throw Error::invalid("invalid " + where + ": auth is not base64 of user:password");
     credentials = {user_password->substr(0, user_password->find(':')), user_password->substr(user_password->find(':') + 1)};
   }
   if (credentials.username.empty() && credentials.password.empty()) return std::nullopt;
   return credentials;
+}
+
+}  // namespace
+
+std::optional<RegistryCredentials> parse_registry_auth_header(const std::string& header) {
+  if (header.empty()) return std::nullopt;
+  return header_credentials(decode_registry_header(header, "X-Registry-Auth"), "X-Registry-Auth header");
+}
+
+std::map<std::string, RegistryCredentials> parse_registry_config_header(const std::string& header) {
+  std::map<std::string, RegistryCredentials> out;
+  if (header.empty()) return out;
+  const json config = decode_registry_header(header, "X-Registry-Config");
+  for (const auto& [registry, auth] : config.items()) {
+    std::optional<RegistryCredentials> credentials = header_credentials(auth, "X-Registry-Config entry " + registry);
+    if (credentials) out[normalize_registry(registry)] = *credentials;
+  }
+  return out;
 }
 
 }  // namespace sandcell::rootfs_builder

@@ -8,6 +8,10 @@ TransferProgress::TransferProgress(bool enabled, std::string title, std::int64_t
     : enabled_(enabled && total_bytes > 0), callback_(total_bytes > 0 ? std::move(callback) : Callback()),
       title_(std::move(title)), total_(total_bytes) {}
 
+TransferProgress::TransferProgress(TransferProgress& whole, std::int64_t total_bytes, Callback callback)
+    : enabled_(false), whole_(&whole), callback_(total_bytes > 0 ? std::move(callback) : Callback()), title_(),
+      total_(total_bytes) {}
+
 TransferProgress::~TransferProgress() {
   if (!enabled_ && !callback_) return;
   draw(true);
@@ -16,10 +20,14 @@ TransferProgress::~TransferProgress() {
 
 void TransferProgress::add(std::int64_t bytes) {
   done_ += bytes;
+  if (whole_) whole_->add(bytes);
   if (enabled_ || callback_) draw(false);
 }
 
-void TransferProgress::take_back(std::int64_t bytes) { done_ -= bytes; }
+void TransferProgress::take_back(std::int64_t bytes) {
+  done_ -= bytes;
+  if (whole_) whole_->take_back(bytes);
+}
 
 void TransferProgress::draw(bool force) {
   std::unique_lock lock(draw_mutex_, std::try_to_lock);

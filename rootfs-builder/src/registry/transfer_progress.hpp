@@ -15,6 +15,9 @@ class TransferProgress {
  public:
   using Callback = std::function<void(std::int64_t done, std::int64_t total)>;
   TransferProgress(bool enabled, std::string title, std::int64_t total_bytes, Callback callback = {});
+  // One blob's share of `whole`: its bytes count there too (no bar of its own; the callback is
+  // told about this blob alone).
+  TransferProgress(TransferProgress& whole, std::int64_t total_bytes, Callback callback);
   ~TransferProgress();  // ends the line
   TransferProgress(const TransferProgress&) = delete;
   TransferProgress& operator=(const TransferProgress&) = delete;
@@ -26,6 +29,7 @@ class TransferProgress {
   void draw(bool force);
 
   bool enabled_;
+  TransferProgress* whole_ = nullptr;
   Callback callback_;
   std::string title_;
   std::int64_t total_;

@@ -14,6 +14,19 @@
 
 namespace sandcell::rootfs_builder {
 
+// What happened to one layer of a pull (the Docker API's per-layer lines, keyed by digest).
+struct LayerProgress {
+  enum class Phase {
+    Present,      // the store has the blob: not downloaded
+    Waiting,      // to be downloaded (every missing layer is announced before any byte)
+    Downloading,  // `done` of `total` bytes so far
+    Downloaded,   // whole, its digest and DiffID verified, in the store
+  };
+  Phase phase;
+  std::string digest;
+  std::int64_t done = 0, total = 0;
+};
+
 struct RegistryOptions {
   // nullopt: TLS verified against the system CA store, except for loopback registries and
   // those in registries.json's insecure-registries, which may also be plain HTTP (as docker).
@@ -37,6 +50,10 @@ struct RegistryOptions {
 struct PullOptions : RegistryOptions {
   std::string platform;  // "os/arch[/variant]"; empty: linux/<this machine>
   int parallel = 3;      // layer downloads at once
+  // Each layer's progress: Present or Waiting for every layer in the manifest's order, then, from
+  // the transfer threads, Downloading (at most ten times a second per layer, and at its end) and
+  // Downloaded. A digest the manifest repeats is told once.
+  std::function<void(const LayerProgress&)> on_layer;
 };
 
 struct PullResult {

@@ -6,6 +6,7 @@
 //                    with TLS unverified, as docker's daemon.json option of the same name
 // Credentials are also read from docker's own file ($DOCKER_CONFIG/config.json, else
 // ~/.docker/config.json), so a `docker login` done before works here too.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,5 +36,9 @@ std::vector<std::string> insecure_registries();
 // Error::invalid when it is not base64 of a JSON object of strings, or carries an identity
 // token (OAuth refresh tokens are not supported).
 std::optional<RegistryCredentials> parse_registry_auth_header(const std::string& header);
+// Docker's X-Registry-Config header (what `docker build` sends for its FROM pulls): base64url
+// of {"REGISTRY": {the fields above}, ...}. Registries normalized (normalize_registry), those
+// without credentials left out; Error::invalid as above, naming the registry.
+std::map<std::string, RegistryCredentials> parse_registry_config_header(const std::string& header);
 
 }  // namespace sandcell::rootfs_builder
