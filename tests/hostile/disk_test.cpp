@@ -45,7 +45,7 @@ class HostileDisk : public ::testing::Test {
   }
   void TearDown() override {
     EXPECT_EQ(mounts_under(tree_.path.string()), std::vector<std::string>{});
-    EXPECT_EQ(loops_backed_under(tree_.path.string()), std::vector<std::string>{});
+    EXPECT_EQ(loops_left_under(tree_.path.string()), std::vector<std::string>{});
   }
   std::string store() const { return (tree_.path / "store").string(); }
   std::string sessions() const { return (tree_.path / "sessions").string(); }
@@ -295,7 +295,7 @@ TEST_F(HostileDisk, AKilledCallsDiskIsUnmountedByTheNextCallAndGc) {
     }
     EXPECT_EQ(mounts_under(tree_.path.string()), std::vector<std::string>{})
         << (by_gc ? "gc" : "next call");
-    EXPECT_EQ(loops_backed_under(tree_.path.string()), std::vector<std::string>{});
+    EXPECT_EQ(loops_left_under(tree_.path.string()), std::vector<std::string>{});
   }
 }
 

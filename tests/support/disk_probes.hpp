@@ -4,10 +4,12 @@
 // space of the filesystem holding a directory.
 #include <sys/statvfs.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace sandcell::test {
@@ -22,6 +24,16 @@ inline std::vector<std::string> loops_backed_under(const std::string& dir) {
       found.push_back(dev.path().filename().string() + " " + file);
   }
   return found;
+}
+
+// The loop devices still backed by files under `dir` once they had time to go: an autoclear
+// loop device detaches after the last user of its filesystem lets go (LO_FLAGS_AUTOCLEAR) — an
+// unmount, the end of a sandbox whose mount namespace held it — which the kernel finishes a little
+// later, and later still on a loaded machine (ctest -j2). Waits at most 10 s.
+inline std::vector<std::string> loops_left_under(const std::string& dir) {
+  for (int i = 0; i < 500 && !loops_backed_under(dir).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return loops_backed_under(dir);
 }
 
 inline std::vector<std::string> mounts_under(const std::string& dir) {
