@@ -20,9 +20,11 @@ if [ "${SANDCELL_ASAN_ALL:-}" = 1 ]; then
   tests='.'
   cmake --preset asan -DSANDCELL_TEST_STORE="$PWD/build/default/test-store"
   cmake --build --preset asan --target all
-else
+elif [ "${SANDCELL_ASAN_BUILT:-}" != 1 ]; then
   # The executables, the test rootfs and the unit and integration test programs (the `asan`
-  # build preset lists them), not the skills and agent test programs.
+  # build preset lists them), not the skills and agent test programs nor the fuzz targets.
+  # SANDCELL_ASAN_BUILT=1: scripts/test.sh built them already and builds the fuzz targets in
+  # this tree meanwhile (one cmake at a time in a build tree).
   cmake --preset asan
   cmake --build --preset asan
 fi
