@@ -113,6 +113,11 @@ void ContainerDir::write_exit(int status_code) const {
   check(pwrite(fd.get(), text.data(), text.size(), 0), "write " + file("exit"));
 }
 
+bool ContainerDir::exit_written() const {
+  struct stat st {};
+  return stat(file("exit").c_str(), &st) < 0 || st.st_size > 0;
+}
+
 ContainerStore::ContainerStore(std::string root) : root_(std::move(root)) {
   fs::create_directories(root_);
   check(chmod(root_.c_str(), 0700), "chmod " + root_);

@@ -39,6 +39,9 @@ class ContainerDir {
   void save_state(const ContainerState& state) const;
   // The exit file, written in place once (see the design): waiters hold it open.
   void write_exit(int status_code) const;
+  // The exit file has the run's status code (or is gone with the container); false while the
+  // run goes on, and in the gap between recording the end in state.json and writing it.
+  bool exit_written() const;
 
  private:
   std::string dir_;

@@ -63,7 +63,10 @@ void ContainerWake::watch_recorded_supervisor() {
   } catch (const std::exception&) {
     return;  // removed, or being replaced (the rename wakes us again)
   }
-  if (recorded.value("Status", "") != "running") return;
+  // Also one recorded as exited before the exit file says so: it is writing it, or was killed
+  // in between (note_lost_supervisor then writes it).
+  const std::string status = recorded.value("Status", "");
+  if (status != "running" && !(status == "exited" && !container_.exit_written())) return;
   pid_t pid = recorded.value("Pid", 0);
   unsigned long long start = recorded.value("PidStart", 0ull);
   if (pid <= 0 || (pid == watched_pid_ && start == watched_start_)) return;

@@ -104,14 +104,41 @@ std::vector<nlohmann::json> read_events(const std::string& store_root, EventCurs
   return out;
 }
 
+namespace {
+
+// Once per lost supervisor, whoever of the waiters and the server's watcher is first.
+bool first_to_note(const ContainerDir& c, const ContainerState& state) {
+  std::string marker = c.file(("lost-" + std::to_string(state.pid) + "-" + std::to_string(state.pid_start)).c_str());
+  return bool(UniqueFd(open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)));
+}
+
+// The supervisor ends a run by recording it in state.json, then writing the exit file, then the
+// `die`. Killed between the first two it leaves "exited" with an empty exit file, which waiters
+// would wait on forever: the exit and the die are written for it. Only while no start holds the
+// start lock: a start truncates the exit file before it resets state.json, and the old run's
+// exit written in that gap would end the new run's waits at once. A start in progress writes
+// the new run's state itself; a restart waiting in its stop for this exit gives up after its
+// timeouts and starts the container all the same.
+void note_lost_end(const std::string& store_root, const ContainerDir& c, const nlohmann::json& recorded) {
+  ContainerState state = c.state();
+  if (state.status != "exited" || c.exit_written()) return;
+  if (state.pid <= 0 || start_time_of(state.pid) == state.pid_start) return;  // still writing it
+  UniqueFd lock(open(c.file("start.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock || flock(lock.get(), LOCK_EX | LOCK_NB) < 0) return;
+  if (read_json(c.file("state.json")) != recorded || c.exit_written() || !first_to_note(c, state)) return;
+  c.write_exit(state.exit_code);
+  record_container_event(store_root, c, "die", {{"exitCode", std::to_string(state.exit_code)}});
+}
+
+}  // namespace
+
 void note_lost_supervisor(const std::string& store_root, const ContainerDir& c) {
   nlohmann::json recorded = read_json(c.file("state.json"));
-  if (recorded.value("Status", "") != "running") return;
+  const std::string status = recorded.value("Status", "");
+  if (status == "exited") return note_lost_end(store_root, c, recorded);
+  if (status != "running") return;
   ContainerState state = c.state();  // reads exited when the supervisor is gone
-  if (state.status != "exited") return;
-  std::string marker = c.file(("lost-" + std::to_string(state.pid) + "-" + std::to_string(state.pid_start)).c_str());
-  UniqueFd once(open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!once) return;  // someone else noted it
+  if (state.status != "exited" || !first_to_note(c, state)) return;
   state.finished_at = now_rfc3339();
   c.save_state(state);
   c.write_exit(state.exit_code);  // waiters would wait for the dead supervisor forever

@@ -238,6 +238,56 @@ TEST_F(DockerApiState, KilledSupervisorStillAnswersWaitFollowAndAttach) {
   EXPECT_EQ(run_sandcell({"gc"}).exit_code, 0);  // the killed supervisor's run state and cgroups
 }
 
+// The supervisor ends a run by recording it in state.json, then writing the exit file. Killed
+// between the two (here: stopped, its record written for it, then killed), it leaves "exited"
+// with no exit: the waiters that were waiting and one that comes after still get the status
+// code the record holds, and the die is recorded once with it.
+TEST_F(DockerApiState, KilledBetweenRecordAndExitFile) {
+  ASSERT_EQ(docker({"run", "-d", "--name", "gap", "--network", "none", "bb:1", "sh", "-c",
+                    "echo ready; exec sleep 1000"}).exit_code, 0);
+  ASSERT_EQ(logs_until("gap", [](const std::string& out) { return out == "ready\n"; }), "ready\n");
+  const nlohmann::json inspected = inspect("gap");
+  const pid_t supervisor = inspected["State"]["Pid"].get<pid_t>();
+  ASSERT_GT(supervisor, 0);
+  const fs::path dir = fs::path(store()) / "docker/containers" / inspected["Id"].get<std::string>();
+  const size_t idle = inotify_instances(server_);
+  CliRun early;
+  std::thread early_waiter([&] { early = docker({"wait", "gap"}); });
+  for (int i = 0; i < 3000 && inotify_instances(server_) < idle + 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::string before_kill = unix_now();
+  ASSERT_EQ(kill(supervisor, SIGSTOP), 0);
+  nlohmann::json state;
+  {
+    std::ifstream in(dir / "state.json");
+    state = nlohmann::json::parse(in);
+  }
+  ASSERT_EQ(state["Status"], "running");
+  state["Status"] = "exited";
+  state["ExitCode"] = 3;
+  {
+    std::ofstream out(dir / "state.json.tmp");
+    out << state.dump();
+  }
+  fs::rename(dir / "state.json.tmp", dir / "state.json");
+  CliRun late;
+  std::thread late_waiter([&] { late = docker({"wait", "gap"}); });
+  for (int i = 0; i < 3000 && inotify_instances(server_) < idle + 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(fs::file_size(dir / "exit"), 0u);
+  ASSERT_EQ(kill(supervisor, SIGKILL), 0);
+  early_waiter.join();
+  late_waiter.join();
+  EXPECT_EQ(early.out, "3\n") << early.err;
+  EXPECT_EQ(late.out, "3\n") << late.err;
+  EXPECT_EQ(docker({"wait", "gap"}).out, "3\n");
+  CliRun die = docker({"events", "--since", before_kill, "--until", std::to_string(time(nullptr) + 1), "--filter",
+                       "container=gap", "--filter", "event=die", "--format", "{{.Actor.Attributes.exitCode}}"});
+  EXPECT_EQ(die.out, "3\n") << die.err;  // once
+  EXPECT_EQ(docker({"rm", "gap"}).exit_code, 0);
+  EXPECT_EQ(run_sandcell({"gc"}).exit_code, 0);  // the killed supervisor's sandbox, run state and cgroups
+}
+
 // The server stops under waiters that have no answer yet: they end (the eventfd every waiter
 // polls), and so does the server.
 TEST_F(DockerApiState, ServerStopEndsWaitersWithoutAnswer) {
