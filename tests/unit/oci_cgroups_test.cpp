@@ -12,11 +12,13 @@
 #include "device_program.hpp"
 #include "sandcell/base/error.hpp"
 #include "temp_tree.hpp"
+#include "thrown_error.hpp"
 
 namespace sandcell::oci {
 namespace {
 
 using nlohmann::json;
+using test::thrown_error;
 using test::read_text;
 namespace fs = std::filesystem;
 
@@ -41,15 +43,6 @@ std::vector<std::string> dirs_of(const std::vector<CgroupDir>& dirs) {
   std::vector<std::string> out;
   for (const CgroupDir& d : dirs) out.push_back(d.dir);
   return out;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // The file → value pairs of a plan (first choice of each write).
@@ -87,9 +80,9 @@ TEST(OciCgroupsPath, AbsoluteIsBelowEachMount_RelativeAndEmptyBelowTheSandcellPa
 
 TEST(OciCgroupsPath, DotDotOrNothing_IsRefusedNamingTheField) {
   runtime::CgroupHost host = hybrid_host();
-  EXPECT_EQ(error_of([&] { resolve_cgroups_path(host, "/a/../../etc", "x"); }),
+  EXPECT_EQ(thrown_error([&] { resolve_cgroups_path(host, "/a/../../etc", "x"); }),
             "linux.cgroupsPath: '..' is not allowed: '/a/../../etc'");
-  EXPECT_EQ(error_of([&] { resolve_cgroups_path(host, "//", "x"); }),
+  EXPECT_EQ(thrown_error([&] { resolve_cgroups_path(host, "//", "x"); }),
             "linux.cgroupsPath: names no cgroup: '//'");
 }
 
@@ -204,7 +197,7 @@ TEST(OciResources, V2_UsesRuncsConversionsForWeightSwapAndCpuMax) {
 
 TEST(OciResources, WhatAVersionCannotDo_IsRefusedNamingTheField) {
   auto refused = [](const json& r, const ControllerVersions& v) {
-    return error_of([&] { plan_resources(r, v); });
+    return thrown_error([&] { plan_resources(r, v); });
   };
   EXPECT_EQ(
       refused({{"cpu", {{"realtimeRuntime", 950000}}}}, kV1),
@@ -270,7 +263,7 @@ TEST(OciResources, Apply_WritesIntoTheFakeCgroupAndNamesAMissingFile) {
   EXPECT_EQ(read_text(v1 + "/memory.limit_in_bytes"), "1048576");
   EXPECT_EQ(read_text(v2 + "/hugetlb.2MB.max"), "2097152");
   json swap = {{"memory", {{"swap", 1 << 21}}}};
-  EXPECT_EQ(error_of([&] {
+  EXPECT_EQ(thrown_error([&] {
               apply_resources(plan_resources(swap, hybrid), {v1, v2});
             }),
             "linux.resources.memory.swap: memory.memsw.limit_in_bytes is in none of the "

@@ -12,26 +12,19 @@
 #include "cgroup_resources.hpp"
 #include "sandcell/base/error.hpp"
 #include "systemd_cgroup.hpp"
+#include "thrown_error.hpp"
 
 namespace sandcell::oci::systemd {
 namespace {
 
 using nlohmann::json;
+using test::thrown_error;
 constexpr uint64_t kInfinity = std::numeric_limits<uint64_t>::max();
 
 const ControllerVersions kV2 = {{"memory", CgroupVersion::V2}, {"cpu", CgroupVersion::V2},
                                 {"cpuset", CgroupVersion::V2}, {"pids", CgroupVersion::V2},
                                 {"io", CgroupVersion::V2},     {"hugetlb", CgroupVersion::V2},
                                 {"rdma", CgroupVersion::V2}};
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::map<std::string, Property> by_name(const std::vector<Property>& properties) {
   std::map<std::string, Property> out;
@@ -84,13 +77,13 @@ TEST(OciSystemdCgroupsPath, AnythingElse_IsRefusedNamingTheField) {
         "a--b.slice:p:n", "-a.slice:p:n", "a-.slice:p:n", ".slice:p:n", "a/b.slice:p:n",
         "system.slice:p/q:n", "system.slice:p:../../x", "system.slice:p:a b",
         "system.slice:p:a\nb", "system.slice:p:x@y", "system.slice:p:x\\y", "system.slice:p:bad--.slice"}) {
-    std::string error = error_of([&] { parse_cgroups_path(path, "x", false); });
+    std::string error = thrown_error([&] { parse_cgroups_path(path, "x", false); });
     EXPECT_NE(error.find("linux.cgroupsPath"), std::string::npos) << path << " → '" << error << "'";
   }
-  EXPECT_NE(error_of([] { parse_cgroups_path("/kubepods/pod1", "x", false); }).find("slice:prefix:name"),
+  EXPECT_NE(thrown_error([] { parse_cgroups_path("/kubepods/pod1", "x", false); }).find("slice:prefix:name"),
             std::string::npos);
   std::string long_name(300, 'a');
-  EXPECT_NE(error_of([&] { parse_cgroups_path("system.slice:p:" + long_name, "x", false); })
+  EXPECT_NE(thrown_error([&] { parse_cgroups_path("system.slice:p:" + long_name, "x", false); })
                 .find("longer than systemd's 255"),
             std::string::npos);
 }
@@ -102,7 +95,7 @@ TEST(OciSystemdExpandSlice, NestsByDashes_AsRuncs) {
   EXPECT_EQ(expand_slice("-.slice"), "/");
   for (const char* bad : {"foo", "foo.sl", ".slice", "-foo.slice", "foo--bar.slice", "foo-.slice",
                           "foo/bar.slice", "test/a.slice"})
-    EXPECT_NE(error_of([&] { expand_slice(bad); }), "") << bad;
+    EXPECT_NE(thrown_error([&] { expand_slice(bad); }), "") << bad;
 }
 
 TEST(OciSystemdProperties, Scope_GetsSliceDelegatePidsAccountingAndNoDefaultDependencies) {
@@ -199,15 +192,15 @@ TEST(OciSystemdResources, RangeToBits_RuncsCases) {
       {"128-130,1", {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7}}};
   for (const auto& [list, bits] : cases) EXPECT_EQ(range_to_bits(list, "f"), bits) << list;
   for (const char* bad : {"", "-", "1-", "-3", "54-53", "1 - 2", "a", "1-2-3", "0x1"})
-    EXPECT_NE(error_of([&] { range_to_bits(bad, "linux.resources.cpu.cpus"); })
+    EXPECT_NE(thrown_error([&] { range_to_bits(bad, "linux.resources.cpu.cpus"); })
                   .find("linux.resources.cpu.cpus"),
               std::string::npos)
         << bad;
 }
 
 TEST(OciSystemdResources, HugeCpuNumbers_AreRefusedNotAllocated) {
-  EXPECT_NE(error_of([] { range_to_bits("0-4294967295", "f"); }).find("above 65535"), std::string::npos);
-  EXPECT_NE(error_of([] { range_to_bits("99999999999999999999999", "f"); }), "");
+  EXPECT_NE(thrown_error([] { range_to_bits("0-4294967295", "f"); }).find("above 65535"), std::string::npos);
+  EXPECT_NE(thrown_error([] { range_to_bits("99999999999999999999999", "f"); }), "");
   EXPECT_EQ(range_to_bits("65535", "f").size(), 8192u);
 }
 
