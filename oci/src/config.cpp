@@ -99,8 +99,10 @@ std::vector<runtime::ContainerMount> parse_mounts(const json& mounts, const std:
     const json* destination = f::find(m, "destination");
     if (destination == nullptr) throw Error::invalid(path + ".destination: missing");
     mount.destination = f::text(*destination, path + ".destination");
-    if (mount.destination.empty() || mount.destination[0] != '/')
-      throw Error::invalid(path + ".destination: must be absolute: '" + mount.destination + "'");
+    if (mount.destination.empty()) throw Error::invalid(path + ".destination: empty");
+    // The runtime-spec (config.md, Mounts): a relative destination is deprecated but MUST be
+    // taken as relative to "/".
+    if (mount.destination[0] != '/') mount.destination = "/" + mount.destination;
     if (const json* v = f::find(m, "type")) mount.type = f::text(*v, path + ".type");
     if (const json* v = f::find(m, "source")) mount.source = f::text(*v, path + ".source");
     if (mount.type == "bind") mount.flags |= MS_BIND;
@@ -151,8 +153,10 @@ Config parse_config(const json& config, const std::string& bundle) {
   if (const json* v = f::find(config, "mounts")) spec.container->mounts = parse_mounts(*v, bundle);
   if (const json* v = f::find(config, "hooks")) out.hooks = parse_hooks(*v);
   if (const json* v = f::find(config, "annotations"))
-    for (const auto& [key, value] : f::object(*v, "annotations").items())
+    for (const auto& [key, value] : f::object(*v, "annotations").items()) {
+      if (key.empty()) throw Error::invalid("annotations: a key must not be empty");
       out.annotations[key] = f::text(value, "annotations." + key);
+    }
   if (const json* v = f::find(config, "linux")) {
     parse_linux(*v, spec);
     if (const json* r = f::find(*v, "resources")) out.resources = *r;

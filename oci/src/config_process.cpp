@@ -32,6 +32,8 @@ std::vector<runtime::Rlimit> parse_rlimits(const json& value) {
     if (const json* v = f::find(entry, "soft")) limit.soft = f::unsigned_integer(*v, path + ".soft");
     if (const json* v = f::find(entry, "hard")) limit.hard = f::unsigned_integer(*v, path + ".hard");
     if (limit.soft > limit.hard) throw Error::invalid(path + ": soft limit is above the hard limit");
+    for (const runtime::Rlimit& seen : limits)
+      if (seen.resource == limit.resource) throw Error::invalid(path + ".type: listed twice");
     limits.push_back(limit);
   }
   return limits;
