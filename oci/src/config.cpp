@@ -158,6 +158,10 @@ Config parse_config(const json& config, const std::string& bundle) {
       out.annotations[key] = f::text(value, "annotations." + key);
     }
   if (const json* v = f::find(config, "linux")) {
+    // The runtime-spec: with intelRdt set the runtime MUST put the container in a resctrl group,
+    // and MUST fail where it cannot; sandcell-oci has no resctrl support.
+    if (v->is_object() && f::find(*v, "intelRdt"))
+      throw Error::invalid("linux.intelRdt: Intel RDT (resctrl) is not supported by sandcell-oci");
     parse_linux(*v, spec);
     if (const json* r = f::find(*v, "resources")) out.resources = *r;
   }

@@ -303,6 +303,18 @@ TEST(OciSpec, ConsoleSize_IsIgnoredWithoutATerminal) {
   EXPECT_EQ(run.out, "no-tty\n");
 }
 
+TEST(OciSpec, UnknownCapability_IsAWarningNotAFailure) {
+  OciBundle b;
+  b.config["process"]["capabilities"]["bounding"].push_back("CAP_NOT_IN_THIS_KERNEL");
+  b.config["process"]["args"] = {"echo", "ran"};
+  b.write();
+  CliRun run = b.oci({"run", "-b", b.dir(), "unknowncap"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "ran\n");
+  EXPECT_NE(run.err.find("warning: process.capabilities.bounding: unknown capability 'CAP_NOT_IN_THIS_KERNEL' is ignored"),
+            std::string::npos) << run.err;
+}
+
 // Each invalid or unsupported value: create fails naming it, and nothing is made.
 TEST(OciSpec, InvalidOrUnsupportedValues_AreErrorsThatCreateNothing) {
   struct Case {
@@ -346,6 +358,8 @@ TEST(OciSpec, InvalidOrUnsupportedValues_AreErrorsThatCreateNothing) {
                                 {"uidMappings", {{{"containerID", 0}, {"hostID", 1000}, {"size", 1}}}},
                                 {"gidMappings", {{{"containerID", 0}, {"hostID", 1000}, {"size", 1}}}}});
        }, "idmapped mounts are not supported"},
+      {"intelRdt without resctrl support", [](nlohmann::json& c) { c["linux"]["intelRdt"] = {{"closID", "x"}}; },
+       "linux.intelRdt: Intel RDT (resctrl) is not supported"},
       {"seccomp listenerPath", [](nlohmann::json& c) {
          c["linux"]["seccomp"] = {{"defaultAction", "SCMP_ACT_ALLOW"}, {"listenerPath", "/run/agent.sock"}};
        }, "linux.seccomp.listenerPath"},
