@@ -61,7 +61,11 @@ runtime::ContainerMount mount_from_options(const std::vector<std::string>& optio
       {"atime", 0, MS_NOATIME}, {"noatime", MS_NOATIME, 0}, {"diratime", 0, MS_NODIRATIME},
       {"nodiratime", MS_NODIRATIME, 0}, {"relatime", MS_RELATIME, 0}, {"norelatime", 0, MS_RELATIME},
       {"strictatime", MS_STRICTATIME, 0}, {"nostrictatime", 0, MS_STRICTATIME},
-      {"bind", MS_BIND, 0}, {"rbind", MS_BIND | MS_REC, 0}};
+      {"bind", MS_BIND, 0}, {"rbind", MS_BIND | MS_REC, 0},
+      // The rest of the runtime-spec's MUST list (config.md, Linux mount options), as mount(8).
+      {"defaults", 0, 0}, {"iversion", MS_I_VERSION, 0}, {"noiversion", 0, MS_I_VERSION},
+      {"lazytime", MS_LAZYTIME, 0}, {"nolazytime", 0, MS_LAZYTIME}, {"silent", MS_SILENT, 0},
+      {"loud", 0, MS_SILENT}};
   static const Flag kPropagation[] = {
       {"private", MS_PRIVATE, 0}, {"rprivate", MS_PRIVATE | MS_REC, 0}, {"shared", MS_SHARED, 0},
       {"rshared", MS_SHARED | MS_REC, 0}, {"slave", MS_SLAVE, 0}, {"rslave", MS_SLAVE | MS_REC, 0},
@@ -163,6 +167,13 @@ Config parse_config(const json& config, const std::string& bundle) {
     if (v->is_object() && f::find(*v, "intelRdt"))
       throw Error::invalid("linux.intelRdt: Intel RDT (resctrl) is not supported by sandcell-oci");
     parse_linux(*v, spec);
+    // The runtime-spec: a namespace path MUST be absolute (in the runtime's mount namespace); a
+    // relative one would be opened from wherever sandcell-oci was started.
+    for (size_t i = 0; i < spec.container->namespaces.size(); ++i) {
+      const std::string& path = spec.container->namespaces[i].path;
+      if (!path.empty() && path[0] != '/')
+        throw Error::invalid("linux.namespaces[" + std::to_string(i) + "].path: must be absolute: '" + path + "'");
+    }
     if (const json* r = f::find(*v, "resources")) out.resources = *r;
   }
   return out;

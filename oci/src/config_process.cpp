@@ -97,6 +97,11 @@ void parse_terminal(const json& process, runtime::Container& c) {
 
 void apply_process(const json& process, runtime::Spec& spec) {
   f::object(process, "process");
+  // Valid values the runtime-spec defines that sandcell-oci does not apply: an error, not a
+  // silent drop (config.md, Valid values).
+  for (const char* unsupported : {"scheduler", "ioPriority", "execCPUAffinity"})
+    if (f::find(process, unsupported))
+      throw Error::invalid(std::string("process.") + unsupported + ": not supported by sandcell-oci");
   runtime::Container& c = *spec.container;
   parse_terminal(process, c);
   if (const json* v = f::find(process, "user")) parse_user(*v, spec);

@@ -102,13 +102,9 @@ Hooks load_later_hooks(const StateStore& store, const ContainerState& s) {
   }
 }
 
+// The spec: a failing poststop hook is logged; the remaining hooks and the lifecycle go on.
 void run_poststop_hooks(const Hooks& hooks, const ContainerState& s) {
-  try {
-    run_hooks(hooks.poststop, "hooks.poststop", hook_state(s, Status::Stopped));
-  } catch (const Error& e) {
-    // The spec: a failing poststop hook is logged; the rest of the lifecycle goes on.
-    fprintf(stderr, "sandcell-oci: warning: %s\n", e.what());
-  }
+  run_hooks_warning_on_failure(hooks.poststop, "hooks.poststop", hook_state(s, Status::Stopped));
 }
 
 // Everything create made, undone: the init, its cgroups, the state directory.

@@ -183,6 +183,20 @@ TEST(OciSpec, FailingPoststartHook_IsAnErrorAndStopsTheContainer_PoststopStillRu
   EXPECT_EQ(b.oci({"list", "-q"}).out, "");
 }
 
+TEST(OciSpec, FailingPoststopHook_IsAWarning_DeleteSucceeds) {
+  OciBundle b;
+  b.config["process"]["args"] = {"true"};
+  b.config["hooks"]["poststop"] = nlohmann::json::array({{{"path", "/bin/false"}}});
+  b.config["hooks"]["poststop"].push_back(append_hook("second", b.path("poststop"))[0]);
+  b.write();
+  ASSERT_EQ(b.oci({"create", "-b", b.dir(), "pst"}).exit_code, 0);
+  CliRun del = b.oci({"delete", "pst"});
+  EXPECT_EQ(del.exit_code, 0) << del.err;
+  EXPECT_NE(del.err.find("warning: hook hooks.poststop[0] (/bin/false) failed"), std::string::npos) << del.err;
+  EXPECT_EQ(read_text(b.path("poststop")), "second\n") << "the hooks after the failed one ran";
+  EXPECT_EQ(b.oci({"list", "-q"}).out, "");
+}
+
 TEST(OciSpec, FailedCreate_IsDestroyedThenRunsThePoststopHooks) {
   OciBundle b;
   b.config["process"]["args"] = {"true"};
@@ -241,7 +255,10 @@ TEST(OciSpec, Mounts_InTheListedOrder_ARelativeDestinationIsFromTheRoot) {
   // Two mounts on one destination: the later one is on top. "tmp" is deprecated but MUST be "/tmp".
   b.config["mounts"].push_back({{"destination", "/home"}, {"type", "tmpfs"}, {"source", "tmpfs"}, {"options", {"size=1m"}}});
   b.config["mounts"].push_back({{"destination", "/home"}, {"type", "tmpfs"}, {"source", "tmpfs"}, {"options", {"size=2m"}}});
-  b.config["mounts"].push_back({{"destination", "tmp"}, {"type", "tmpfs"}, {"source", "tmpfs"}, {"options", {"size=3m"}}});
+  // With every option of the spec's MUST list that is not a flag tested elsewhere.
+  b.config["mounts"].push_back({{"destination", "tmp"}, {"type", "tmpfs"}, {"source", "tmpfs"},
+                                {"options", {"defaults", "iversion", "noiversion", "lazytime", "nolazytime", "silent",
+                                             "loud", "async", "dirsync", "size=3m"}}});
   b.config["process"]["args"] = {"sh", "-c", "df -k /home /tmp | awk 'NR > 1 { print $6, $2 }'"};
   b.write();
   CliRun run = b.oci({"run", "-b", b.dir(), "order"});
@@ -360,6 +377,27 @@ TEST(OciSpec, InvalidOrUnsupportedValues_AreErrorsThatCreateNothing) {
        }, "idmapped mounts are not supported"},
       {"intelRdt without resctrl support", [](nlohmann::json& c) { c["linux"]["intelRdt"] = {{"closID", "x"}}; },
        "linux.intelRdt: Intel RDT (resctrl) is not supported"},
+      {"process.scheduler", [](nlohmann::json& c) { c["process"]["scheduler"] = {{"policy", "SCHED_BATCH"}}; },
+       "process.scheduler: not supported"},
+      {"process.ioPriority", [](nlohmann::json& c) {
+         c["process"]["ioPriority"] = {{"class", "IOPRIO_CLASS_IDLE"}, {"priority", 4}};
+       }, "process.ioPriority: not supported"},
+      {"relative namespace path", [](nlohmann::json& c) {
+         nlohmann::json kept = nlohmann::json::array();
+         for (const auto& ns : c["linux"]["namespaces"])
+           if (ns["type"] != "network") kept.push_back(ns);
+         kept.push_back({{"type", "network"}, {"path", "proc/self/ns/net"}});
+         c["linux"]["namespaces"] = kept;
+       }, "linux.namespaces[5].path: must be absolute: 'proc/self/ns/net'"},
+      {"memory.checkBeforeUpdate", [](nlohmann::json& c) {
+         c["linux"]["resources"]["memory"] = {{"limit", 1 << 26}, {"checkBeforeUpdate", true}};
+       }, "linux.resources.memory.checkBeforeUpdate: not supported"},
+      {"weightDevice entry without a weight", [](nlohmann::json& c) {
+         c["linux"]["resources"]["blockIO"] = {{"weightDevice", {{{"major", 8}, {"minor", 0}}}}};
+       }, "linux.resources.blockIO.weightDevice[0]: needs weight or leafWeight"},
+      {"rdma entry without a limit", [](nlohmann::json& c) {
+         c["linux"]["resources"]["rdma"] = {{"mlx5_1", nlohmann::json::object()}};
+       }, "linux.resources.rdma.mlx5_1: needs hcaHandles or hcaObjects"},
       {"seccomp listenerPath", [](nlohmann::json& c) {
          c["linux"]["seccomp"] = {{"defaultAction", "SCMP_ACT_ALLOW"}, {"listenerPath", "/run/agent.sock"}};
        }, "linux.seccomp.listenerPath"},
