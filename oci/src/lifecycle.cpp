@@ -311,8 +311,8 @@ void start(const StateStore& store, const std::string& id) {
   try {
     run_hooks(hooks.poststart, "hooks.poststart", hook_state(s, Status::Running));
   } catch (const Error& e) {
-    // The runtime-spec (lifecycle step 9, since 1.1): a failing poststart hook is an error and
-    // stops the container, which delete then destroys; runc does the same.
+    // The runtime-spec (lifecycle step 9; older texts said a warning): a failing poststart hook
+    // is an error and stops the container, which delete then destroys; runc does the same.
     ::kill(s.pid, SIGKILL);
     throw Error::invalid(std::string(e.what()) + "; container " + id + " was stopped");
   }
