@@ -241,6 +241,9 @@ void plan_block_io(const json& b, Planner& p) {
       std::string entry_at = at + ".weightDevice[" + std::to_string(i) + "]";
       const json& entry = f::object((*list)[i], entry_at);
       std::string dev = device_number(entry, entry_at);
+      // The runtime-spec: an entry MUST have at least one of the two.
+      if (!f::find(entry, "weight") && !f::find(entry, "leafWeight"))
+        Planner::refuse(entry_at, "needs weight or leafWeight");
       if (const json* w = f::find(entry, "weight")) {
         std::string value =
             dev + " " + std::to_string(f::unsigned_integer(*w, entry_at + ".weight"));
@@ -336,7 +339,9 @@ void plan_rdma(const json& r, Planner& p) {
       value += " hca_handle=" + std::to_string(f::unsigned_integer(*h, entry_at + ".hcaHandles"));
     if (const json* o = f::find(limits, "hcaObjects"))
       value += " hca_object=" + std::to_string(f::unsigned_integer(*o, entry_at + ".hcaObjects"));
-    if (value != device) p.add(entry_at, p.version(entry_at, "rdma"), "rdma.max", value);
+    // The runtime-spec: an entry MUST have at least one of the two.
+    if (value == device) Planner::refuse(entry_at, "needs hcaHandles or hcaObjects");
+    p.add(entry_at, p.version(entry_at, "rdma"), "rdma.max", value);
   }
 }
 

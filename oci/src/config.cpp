@@ -61,7 +61,11 @@ runtime::ContainerMount mount_from_options(const std::vector<std::string>& optio
       {"atime", 0, MS_NOATIME}, {"noatime", MS_NOATIME, 0}, {"diratime", 0, MS_NODIRATIME},
       {"nodiratime", MS_NODIRATIME, 0}, {"relatime", MS_RELATIME, 0}, {"norelatime", 0, MS_RELATIME},
       {"strictatime", MS_STRICTATIME, 0}, {"nostrictatime", 0, MS_STRICTATIME},
-      {"bind", MS_BIND, 0}, {"rbind", MS_BIND | MS_REC, 0}};
+      {"bind", MS_BIND, 0}, {"rbind", MS_BIND | MS_REC, 0},
+      // The rest of the runtime-spec's MUST list (config.md, Linux mount options), as mount(8).
+      {"defaults", 0, 0}, {"iversion", MS_I_VERSION, 0}, {"noiversion", 0, MS_I_VERSION},
+      {"lazytime", MS_LAZYTIME, 0}, {"nolazytime", 0, MS_LAZYTIME}, {"silent", MS_SILENT, 0},
+      {"loud", 0, MS_SILENT}};
   static const Flag kPropagation[] = {
       {"private", MS_PRIVATE, 0}, {"rprivate", MS_PRIVATE | MS_REC, 0}, {"shared", MS_SHARED, 0},
       {"rshared", MS_SHARED | MS_REC, 0}, {"slave", MS_SLAVE, 0}, {"rslave", MS_SLAVE | MS_REC, 0},
@@ -99,8 +103,10 @@ std::vector<runtime::ContainerMount> parse_mounts(const json& mounts, const std:
     const json* destination = f::find(m, "destination");
     if (destination == nullptr) throw Error::invalid(path + ".destination: missing");
     mount.destination = f::text(*destination, path + ".destination");
-    if (mount.destination.empty() || mount.destination[0] != '/')
-      throw Error::invalid(path + ".destination: must be absolute: '" + mount.destination + "'");
+    if (mount.destination.empty()) throw Error::invalid(path + ".destination: empty");
+    // The runtime-spec (config.md, Mounts): a relative destination is deprecated but MUST be
+    // taken as relative to "/".
+    if (mount.destination[0] != '/') mount.destination = "/" + mount.destination;
     if (const json* v = f::find(m, "type")) mount.type = f::text(*v, path + ".type");
     if (const json* v = f::find(m, "source")) mount.source = f::text(*v, path + ".source");
     if (mount.type == "bind") mount.flags |= MS_BIND;
@@ -151,10 +157,23 @@ Config parse_config(const json& config, const std::string& bundle) {
   if (const json* v = f::find(config, "mounts")) spec.container->mounts = parse_mounts(*v, bundle);
   if (const json* v = f::find(config, "hooks")) out.hooks = parse_hooks(*v);
   if (const json* v = f::find(config, "annotations"))
-    for (const auto& [key, value] : f::object(*v, "annotations").items())
+    for (const auto& [key, value] : f::object(*v, "annotations").items()) {
+      if (key.empty()) throw Error::invalid("annotations: a key must not be empty");
       out.annotations[key] = f::text(value, "annotations." + key);
+    }
   if (const json* v = f::find(config, "linux")) {
+    // The runtime-spec: with intelRdt set the runtime MUST put the container in a resctrl group,
+    // and MUST fail where it cannot; sandcell-oci has no resctrl support.
+    if (v->is_object() && f::find(*v, "intelRdt"))
+      throw Error::invalid("linux.intelRdt: Intel RDT (resctrl) is not supported by sandcell-oci");
     parse_linux(*v, spec);
+    // The runtime-spec: a namespace path MUST be absolute (in the runtime's mount namespace); a
+    // relative one would be opened from wherever sandcell-oci was started.
+    for (size_t i = 0; i < spec.container->namespaces.size(); ++i) {
+      const std::string& path = spec.container->namespaces[i].path;
+      if (!path.empty() && path[0] != '/')
+        throw Error::invalid("linux.namespaces[" + std::to_string(i) + "].path: must be absolute: '" + path + "'");
+    }
     if (const json* r = f::find(*v, "resources")) out.resources = *r;
   }
   return out;

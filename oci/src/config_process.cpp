@@ -1,7 +1,10 @@
 // config.json "process" → the process half of runtime::Spec.
+#include <sys/capability.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 
 #include "config_parts.hpp"
 #include "json_fields.hpp"
@@ -32,6 +35,8 @@ std::vector<runtime::Rlimit> parse_rlimits(const json& value) {
     if (const json* v = f::find(entry, "soft")) limit.soft = f::unsigned_integer(*v, path + ".soft");
     if (const json* v = f::find(entry, "hard")) limit.hard = f::unsigned_integer(*v, path + ".hard");
     if (limit.soft > limit.hard) throw Error::invalid(path + ": soft limit is above the hard limit");
+    for (const runtime::Rlimit& seen : limits)
+      if (seen.resource == limit.resource) throw Error::invalid(path + ".type: listed twice");
     limits.push_back(limit);
   }
   return limits;
@@ -58,9 +63,23 @@ void parse_capabilities(const json& caps, runtime::CapabilitySets& sets) {
   std::pair<const char*, std::vector<std::string>*> kSets[] = {
       {"bounding", &sets.bounding},       {"effective", &sets.effective}, {"permitted", &sets.permitted},
       {"inheritable", &sets.inheritable}, {"ambient", &sets.ambient}};
-  for (auto& [name, target] : kSets)
-    *target = f::find(caps, name) ? f::texts(caps[name], std::string("process.capabilities.") + name)
-                                  : std::vector<std::string>{};
+  for (auto& [name, target] : kSets) {
+    std::string path = std::string("process.capabilities.") + name;
+    target->clear();
+    if (!f::find(caps, name)) continue;
+    // The runtime-spec: a capability this kernel has no number for MUST be logged as a warning
+    // (and SHOULD NOT fail the container); runc drops it with a warning too.
+    for (const std::string& cap : f::texts(caps[name], path)) {
+      std::string lower = cap;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      cap_value_t value = 0;
+      bool known = lower.starts_with("cap_") && cap_from_name(lower.c_str(), &value) == 0;
+      if (known)
+        target->push_back(cap);
+      else
+        fprintf(stderr, "sandcell-oci: warning: %s: unknown capability '%s' is ignored\n", path.c_str(), cap.c_str());
+    }
+  }
 }
 
 void parse_terminal(const json& process, runtime::Container& c) {
@@ -78,6 +97,11 @@ void parse_terminal(const json& process, runtime::Container& c) {
 
 void apply_process(const json& process, runtime::Spec& spec) {
   f::object(process, "process");
+  // Valid values the runtime-spec defines that sandcell-oci does not apply: an error, not a
+  // silent drop (config.md, Valid values).
+  for (const char* unsupported : {"scheduler", "ioPriority", "execCPUAffinity"})
+    if (f::find(process, unsupported))
+      throw Error::invalid(std::string("process.") + unsupported + ": not supported by sandcell-oci");
   runtime::Container& c = *spec.container;
   parse_terminal(process, c);
   if (const json* v = f::find(process, "user")) parse_user(*v, spec);

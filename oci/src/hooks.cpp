@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include "sandcell/base/error.hpp"
 
@@ -70,6 +71,17 @@ void run_hook(const Hook& hook, const std::string& name, const std::string& stat
 void run_hooks(const std::vector<Hook>& hooks, const std::string& phase, const std::string& state_json) {
   for (size_t i = 0; i < hooks.size(); ++i)
     run_hook(hooks[i], phase + "[" + std::to_string(i) + "]", state_json);
+}
+
+void run_hooks_warning_on_failure(const std::vector<Hook>& hooks, const std::string& phase,
+                                  const std::string& state_json) {
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    try {
+      run_hook(hooks[i], phase + "[" + std::to_string(i) + "]", state_json);
+    } catch (const Error& e) {
+      fprintf(stderr, "sandcell-oci: warning: %s\n", e.what());
+    }
+  }
 }
 
 }  // namespace sandcell::oci

@@ -9,5 +9,8 @@
 namespace sandcell::oci {
 
 void run_hooks(const std::vector<Hook>& hooks, const std::string& phase, const std::string& state_json);
+// poststop's rule: a failing hook is a warning on stderr and the next one still runs.
+void run_hooks_warning_on_failure(const std::vector<Hook>& hooks, const std::string& phase,
+                                  const std::string& state_json);
 
 }  // namespace sandcell::oci

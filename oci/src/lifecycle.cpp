@@ -72,6 +72,41 @@ void write_pid_file(const std::string& path, pid_t pid) {
 
 std::string hook_state(const ContainerState& s, Status status) { return state_json(s, status).dump(); }
 
+// The hooks start and delete run, as create read them: "any updates to config.json after
+// [create] MUST NOT affect the container" (runtime-spec, lifecycle step 2).
+void save_later_hooks(const StateStore& store, const std::string& id, const Hooks& hooks) {
+  auto entries = [](const std::vector<Hook>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Hook& hook : list) {
+      nlohmann::json entry = {{"path", hook.path}, {"args", hook.args}, {"env", hook.env}};
+      if (hook.timeout_s) entry["timeout"] = *hook.timeout_s;
+      out.push_back(entry);
+    }
+    return out;
+  };
+  std::string path = store.dir(id) + "/hooks.json";
+  std::ofstream out(path, std::ios::trunc);
+  out << nlohmann::json{{"poststart", entries(hooks.poststart)}, {"poststop", entries(hooks.poststop)}}.dump();
+  if (!out.flush()) throw Error(errno, "write " + path);
+}
+
+Hooks load_later_hooks(const StateStore& store, const ContainerState& s) {
+  std::ifstream in(store.dir(s.id) + "/hooks.json");
+  try {
+    // A container created before the hooks were kept: its bundle's, as they were read then.
+    return in ? parse_hooks(nlohmann::json::parse(in)) : load_config(s.bundle).hooks;
+  } catch (const nlohmann::json::exception&) {
+    return {};
+  } catch (const Error&) {
+    return {};  // the bundle may be gone after create (containerd keeps it; others need not)
+  }
+}
+
+// The spec: a failing poststop hook is logged; the remaining hooks and the lifecycle go on.
+void run_poststop_hooks(const Hooks& hooks, const ContainerState& s) {
+  run_hooks_warning_on_failure(hooks.poststop, "hooks.poststop", hook_state(s, Status::Stopped));
+}
+
 // Everything create made, undone: the init, its cgroups, the state directory.
 void abandon(const StateStore& store, const std::string& id, pid_t pid,
              const MadeCgroups& cgroups) {
@@ -207,6 +242,12 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
   else
     cgroup_dirs = resolve_cgroups_path(host, spec.container->cgroups_path, id);
   store.reserve(id);
+  try {
+    save_later_hooks(store, id, config.hooks);
+  } catch (...) {
+    store.remove(id);
+    throw;
+  }
   ContainerState s;
   s.id = id;
   s.bundle = bundle;
@@ -248,6 +289,9 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
         // The original failure is the one to report.
       }
     }
+    // Lifecycle steps 3-5: a failed create is destroyed (step 12), then the poststop hooks run
+    // (step 13), as runc's destroy does.
+    run_poststop_hooks(config.hooks, s);
     throw;
   }
   return made.pid;
@@ -258,12 +302,7 @@ void start(const StateStore& store, const std::string& id) {
   Status status = current_status(s);
   if (status != Status::Created)
     throw Error::invalid("container " + id + " is " + status_name(status) + ", not created: it cannot be started");
-  Hooks hooks;
-  try {
-    hooks = load_config(s.bundle).hooks;
-  } catch (const Error&) {
-    // The bundle may be gone after create (containerd keeps it; others need not).
-  }
+  Hooks hooks = load_later_hooks(store, s);
   UniqueFd connection = connect_unix(store.start_socket(id), SOCK_SEQPACKET);
   runtime::start_container(connection.get());
   s.started = true;
@@ -272,8 +311,10 @@ void start(const StateStore& store, const std::string& id) {
   try {
     run_hooks(hooks.poststart, "hooks.poststart", hook_state(s, Status::Running));
   } catch (const Error& e) {
-    // The spec: a failing poststart hook is logged; the container keeps running.
-    fprintf(stderr, "sandcell-oci: warning: %s\n", e.what());
+    // The runtime-spec (lifecycle step 9; older texts said a warning): a failing poststart hook
+    // is an error and stops the container, which delete then destroys; runc does the same.
+    ::kill(s.pid, SIGKILL);
+    throw Error::invalid(std::string(e.what()) + "; container " + id + " was stopped");
   }
 }
 
@@ -321,17 +362,9 @@ void remove(const StateStore& store, const std::string& id, bool force) {
   } else {
     remove_made_cgroups(s.cgroup_paths, s.cgroup_created);
   }
-  Hooks hooks;
-  try {
-    hooks = load_config(s.bundle).hooks;
-  } catch (const Error&) {
-  }
+  Hooks hooks = load_later_hooks(store, s);
   store.remove(id);
-  try {
-    run_hooks(hooks.poststop, "hooks.poststop", hook_state(s, Status::Stopped));
-  } catch (const Error& e) {
-    fprintf(stderr, "sandcell-oci: warning: %s\n", e.what());
-  }
+  run_poststop_hooks(hooks, s);
 }
 
 }  // namespace sandcell::oci

@@ -149,8 +149,15 @@ TEST(OciConfigParse, UnknownFields_AreIgnored) {
   json c = minimal();
   c["vm"] = {{"hypervisor", {{"path", "/x"}}}};
   c["process"]["selinuxLabel"] = "x";
-  c["linux"]["intelRdt"] = {{"closID", "x"}};
   EXPECT_EQ(error_of(c), "");
+  c["process"]["capabilities"]["bounding"].push_back("CAP_NOT_IN_THIS_KERNEL");
+  EXPECT_EQ(error_of(c), "") << "an unknown capability is a warning, as the runtime-spec says";
+}
+
+TEST(OciConfigParse, IntelRdt_IsRefusedNotIgnored) {
+  json c = minimal();
+  c["linux"]["intelRdt"] = {{"closID", "x"}};
+  EXPECT_EQ(error_of(c), "linux.intelRdt: Intel RDT (resctrl) is not supported by sandcell-oci");
 }
 
 TEST(OciSignals, NamesAndNumbers) {
