@@ -124,7 +124,14 @@ Action parse_action(const ProfileJson& reader, const json& object, const std::st
   if (name == "SCMP_ACT_TRACE") return {ActionKind::Errno, ENOSYS};
   const std::optional<ActionKind> kind = action_kind(name);
   if (!kind) reader.fail(action_path, "unknown action '" + name + "'");
-  if (*kind != ActionKind::Errno) return {*kind, 0};
+  if (*kind != ActionKind::Errno) {
+    // The runtime-spec (config-linux.md, seccomp): an errno on an action that returns none
+    // "MUST print an error and fail" rather than be dropped.
+    for (const std::string& key : {fields.errno_ret, fields.errno_name})
+      if (ProfileJson::member(object, key) != nullptr)
+        reader.fail(ProfileJson::join(path, key), name + " returns no errno; remove " + key + " or use SCMP_ACT_ERRNO");
+    return {*kind, 0};
+  }
   return {ActionKind::Errno, errno_value(reader, object, path, fields)};
 }
 

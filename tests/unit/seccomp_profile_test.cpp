@@ -211,6 +211,23 @@ TEST(DockerProfile, ErrnoNames_AreReadAndMustAgreeWithErrnoRet) {
   EXPECT_EQ(parse(defaulted).default_action, (Action{ActionKind::Errno, ENOSYS}));
 }
 
+// runtime-spec config-linux.md: "When the action doesn't support an errno, the runtime MUST print
+// and error and fail" (runc: errnoRet only with SCMP_ACT_ERRNO and SCMP_ACT_TRACE).
+TEST(DockerProfile, AnErrnoOnAnActionWithoutOne_IsAnError) {
+  EXPECT_EQ(parse_error(one_entry({{"names", {"read"}}, {"action", "SCMP_ACT_KILL"}, {"errnoRet", 1}})),
+            "seccomp profile test.json: syscalls[0].errnoRet: SCMP_ACT_KILL returns no errno; remove errnoRet or "
+            "use SCMP_ACT_ERRNO");
+  EXPECT_EQ(parse_error(one_entry({{"names", {"read"}}, {"action", "SCMP_ACT_ALLOW"}, {"errno", "EPERM"}})),
+            "seccomp profile test.json: syscalls[0].errno: SCMP_ACT_ALLOW returns no errno; remove errno or use "
+            "SCMP_ACT_ERRNO");
+  EXPECT_EQ(parse_error(json{{"defaultAction", "SCMP_ACT_ALLOW"}, {"defaultErrnoRet", 1}}),
+            "seccomp profile test.json: defaultErrnoRet: SCMP_ACT_ALLOW returns no errno; remove defaultErrnoRet "
+            "or use SCMP_ACT_ERRNO");
+  // SCMP_ACT_TRACE takes one (no tracer attached: ENOSYS whatever it says).
+  EXPECT_EQ(parse(one_entry({{"names", {"read"}}, {"action", "SCMP_ACT_TRACE"}, {"errnoRet", 1}})).rules[0].action,
+            (Action{ActionKind::Errno, ENOSYS}));
+}
+
 TEST(DockerProfile, OciLinuxSeccompObject_Loads) {
   const json oci = json::parse(R"({
     "defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 38,
