@@ -267,6 +267,7 @@ void run_start_hooks(const ChildPlan& plan) {
   apply_container_mounts(plan);   // config.json "mounts", in order
   create_container_devices(plan);
   enter_container_root(plan);     // pivot_root, or MS_MOVE + chroot with --no-pivot
+  attach_terminal(plan, true);    // process.terminal: on /dev/console (before the root is read-only), master to --console-socket
   write_sysctls(plan);            // before /proc/sys turns read-only
   mask_and_protect_paths(plan);
   finish_root(plan);              // root.readonly
@@ -274,7 +275,6 @@ void run_start_hooks(const ChildPlan& plan) {
   bring_up_loopback(plan);        // a new network namespace only
   apply_rlimits(plan);
   set_process_attributes(plan);   // personality, umask
-  attach_terminal(plan);          // process.terminal: pty master to --console-socket
   close_fds_not_needed(plan);     // CVE-2016-9962: the caller's fds, before the credentials change
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
   const int apparmor_attr = open_apparmor_attr(plan);  // while privileged, before seccomp

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,14 +21,43 @@
 namespace sandcell::runtime {
 namespace {
 
-void send_console(const ChildPlan& plan, int master) {
-  char name[32];
+struct PtyName {
+  char path[32];
+  size_t length;
+};
+
+PtyName pty_name(int master) {
+  PtyName name{};
   unsigned int number = 0;
   ioctl(master, TIOCGPTN, &number);
-  int length = snprintf(name, sizeof name, "/dev/pts/%u", number);
-  iovec data{.iov_base = name, .iov_len = static_cast<size_t>(length)};
+  name.length = static_cast<size_t>(snprintf(name.path, sizeof name.path, "/dev/pts/%u", number));
+  return name;
+}
+
+void send_console(const ChildPlan& plan, int master) {
+  PtyName name = pty_name(master);
+  iovec data{.iov_base = name.path, .iov_len = name.length};
   if (send_with_fds(plan.container->console_fd, {&data, 1}, {&master, 1}) < 0)
     child_fail(plan, "send the pty master to --console-socket");
+}
+
+// The pty bind-mounted on /dev/console, made as an empty file where the rootfs has none (as
+// runc). Inside the container's root already, so a link could only lead elsewhere inside it;
+// a /dev/console that is a link or a directory is refused all the same.
+void mount_console(const ChildPlan& plan, int master) {
+  struct stat st {};
+  if (lstat("/dev/console", &st) < 0) {
+    if (errno != ENOENT) child_fail(plan, "stat /dev/console");
+    int made = open("/dev/console", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+    if (made < 0) child_fail(plan, "create /dev/console for the terminal");
+    close(made);
+  } else if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
+    errno = EINVAL;
+    child_fail(plan, "/dev/console is neither a file nor a device (a link or a directory), cannot mount the terminal on it");
+  }
+  const PtyName name = pty_name(master);
+  if (mount(name.path, "/dev/console", nullptr, MS_BIND, nullptr) < 0)
+    child_fail(plan, "bind the terminal %s on /dev/console", name.path);
 }
 
 }  // namespace
@@ -46,7 +76,7 @@ void set_process_attributes(const ChildPlan& plan) {
   if (c.umask >= 0) umask(static_cast<mode_t>(c.umask));
 }
 
-void attach_terminal(const ChildPlan& plan) {
+void attach_terminal(const ChildPlan& plan, bool console) {
   const ContainerPlan& c = *plan.container;
   if (!c.terminal) return;
   if (c.console_fd < 0) {
@@ -59,6 +89,7 @@ void attach_terminal(const ChildPlan& plan) {
     if (ioctl(slave, TIOCSWINSZ, &size) < 0) child_fail(plan, "process.consoleSize");
   }
   if (fchown(slave, plan.uid, plan.gid) < 0) child_fail(plan, "chown the pty to the process user");
+  if (console) mount_console(plan, master);
   send_console(plan, master);
   close(master);
   close(c.console_fd);
@@ -81,7 +112,7 @@ void attach_terminal(const ChildPlan& plan) {
   join_cgroup(plan, go);          // the container's cgroups (v1: the files sent)
   apply_rlimits(plan);
   set_process_attributes(plan);
-  attach_terminal(plan);
+  attach_terminal(plan, false);
   close_fds_not_needed(plan);     // the caller's fds, before the credentials change
   close_inherited_fds_and_verify_cwd(plan);
   const int apparmor_attr = open_apparmor_attr(plan);  // while privileged, before seccomp
