@@ -4,11 +4,15 @@
 // and /dev links, mount order, inherited namespaces, oom_score_adj left alone, invalid values.
 // docs/runtime-spec.md maps every MUST to its test.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <regex>
 #include <thread>
@@ -318,6 +322,42 @@ TEST(OciSpec, ConsoleSize_IsIgnoredWithoutATerminal) {
   CliRun run = b.oci({"run", "-b", b.dir(), "nocons"});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "no-tty\n");
+}
+
+// With a terminal the init's pty is bound on /dev/console (OciPodman.Terminal_* sees it). A
+// rootfs whose /dev/console is a link (here to a file of the rootfs, with no /dev tmpfs over it)
+// is refused before anything is mounted on it: the link's target stays as it was.
+TEST(OciSpec, Terminal_ADevConsoleThatIsALinkIsRefused) {
+  OciBundle b;
+  const fs::path rootfs = b.path("rootfs");
+  fs::copy(b.config["root"]["path"].get<std::string>(), rootfs, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::create_directories(rootfs / "dev");
+  { std::ofstream(rootfs / "etc/target") << "untouched\n"; }
+  fs::create_symlink("/etc/target", rootfs / "dev/console");
+  b.config["root"] = {{"path", rootfs.string()}, {"readonly", false}};
+  nlohmann::json mounts = nlohmann::json::array();
+  for (const nlohmann::json& m : b.config["mounts"])
+    if (m["destination"] != "/dev") mounts.push_back(m);
+  b.config["mounts"] = mounts;
+  b.config["process"]["terminal"] = true;
+  b.config["process"]["args"] = {"true"};
+  b.write();
+  const std::string socket = b.path("console.sock");
+  int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(socket.size(), sizeof address.sun_path);
+  std::memcpy(address.sun_path, socket.c_str(), socket.size() + 1);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  CliRun create = b.oci({"create", "-b", b.dir(), "--console-socket", socket, "linkcons"});
+  close(listener);
+  EXPECT_NE(create.exit_code, 0);
+  EXPECT_NE(create.err.find("/dev/console is neither a file nor a device"), std::string::npos) << create.err;
+  EXPECT_EQ(read_text((rootfs / "etc/target").string()), "untouched\n");
+  EXPECT_TRUE(fs::is_symlink(rootfs / "dev/console"));
+  EXPECT_EQ(b.oci({"list", "-q"}).out, "");
 }
 
 TEST(OciSpec, UnknownCapability_IsAWarningNotAFailure) {
