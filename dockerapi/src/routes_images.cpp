@@ -104,6 +104,14 @@ HttpReply list_images(const ApiContext& api, const HttpRequest& request) {
   return json_reply(200, out);
 }
 
+// The tags of one image (its config digest, Docker's image ID).
+std::vector<std::string> tags_of(const rootfs_builder::ImageStore& store, const std::string& image_id) {
+  std::vector<std::string> tags;
+  for (const rootfs_builder::ImageSummary& image : store.list())
+    if (image.config_digest == image_id) tags.push_back(image.name);
+  return tags;
+}
+
 HttpReply inspect_image(const ApiContext& api, const std::string& name) {
   rootfs_builder::ImageStore store(api.store_root);
   rootfs_builder::ImageRecord record = resolve_image(store, name);
@@ -113,8 +121,9 @@ HttpReply inspect_image(const ApiContext& api, const std::string& name) {
   nlohmann::json config = {{"User", c.user}, {"Env", c.env}, {"WorkingDir", c.working_dir}, {"Labels", c.labels},
                            {"Entrypoint", c.entrypoint ? nlohmann::json(*c.entrypoint) : nlohmann::json()},
                            {"Cmd", c.cmd ? nlohmann::json(*c.cmd) : nlohmann::json()}};
-  nlohmann::json tags = nlohmann::json::array();
-  if (!record.name.empty()) tags.push_back(record.name);
+  // Every tag of the image, as Docker's inspect (by ID or by any of its tags) lists them.
+  nlohmann::json tags = tags_of(store, record.manifest.config.digest);
+  if (tags.empty() && !record.name.empty()) tags.push_back(record.name);
   return json_reply(200, {{"Id", record.manifest.config.digest}, {"RepoTags", tags},
                           {"RepoDigests", {repository_of(record.name.empty() ? name : record.name) + "@" + record.manifest_digest}},
                           {"Created", record.config.created.empty() ? "0001-01-01T00:00:00Z" : record.config.created}, {"Size", size}, {"VirtualSize", size},
@@ -122,14 +131,6 @@ HttpReply inspect_image(const ApiContext& api, const std::string& name) {
                           {"Author", record.config.author}, {"Config", config},
                           {"RootFS", {{"Type", "layers"}, {"Layers", record.config.diff_ids}}},
                           {"Metadata", {{"LastTagTime", "0001-01-01T00:00:00Z"}}}});
-}
-
-// The tags of one image (its config digest, Docker's image ID).
-std::vector<std::string> tags_of(const rootfs_builder::ImageStore& store, const std::string& image_id) {
-  std::vector<std::string> tags;
-  for (const rootfs_builder::ImageSummary& image : store.list())
-    if (image.config_digest == image_id) tags.push_back(image.name);
-  return tags;
 }
 
 // The store's own test for an ID (sha256:..., or 12 to 64 hex digits): such a name is never a tag.

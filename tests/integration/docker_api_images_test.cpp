@@ -225,12 +225,13 @@ TEST_F(DockerApiImages, ImageListFiltersMatchLikeDocker) {
   std::string script = R"(
 import docker, sys
 client = docker.DockerClient(base_url=sys.argv[1], version="auto")
-def tags(**filters):
-    return sorted(t for image in client.images.list(filters=filters) for t in image.tags)
-print(tags(reference="python:3*"))
-print(tags(label="kind=labelled"))
-print(tags(dangling=True))
-print(sorted(t for image in client.images.list(name="python") for t in image.tags))
+def ids(**filters):
+    return [image.id for image in client.images.list(filters=filters)]
+bb, labelled = client.images.get("bb:1").id, client.images.get("labelled:1").id
+print(ids(reference="python:3*") == [bb], ids(label="kind=labelled") == [labelled], ids(dangling=True))
+# images.list() inspects each image it lists: all its tags; the list itself has the matching ones.
+print(sorted(client.images.list(name="python")[0].tags))
+print([sorted(image["RepoTags"]) for image in client.api.images(name="python")])
 try:
     client.images.list(filters={"colour": "red"})
 except docker.errors.APIError as e:
@@ -238,7 +239,7 @@ except docker.errors.APIError as e:
 )";
   CliRun py = run_program({"/usr/bin/python3", "-c", script, "unix://" + socket_path()});
   EXPECT_EQ(py.exit_code, 0) << py.err;
-  EXPECT_EQ(py.out, "['python:3.12']\n['labelled:1']\n[]\n['python:2.7', 'python:3.12']\n400 True\n");
+  EXPECT_EQ(py.out, "True True []\n['bb:1', 'python:2.7', 'python:3.12', 'team/app:1']\n[['python:2.7', 'python:3.12']]\n400 True\n");
 }
 
 TEST_F(DockerApiImages, HostileLoadBodiesAreRefusedAndLeaveNothingBehind) {

@@ -40,7 +40,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using namespace test_internet;  // TestInternet, its addresses and helpers
+// TestInternet, its addresses and helpers (declarations, not a using-directive: they hide the
+// same names of other test files that unity builds put in one translation unit).
+using test_internet::kHostSide;
+using test_internet::kInternetSide;
+using test_internet::kAllowedIp;
+using test_internet::kDeniedIp;
+using test_internet::kMetadataIp;
+using test_internet::kInternalIp;
+using test_internet::kResolverIp;
+using test_internet::kWebName;
+using test_internet::kAllowlist;
+using test_internet::random_suffix;
+using test_internet::shell_output;
+using test_internet::sh;
+using test_internet::contains;
+using test_internet::host_reaches;
+using test_internet::TestInternet;
 
 // The slirp tests' host (SlirpHost): its link to the test internet (TEST-NET-1), an address of its
 // own in a blocked range, and the port of its own service.
