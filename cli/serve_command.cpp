@@ -30,6 +30,7 @@ struct DockerApiFlags {
   // A container's log (docs/docker-api.md, "Log: bounded and rotated").
   std::string log_max_size = "20m", max_log = "1g";
   uint32_t log_max_file = 5;
+  bool allow_host_network = false;
 };
 
 // A process the Docker API server starts as `NAME DIR` (run(DIR, store root) in sandcell-serve):
@@ -80,6 +81,9 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--docker-api-max-log", docker->max_log,
                   "Most disk a container's log may ask for (max-size x max-file); more gets 400 (k/m/g)")
       ->capture_default_str();
+  cmd->add_flag("--docker-allow-host-network", docker->allow_host_network,
+               "Let Docker API containers use NetworkMode host (the host's network namespace; the rest of the "
+               "sandbox stays): only for trusted callers. Without it, refused");
   cmd->add_option("--token", options->token, "Bearer token clients must send on TCP [$SANDCELL_TOKEN]");
   cmd->add_option("--max-running", options->max_running, "Executions at once [CPU count]")->check(CLI::PositiveNumber);
   cmd->add_option("--max-queued", options->max_queued, "Executions waiting; more get 429")->capture_default_str()->check(CLI::NonNegativeNumber);
@@ -143,7 +147,8 @@ void add_serve_command(CLI::App& app, Action& action, const Globals& globals) {
                                                          .max_disk_bytes = max_disk,
                                                          .log_max_size = log_size,
                                                          .log_max_file = docker->log_max_file,
-                                                         .max_log_bytes = max_log});
+                                                         .max_log_bytes = max_log,
+                                                         .allow_host_network = docker->allow_host_network});
       };
       return;
     }

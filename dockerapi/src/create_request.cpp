@@ -13,6 +13,7 @@
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/workspace_disk.hpp"
+#include "sandcell/network/host_policy.hpp"
 #include "sandcell/oci/lifecycle.hpp"
 #include "sandcell/rootfs_builder/image_spec.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
@@ -69,12 +70,38 @@ void refuse_not_yet(const json& host) {
   }
 }
 
-std::string network_mode(const json& host) {
+std::string network_mode(const json& host, bool allow_host_network) {
   std::string mode = host.value("NetworkMode", "");
   if (mode.empty() || mode == "default" || mode == "bridge") return "bridge";
   if (mode == "none") return "none";
-  if (mode == "host") throw bad_request("HostConfig.NetworkMode host is refused by sandcell: untrusted code gets no host network");
-  throw bad_request("HostConfig.NetworkMode " + mode + " is not supported (none, bridge)");
+  if (mode == "host" && allow_host_network) return "host";
+  if (mode == "host")
+    throw bad_request("HostConfig.NetworkMode host is refused by sandcell: untrusted code gets no host network "
+                      "(the server allows it with --docker-allow-host-network)");
+  throw bad_request("HostConfig.NetworkMode " + mode + " is not supported (none, bridge, host)");
+}
+
+// The label `sandcell.net=allow:HOST[,HOST...]`: sandcell's allowlist policy (`sandcell run --net
+// allow:`) instead of bridge's NAT. Only on a bridge container: with NetworkMode none or host, or
+// NetworkDisabled, the two would contradict each other (400, not a silent precedence). Returns
+// the canonical entries ("pypi.org", "*.example.org:443"); none without the label.
+std::vector<std::string> allowlist_label(const json& labels, const std::string& mode) {
+  if (!labels.is_object() || !labels.contains(kNetworkLabel)) return {};
+  const json& value = labels[kNetworkLabel];
+  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+  const std::string what = std::string("Config.Labels ") + kNetworkLabel + "=" + text.substr(0, 200);
+  if (!text.starts_with("allow:"))
+    throw bad_request(what + ": expected allow:HOST[,HOST...] (sandcell's allowlist policy)");
+  if (mode != "bridge")
+    throw bad_request(what + " conflicts with NetworkMode " + mode + ": the allowlist policy is for bridge containers");
+  std::vector<std::string> entries;
+  try {
+    entries = network::Allowlist::parse(text).entries();
+  } catch (const Error& e) {
+    throw bad_request(what + ": " + e.what());
+  }
+  if (entries.empty()) throw bad_request(what + ": no hosts (allow:HOST[,HOST...], e.g. allow:pypi.org,files.pythonhosted.org)");
+  return entries;
 }
 
 json checked_limits(const json& host) {
@@ -247,7 +274,7 @@ uint64_t checked_disk_size(const std::string& field, const json& value, const Di
 
 json check_create_request(const std::string& body_text, const std::string& name,
                           const rootfs_builder::ImageStore& images, const VolumeStore& volumes,
-                          const DiskBounds& disk, const LogBounds& log) {
+                          const DiskBounds& disk, const LogBounds& log, const NetworkOptions& network) {
   if (!name.empty()) check_container_name(name);
   json body;
   try {
@@ -265,7 +292,9 @@ json check_create_request(const std::string& body_text, const std::string& name,
     refuse_not_yet(host);
     json stored_host = checked_limits(host);
     // docker-py's network_disabled=True: Config.NetworkDisabled, whatever HostConfig says.
-    stored_host["NetworkMode"] = body.value("NetworkDisabled", false) ? "none" : network_mode(host);
+    stored_host["NetworkMode"] = body.value("NetworkDisabled", false) ? "none" : network_mode(host, network.allow_host);
+    if (std::vector<std::string> allow = allowlist_label(body.value("Labels", json()), stored_host["NetworkMode"]); !allow.empty())
+      stored_host[kNetworkAllowKey] = allow;
     stored_host["AutoRemove"] = host.value("AutoRemove", false);
     if (std::optional<TerminalSize> size = console_size(host, "HostConfig.ConsoleSize"))
       stored_host["ConsoleSize"] = {size->rows, size->columns};
@@ -318,12 +347,27 @@ runtime::Spec spec_for_container(const json& request, rootfs_builder::ImageStore
   if (host.contains("NanoCpus")) spec.limits.cpus = host["NanoCpus"].get<double>() / 1e9;
   if (host.contains("PidsLimit")) spec.limits.pids = host["PidsLimit"].get<uint64_t>();
   apply_ulimits(host.value("Ulimits", json::array()), spec);
-  spec.network = host.value("NetworkMode", "none") == "none" ? runtime::NetworkMode::None : runtime::NetworkMode::Full;
+  spec.network = network_of(host);
+  if (spec.network == runtime::NetworkMode::Allow)
+    spec.network_policy.allow = host[kNetworkAllowKey].get<std::vector<std::string>>();
   apply_mounts(host.value("Mounts", json::array()), VolumeStore(images.root() + "/docker/volumes"), spec);
   const std::string layer_dir = disk_bytes_of(request) ? container_dir + "/disk" : container_dir;
   spec.rootfs_upper_dir = layer_dir + "/upper";
   spec.rootfs_work_dir = layer_dir + "/work";
   return spec;
+}
+
+runtime::NetworkMode network_of(const json& host) {
+  std::string mode = host.value("NetworkMode", "none");
+  if (mode == "host") return runtime::NetworkMode::Host;
+  if (mode == "none") return runtime::NetworkMode::None;
+  return host.contains(kNetworkAllowKey) ? runtime::NetworkMode::Allow : runtime::NetworkMode::Full;
+}
+
+void check_network_allowed(const json& request, const NetworkOptions& network) {
+  if (network_of(request["HostConfig"]) == runtime::NetworkMode::Host && !network.allow_host)
+    throw bad_request("HostConfig.NetworkMode host is refused by sandcell: this server was not started with "
+                      "--docker-allow-host-network");
 }
 
 std::optional<uint64_t> disk_bytes_of(const json& request) {

@@ -41,6 +41,17 @@ struct DiskBounds {
 // at least 8m, at most --max-disk, on a host that can mount an image. ApiError 400 naming `field`.
 uint64_t checked_disk_size(const std::string& field, const nlohmann::json& value, const DiskBounds& disk);
 
+// The label that selects sandcell's allowlist policy for a bridge container
+// (`sandcell.net=allow:pypi.org,files.pythonhosted.org`), and where the stored request keeps its
+// checked entries (HostConfig.SandcellNetworkAllow).
+constexpr const char* kNetworkLabel = "sandcell.net";
+constexpr const char* kNetworkAllowKey = "SandcellNetworkAllow";
+
+// What the server allows of the network (`serve --docker-allow-host-network`).
+struct NetworkOptions {
+  bool allow_host = false;
+};
+
 // Returns the request to store (create.json): Name, Image, ImageID, Config, HostConfig (the
 // mapped subset; StorageOpt.size always, in bytes: the bound the container's disk is made with;
 // LogConfig always, with the server's defaults: container_log.hpp).
@@ -48,7 +59,13 @@ uint64_t checked_disk_size(const std::string& field, const nlohmann::json& value
 // The volumes it names are made once everything else checked.
 nlohmann::json check_create_request(const std::string& body, const std::string& name,
                                     const rootfs_builder::ImageStore& images, const VolumeStore& volumes,
-                                    const DiskBounds& disk, const LogBounds& log);
+                                    const DiskBounds& disk, const LogBounds& log, const NetworkOptions& network);
+
+// A stored HostConfig's network: none, host, bridge (Full) or bridge with the allowlist label (Allow).
+runtime::NetworkMode network_of(const nlohmann::json& host);
+// Before a start or restart: ApiError 400 for a host-network container (made while a server
+// allowed it) when this server does not allow host networking.
+void check_network_allowed(const nlohmann::json& request, const NetworkOptions& network);
 
 // The bound a stored request's writable layer is made with (StorageOpt.size); none for a
 // container created before disk bounds (its layer is a plain directory, unbounded).

@@ -24,6 +24,7 @@ struct ApiContext {
   uint64_t max_load_bytes = 0;
   DiskBounds disk;
   LogBounds log;
+  NetworkOptions network;
 };
 
 // Path segments after the version prefix: "/v1.43/containers/x/json" → {"containers","x","json"}.

@@ -194,6 +194,7 @@ HttpReply restart_container(const ApiContext& api, const ContainerDir& c, const 
     timeout = parse_number<int>(*t);
     if (!timeout) throw bad_request("invalid value for t: " + *t);
   }
+  check_network_allowed(c.create_request(), api.network);
   runtime::UniqueFd lock = lock_for_start(c);
   stop_container(c, timeout, request.param("signal").value_or(""));
   if (!api.containers.find_if_exists(c.id())) throw not_found("No such container: " + c.id());  // AutoRemove

@@ -77,7 +77,7 @@ json inspect_json(const ApiContext& api, const ContainerDir& c) {
 HttpReply create(const ApiContext& api, const HttpRequest& request) {
   rootfs_builder::ImageStore images(api.store_root);
   json checked =
-      check_create_request(request.body, request.param("name").value_or(""), images, api.volumes, api.disk, api.log);
+      check_create_request(request.body, request.param("name").value_or(""), images, api.volumes, api.disk, api.log, api.network);
   ContainerDir c = api.containers.create(checked);
   record_container_event(api.store_root, c, "create");
   return json_reply(201, {{"Id", c.id()}, {"Warnings", json::array()}});
@@ -87,6 +87,7 @@ HttpReply start(const ApiContext& api, const ContainerDir& c) {
   runtime::UniqueFd lock = lock_for_start(c);
   std::string status = c.state().status;
   if (status == "running") return empty_reply(304);
+  check_network_allowed(c.create_request(), api.network);
   if (status == "exited") reset_for_start(c);  // `docker start` of a stopped container
   start_supervisor(api.supervisor_exe, api.store_root, c);
   return no_content();

@@ -170,9 +170,10 @@ struct NetworkInfo {
 };
 constexpr NetworkInfo kNetworks[] = {
     {"bridge", "5b3a2f6c0e1d4a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d", "bridge",
-     "sandcell full: NAT, private and metadata ranges dropped"},
+     "sandcell full: NAT, private and metadata ranges dropped; with the label sandcell.net=allow:HOST[,HOST...] "
+     "sandcell allow: only those hosts, through sandcell's proxy"},
     {"host", "7c4b3a2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b", "host",
-     "refused: a sandbox never shares the host's network namespace"},
+     "refused: a sandbox never shares the host's network namespace (unless serve --docker-allow-host-network)"},
     {"none", "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e8d", "null",
      "sandcell none: loopback only"},
 };
@@ -195,7 +196,11 @@ json network_json(const ApiContext& api, const NetworkInfo& n, bool with_contain
           {"Driver", n.driver}, {"EnableIPv6", false},
           {"IPAM", {{"Driver", "default"}, {"Options", nullptr}, {"Config", json::array()}}},
           {"Internal", false}, {"Attachable", false}, {"Ingress", false}, {"ConfigFrom", {{"Network", ""}}},
-          {"ConfigOnly", false}, {"Containers", containers}, {"Options", {{"sandcell.policy", n.policy}}},
+          {"ConfigOnly", false}, {"Containers", containers},
+          {"Options", {{"sandcell.policy", std::string(n.name) == "host" && api.network.allow_host
+                                               ? "sandcell host: the host's network namespace (serve "
+                                                 "--docker-allow-host-network); the rest of the sandbox stays"
+                                               : n.policy}}},
           {"Labels", json::object()}};
 }
 

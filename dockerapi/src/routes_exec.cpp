@@ -159,6 +159,11 @@ runtime::SandboxProcess exec_process(const json& container_request, const json& 
   for (const json& kv : config["Env"]) env.push_back(kv);
   request["Config"]["Env"] = env;
   runtime::Spec spec = spec_for_container(request, images, dir);
+  // The allowlist proxy's address, as the container's program got it: the socket transport's
+  // listener in the container's netns (runtime/src/network_setup.cpp, kSocketProxyPort).
+  if (spec.network == runtime::NetworkMode::Allow)
+    for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
+      spec.env.push_back(std::string(name) + "=http://127.0.0.1:3128");
   return {.args = spec.args,
           .env = spec.env,
           .cwd = spec.cwd,

@@ -43,14 +43,6 @@ ApiError registry_error(const Error& e) {
   return e.not_found() ? not_found(message) : bad_request(message);
 }
 
-// {"status":"Pushing","progressDetail":{"current","total"},"id"}: a push's lines count the whole
-// transfer (one line stands for all the layers).
-std::function<void(int64_t, int64_t)> progress_lines(JobLines& lines, const std::string& id, const std::string& verb) {
-  return [&lines, id, verb](int64_t done, int64_t total) {
-    lines.write({{"status", verb}, {"progressDetail", {{"current", done}, {"total", total}}}, {"id", id}});
-  };
-}
-
 // Docker's image events carry the reference as ID and its name without tag or digest as `name`.
 std::string familiar_name(const rb::RegistryReference& ref) {
   std::string familiar = ref.familiar();
@@ -114,6 +106,30 @@ class PullLines {
   std::vector<json> present_;
   bool fetching_ = false, said_pulling_ = false;
 };
+
+// Docker's per-layer push lines (distribution/push_v2.go), by the short DiffID as Docker names a
+// layer it pushes: "Preparing" for every layer, top first; then "Pushing" with its bytes and
+// "Pushed", or "Layer already exists", or "Mounted from REPO". The docker CLI, off a terminal,
+// prints the lines without a byte count ("ID: Preparing", "ID: Pushed").
+std::function<void(const rb::PushLayerProgress&)> push_layer_lines(JobLines& lines) {
+  return [&lines](const rb::PushLayerProgress& layer) {
+    using Phase = rb::PushLayerProgress::Phase;
+    const json id = short_layer_id(layer.diff_id.empty() ? layer.digest : layer.diff_id);
+    json detail = json::object();
+    std::string status;
+    switch (layer.phase) {
+      case Phase::Preparing: status = "Preparing"; break;
+      case Phase::Present: status = "Layer already exists"; break;
+      case Phase::Mounted: status = "Mounted from " + layer.mounted_from; break;
+      case Phase::Pushed: status = "Pushed"; break;
+      case Phase::Pushing:
+        status = "Pushing";
+        detail = {{"current", layer.done}, {"total", layer.total}};
+        break;
+    }
+    lines.write({{"status", status}, {"progressDetail", detail}, {"id", id}});
+  };
+}
 
 HttpReply pull(const ApiContext& api, const HttpRequest& request) {
   if (request.param("fromSrc"))
@@ -185,8 +201,8 @@ HttpReply push(const ApiContext& api, const HttpRequest& request, const std::str
     const rb::RegistryReference& first = targets.front();
     lines.write({{"status", "The push refers to repository [" + first.registry + "/" + first.repository + "]"}});
     rb::ImageStore store(store_root);
+    options.on_layer = push_layer_lines(lines);
     for (const rb::RegistryReference& target : targets) {
-      options.on_progress = progress_lines(lines, target.tag, "Pushing");
       rb::PushResult result;
       try {
         result = rb::push_image(store, target.familiar(), target.familiar(), options);
@@ -194,7 +210,6 @@ HttpReply push(const ApiContext& api, const HttpRequest& request, const std::str
         throw registry_error(e);
       }
       int64_t size = static_cast<int64_t>(store.resolve(target.familiar()).manifest_json.size());
-      lines.write({{"status", "Pushed"}, {"id", target.tag}});
       lines.write({{"status", target.tag + ": digest: " + result.manifest_digest + " size: " + std::to_string(size)}});
       lines.write({{"progressDetail", json::object()},
                    {"aux", {{"Tag", target.tag}, {"Digest", result.manifest_digest}, {"Size", size}}}});

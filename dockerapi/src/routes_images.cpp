@@ -1,12 +1,15 @@
 // Images from sandcell's store in Docker's shapes: list, inspect, tag, delete, history, prune.
 // Save and load are routes_image_archives.cpp.
 #include <algorithm>
+#include <cctype>
 #include <ctime>
 #include <map>
 
 #include "api_error.hpp"
+#include "api_filters.hpp"
 #include "events.hpp"
 #include "routes.hpp"
+#include "sandcell/rootfs_builder/reference_match.hpp"
 #include "sandcell/rootfs_builder/store.hpp"
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
@@ -20,22 +23,93 @@ std::string repository_of(const std::string& name) {
   return colon != std::string::npos && (slash == std::string::npos || colon > slash) ? name.substr(0, colon) : name;
 }
 
-HttpReply list_images(const ApiContext& api) {
+// An image's creation time in nanoseconds ("2026-12-05T06:38:29.03Z"): `before` and `since`
+// compare images built within one second of each other.
+int64_t created_ns(const std::string& rfc3339) {
+  int64_t ns = unix_time(rfc3339) * 1000000000;
+  size_t dot = rfc3339.find('.');
+  if (dot == std::string::npos) return ns;
+  std::string digits;
+  for (size_t i = dot + 1; i < rfc3339.size() && digits.size() < 9 && std::isdigit(static_cast<unsigned char>(rfc3339[i])); ++i)
+    digits += rfc3339[i];
+  digits.resize(9, '0');
+  return ns + std::stoll(digits);
+}
+
+// dangling's value: Docker's strconv.ParseBool spellings.
+bool dangling_filter(const std::vector<std::string>& values) {
+  bool wanted = false;
+  for (const std::string& v : values) {
+    if (v == "true" || v == "1" || v == "t" || v == "TRUE" || v == "True") wanted = true;
+    else if (v != "false" && v != "0" && v != "f" && v != "FALSE" && v != "False")
+      throw bad_request("invalid filter 'dangling=" + v + "': expected true or false");
+  }
+  return wanted;
+}
+
+// `before=IMAGE` / `since=IMAGE`: the creation time of the image named (404 when none).
+std::optional<int64_t> bound_of(const rootfs_builder::ImageStore& store, const Filters& filters, const char* key) {
+  auto it = filters.find(key);
+  if (it == filters.end() || it->second.empty()) return std::nullopt;
+  if (it->second.size() > 1) throw bad_request(std::string("invalid filter '") + key + "': give one image");
+  return created_ns(resolve_image(store, it->second[0]).config.created);
+}
+
+// GET /images/json: reference (globs on the familiar name, with and without the tag: only the
+// matching tags are listed), dangling (the store keeps no untagged image: true lists none),
+// label (the image config's Labels), before and since (another image's creation time).
+HttpReply list_images(const ApiContext& api, const HttpRequest& request) {
+  Filters filters = parse_filters(request, {"reference", "dangling", "label", "before", "since"});
   rootfs_builder::ImageStore store(api.store_root);
+  if (dangling_filter(filters["dangling"])) return json_reply(200, nlohmann::json::array());
+  std::optional<int64_t> before = bound_of(store, filters, "before"), since = bound_of(store, filters, "since");
+  const std::vector<std::string>& references = filters["reference"];
   std::map<std::string, nlohmann::json> by_id;
   for (const rootfs_builder::ImageSummary& image : store.list()) {
+    bool wanted = references.empty();
+    for (const std::string& pattern : references) {
+      try {
+        wanted = wanted || rootfs_builder::reference_matches(pattern, image.name);
+      } catch (const Error& e) {
+        throw bad_request(std::string("invalid filter 'reference': ") + e.what());
+      }
+    }
+    if (!wanted) continue;
     nlohmann::json& entry = by_id[image.config_digest];
     if (entry.is_null())
       entry = {{"Id", image.config_digest}, {"ParentId", ""}, {"RepoTags", nlohmann::json::array()},
                {"RepoDigests", nlohmann::json::array()}, {"Created", unix_time(image.created)},
                {"Size", image.size}, {"VirtualSize", image.size}, {"SharedSize", -1},
-               {"Labels", nlohmann::json::object()}, {"Containers", -1}};
+               {"Labels", nlohmann::json::object()}, {"Containers", -1}, {"ResolveFrom", image.name}};
     entry["RepoTags"].push_back(image.name);
     entry["RepoDigests"].push_back(repository_of(image.name) + "@" + image.manifest_digest);
   }
   nlohmann::json out = nlohmann::json::array();
-  for (auto& [id, entry] : by_id) out.push_back(entry);
+  for (auto& [id, entry] : by_id) {
+    std::string name = entry["ResolveFrom"];
+    entry.erase("ResolveFrom");
+    rootfs_builder::ImageRecord record;
+    try {
+      record = store.resolve(name);
+    } catch (const Error&) {  // untagged meanwhile
+      continue;
+    }
+    int64_t created = created_ns(record.config.created);
+    if ((before && created >= *before) || (since && created <= *since)) continue;
+    const std::map<std::string, std::string>& labels = record.config.config.labels;
+    if (!labels_match(filters["label"], labels)) continue;
+    entry["Labels"] = labels;
+    out.push_back(entry);
+  }
   return json_reply(200, out);
+}
+
+// The tags of one image (its config digest, Docker's image ID).
+std::vector<std::string> tags_of(const rootfs_builder::ImageStore& store, const std::string& image_id) {
+  std::vector<std::string> tags;
+  for (const rootfs_builder::ImageSummary& image : store.list())
+    if (image.config_digest == image_id) tags.push_back(image.name);
+  return tags;
 }
 
 HttpReply inspect_image(const ApiContext& api, const std::string& name) {
@@ -47,8 +121,9 @@ HttpReply inspect_image(const ApiContext& api, const std::string& name) {
   nlohmann::json config = {{"User", c.user}, {"Env", c.env}, {"WorkingDir", c.working_dir}, {"Labels", c.labels},
                            {"Entrypoint", c.entrypoint ? nlohmann::json(*c.entrypoint) : nlohmann::json()},
                            {"Cmd", c.cmd ? nlohmann::json(*c.cmd) : nlohmann::json()}};
-  nlohmann::json tags = nlohmann::json::array();
-  if (!record.name.empty()) tags.push_back(record.name);
+  // Every tag of the image, as Docker's inspect (by ID or by any of its tags) lists them.
+  nlohmann::json tags = tags_of(store, record.manifest.config.digest);
+  if (tags.empty() && !record.name.empty()) tags.push_back(record.name);
   return json_reply(200, {{"Id", record.manifest.config.digest}, {"RepoTags", tags},
                           {"RepoDigests", {repository_of(record.name.empty() ? name : record.name) + "@" + record.manifest_digest}},
                           {"Created", record.config.created.empty() ? "0001-01-01T00:00:00Z" : record.config.created}, {"Size", size}, {"VirtualSize", size},
@@ -56,14 +131,6 @@ HttpReply inspect_image(const ApiContext& api, const std::string& name) {
                           {"Author", record.config.author}, {"Config", config},
                           {"RootFS", {{"Type", "layers"}, {"Layers", record.config.diff_ids}}},
                           {"Metadata", {{"LastTagTime", "0001-01-01T00:00:00Z"}}}});
-}
-
-// The tags of one image (its config digest, Docker's image ID).
-std::vector<std::string> tags_of(const rootfs_builder::ImageStore& store, const std::string& image_id) {
-  std::vector<std::string> tags;
-  for (const rootfs_builder::ImageSummary& image : store.list())
-    if (image.config_digest == image_id) tags.push_back(image.name);
-  return tags;
 }
 
 // The store's own test for an ID (sha256:..., or 12 to 64 hex digits): such a name is never a tag.
@@ -233,7 +300,7 @@ std::string image_name(const Segments& path, size_t trailing) {
 std::optional<HttpReply> image_route(const ApiContext& api, const HttpRequest& request, const Segments& path) {
   if (path.empty() || path[0] != "images") return std::nullopt;
   const std::string& method = request.method;
-  if (path.size() == 2 && path[1] == "json" && method == "GET") return list_images(api);
+  if (path.size() == 2 && path[1] == "json" && method == "GET") return list_images(api, request);
   if (path.size() == 2 && path[1] == "prune" && method == "POST") return prune_images(api, request);
   if (path.size() >= 2 && method == "DELETE") return delete_image(api, image_name(path, 0), request.flag("force"));
   if (path.size() < 3) return std::nullopt;

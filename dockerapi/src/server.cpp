@@ -82,7 +82,8 @@ int serve_docker_api_until_signal(const DockerApiOptions& options) {
                  .disk = {.default_bytes = options.default_disk_bytes, .max_bytes = options.max_disk_bytes},
                  .log = {.default_size = options.log_max_size,
                          .default_files = options.log_max_file,
-                         .max_total = options.max_log_bytes}};
+                         .max_total = options.max_log_bytes},
+                 .network = {.allow_host = options.allow_host_network}};
   if (api.supervisor_exe == "/proc/self/exe") {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);

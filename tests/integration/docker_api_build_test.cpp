@@ -124,6 +124,56 @@ TEST_F(DockerApiBuild, PushRmiPullAndRunAgainstALocalRegistry) {
   EXPECT_NE(pushed.out.find("The push refers to repository [" + registry.address() + "/team/bb]"), std::string::npos)
       << pushed.out;
   EXPECT_NE(pushed.out.find("pushed: digest: sha256:"), std::string::npos) << pushed.out;
+  // Docker's per-layer lines, by the layers' short DiffIDs: every layer Preparing then Pushed.
+  auto short_diff_ids = [&](const std::string& image) {
+    std::vector<std::string> out;
+    for (const std::string& diff_id :
+         lines(docker({"image", "inspect", "--format", "{{range .RootFS.Layers}}{{println .}}{{end}}", image}).out))
+      out.push_back(diff_id.substr(7, 12));
+    return out;
+  };
+  std::vector<std::string> bb_layers = short_diff_ids(name);
+  ASSERT_GE(bb_layers.size(), 2u) << "bb:1 has a COPY and a RUN layer";
+  for (const std::string& layer : bb_layers) {
+    size_t preparing = pushed.out.find(layer + ": Preparing\n"), done = pushed.out.find(layer + ": Pushed\n");
+    EXPECT_NE(preparing, std::string::npos) << layer << "\n" << pushed.out;
+    EXPECT_NE(done, std::string::npos) << layer << "\n" << pushed.out;
+    EXPECT_LT(preparing, done) << pushed.out;
+  }
+  // One more layer on top, pushed to the same repository: the registry has the others.
+  fs::create_directories(dir_ / "more");
+  std::ofstream(dir_ / "more/Dockerfile") << "FROM bb:1\nRUN echo more > /more.txt\n";
+  const std::string more = registry.address() + "/team/bb:more";
+  ASSERT_EQ(run_sandcell({"--root", store(), "build", "-q", "-t", more, (dir_ / "more").string()}).exit_code, 0);
+  std::vector<std::string> more_layers = short_diff_ids(more);
+  ASSERT_EQ(more_layers.size(), bb_layers.size() + 1);
+  CliRun pushed_more = docker({"push", more});
+  ASSERT_EQ(pushed_more.exit_code, 0) << pushed_more.out << pushed_more.err << registry.log();
+  for (const std::string& layer : bb_layers)
+    EXPECT_NE(pushed_more.out.find(layer + ": Layer already exists\n"), std::string::npos) << layer << "\n" << pushed_more.out;
+  EXPECT_NE(pushed_more.out.find(more_layers.back() + ": Pushed\n"), std::string::npos) << pushed_more.out;
+  // Preparing lines come top layer first, as Docker's.
+  EXPECT_LT(pushed_more.out.find(more_layers.back() + ": Preparing"), pushed_more.out.find(bb_layers[0] + ": Preparing"))
+      << pushed_more.out;
+  // docker-py's stream: the new layer's statuses in order, Pushing carrying its bytes.
+  std::string py_push = R"(
+import docker, sys
+client = docker.DockerClient(base_url=sys.argv[1], version="auto")
+seen = []
+for line in client.api.push(sys.argv[2], tag="py", stream=True, decode=True):
+    if line.get("id") == sys.argv[3] and (not seen or seen[-1] != line["status"]):
+        seen.append(line["status"])
+print(seen)
+)";
+  fs::create_directories(dir_ / "py");
+  std::ofstream(dir_ / "py/Dockerfile") << "FROM bb:1\nRUN echo docker-py > /py.txt\n";
+  const std::string py_name = registry.address() + "/team/bb:py";
+  ASSERT_EQ(run_sandcell({"--root", store(), "build", "-q", "-t", py_name, (dir_ / "py").string()}).exit_code, 0);
+  CliRun py_pushed = run_program({"/usr/bin/python3", "-c", py_push, "unix://" + socket_path(),
+                                  registry.address() + "/team/bb", short_diff_ids(py_name).back()});
+  EXPECT_EQ(py_pushed.exit_code, 0) << py_pushed.err;
+  EXPECT_EQ(py_pushed.out, "['Preparing', 'Pushing', 'Pushed']\n") << py_pushed.err;
+  ASSERT_EQ(docker({"rmi", more, py_name}).exit_code, 0);
   std::string id = inspect("bb:1")["Id"];
   // Both tags gone, the store holds none of the image's blobs: the pull downloads them all.
   ASSERT_EQ(docker({"rmi", name, "bb:1"}).exit_code, 0);

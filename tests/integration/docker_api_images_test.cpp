@@ -156,6 +156,92 @@ print(client.containers.run("bb:1", ["echo", "ran"], network_disabled=True, remo
   EXPECT_EQ(r.out, "0\n[['bb:1']]\nran\n");
 }
 
+// `docker images` filters: reference globs (with and without the tag; `*` stops at '/'),
+// label on the image config's Labels, dangling (the store keeps no untagged image), before and
+// since; an unknown key and a malformed glob are 400s naming them.
+TEST_F(DockerApiImages, ImageListFiltersMatchLikeDocker) {
+  for (const char* name : {"python:3.12", "python:2.7", "team/app:1"}) ASSERT_EQ(docker({"tag", "bb:1", name}).exit_code, 0);
+  // A later image with labels; created in a later second than bb:1 (the configs' times are
+  // whole seconds), so that before and since tell them apart.
+  std::string bb_created = inspect("bb:1")["Created"];
+  fs::create_directories(dir_ / "labelled");
+  std::ofstream(dir_ / "labelled/Dockerfile") << "FROM bb:1\nLABEL kind=labelled sandcell.test=yes\n";
+  CliRun built;
+  for (int i = 0; i < 50; ++i) {
+    built = run_sandcell({"--root", store(), "build", "-q", "--no-cache", "-t", "labelled:1", (dir_ / "labelled").string()});
+    ASSERT_EQ(built.exit_code, 0) << built.err;
+    if (inspect("labelled:1")["Created"] != bb_created) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(inspect("labelled:1")["Created"], bb_created);
+  auto listed = [&](std::vector<std::string> filters) {
+    std::vector<std::string> args{"images", "--format", "{{.Repository}}:{{.Tag}}"};
+    for (const std::string& f : filters) args.insert(args.end(), {"--filter", f});
+    CliRun r = docker(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> out = lines(r.out);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(listed({"reference=python*"}), V({"python:2.7", "python:3.12"}));
+  EXPECT_EQ(listed({"reference=python:3*"}), V({"python:3.12"}));
+  EXPECT_EQ(listed({"reference=python"}), V({"python:2.7", "python:3.12"}));  // without the tag
+  EXPECT_EQ(listed({"reference=*"}), V({"bb:1", "labelled:1", "python:2.7", "python:3.12"}));
+  EXPECT_EQ(listed({"reference=*/*"}), V({"team/app:1"}));
+  EXPECT_EQ(listed({"reference=b?:[0-9]", "reference=team/*"}), V({"bb:1", "team/app:1"}));
+  EXPECT_EQ(listed({"reference=nomatch*"}), V());
+  CliRun positional = docker({"images", "--format", "{{.Repository}}:{{.Tag}}", "team/app"});
+  EXPECT_EQ(positional.out, "team/app:1\n") << positional.err;
+  EXPECT_EQ(listed({"label=kind=labelled"}), V({"labelled:1"}));
+  EXPECT_EQ(listed({"label=sandcell.test"}), V({"labelled:1"}));
+  EXPECT_EQ(listed({"label=kind=labelled", "label=sandcell.test=yes"}), V({"labelled:1"}));
+  EXPECT_EQ(listed({"label=kind=other"}), V());
+  EXPECT_EQ(listed({"label=kind", "reference=python*"}), V());
+  EXPECT_EQ(listed({"dangling=true"}), V());
+  EXPECT_EQ(listed({"dangling=false"}).size(), 5u);
+  EXPECT_EQ(listed({"since=bb:1"}), V({"labelled:1"}));
+  EXPECT_EQ(listed({"before=labelled:1", "reference=python*"}), V({"python:2.7", "python:3.12"}));
+  EXPECT_EQ(listed({"before=bb:1"}), V());
+  auto [status, images] = request("GET", "/images/json?filters=%7B%22label%22%3A%7B%22kind%3Dlabelled%22%3Atrue%7D%7D");
+  ASSERT_EQ(status, 200);
+  ASSERT_EQ(images.size(), 1u);
+  EXPECT_EQ(images[0]["Labels"], nlohmann::json({{"kind", "labelled"}, {"sandcell.test", "yes"}}));
+
+  for (const auto& [filter, named] : std::vector<std::pair<std::string, std::string>>{
+           {"colour=red", "colour"}, {"reference=[", "reference"}, {"dangling=maybe", "dangling"},
+           {"since=nosuch:1", "nosuch:1"}}) {
+    CliRun r = docker({"images", "--filter", filter});
+    EXPECT_NE(r.exit_code, 0) << filter;
+    EXPECT_NE(r.err.find(named), std::string::npos) << filter << ": " << r.err;
+  }
+  EXPECT_EQ(request("GET", "/images/json?filters=%7B%22colour%22%3A%5B%22red%22%5D%7D").first, 400);
+  EXPECT_EQ(request("GET", "/images/json?filters=%7B%22since%22%3A%5B%22nosuch%3A1%22%5D%7D").first, 404);
+  // Thousands of stars: answered (not exponential), matching nothing.
+  std::string stars;
+  for (int i = 0; i < 2000; ++i) stars += "*b";
+  EXPECT_EQ(listed({"reference=" + stars}), V());
+
+  std::string script = R"(
+import docker, sys
+client = docker.DockerClient(base_url=sys.argv[1], version="auto")
+def ids(**filters):
+    return [image.id for image in client.images.list(filters=filters)]
+bb, labelled = client.images.get("bb:1").id, client.images.get("labelled:1").id
+print(ids(reference="python:3*") == [bb], ids(label="kind=labelled") == [labelled], ids(dangling=True))
+# images.list() inspects each image it lists: all its tags; the list itself has the matching ones.
+print(sorted(client.images.list(name="python")[0].tags))
+print([sorted(image["RepoTags"]) for image in client.api.images(name="python")])
+try:
+    client.images.list(filters={"colour": "red"})
+except docker.errors.APIError as e:
+    print(e.status_code, "colour" in str(e))
+)";
+  CliRun py = run_program({"/usr/bin/python3", "-c", script, "unix://" + socket_path()});
+  EXPECT_EQ(py.exit_code, 0) << py.err;
+  EXPECT_EQ(py.out, "True True []\n['bb:1', 'python:2.7', 'python:3.12', 'team/app:1']\n[['python:2.7', 'python:3.12']]\n400 True\n");
+}
+
 TEST_F(DockerApiImages, HostileLoadBodiesAreRefusedAndLeaveNothingBehind) {
   std::ofstream(dir_ / "not.tar") << "this is not a tar archive at all, just words\n";
   expect_load_refused(dir_ / "not.tar", "load:");

@@ -56,6 +56,7 @@ BlobPushOutcome BlobUpload::push(HttpClient& client, const Descriptor& blob) con
     progress.add(blob.size);
     return BlobPushOutcome::Mounted;
   }
+  if (on_upload) on_upload();
   HttpRequest finish{.method = "PUT", .headers = {"Content-Type: application/octet-stream"}};
   if (blob.size > chunk_size) {
     location = send_chunks(client, location, blob);

@@ -3,6 +3,7 @@
 // HEAD first; a cross-repository mount when there is a source repository; else an upload
 // session, finished by one PUT (monolithic) or PATCH chunks then a closing PUT (chunked).
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "registry_session.hpp"
@@ -21,6 +22,8 @@ struct BlobUpload {
   std::string mount_from;  // empty: no mount attempt
   std::int64_t chunk_size;
   TransferProgress& progress;
+  // Told once the registry has neither the blob nor a mount of it, before the first byte goes.
+  std::function<void()> on_upload;
 
   BlobPushOutcome push(HttpClient& client, const Descriptor& blob) const;
 

@@ -2,6 +2,8 @@
 // image's own repository when that is on the same registry, else uploaded), the manifest last
 // with its own media type and bytes, so the registry never holds a manifest whose blobs are
 // missing and the pushed digest is the local one.
+#include <atomic>
+
 #include "blob_upload.hpp"
 #include "parallel_jobs.hpp"
 #include "sandcell/rootfs_builder/registry.hpp"
@@ -58,12 +60,44 @@ PushResult push_image(ImageStore& store, const std::string& name, const std::str
     if (!duplicate) blobs.push_back(layer), total += layer.size;
   }
   std::vector<BlobPushOutcome> outcomes(blobs.size());
+  // blobs[0] is the config; the layers' diff_ids by their blob's index.
+  std::vector<std::string> diff_ids(blobs.size());
+  for (std::size_t b = 1; b < blobs.size(); ++b)
+    for (std::size_t l = 0; l < image.manifest.layers.size() && diff_ids[b].empty(); ++l)
+      if (image.manifest.layers[l].digest == blobs[b].digest && l < image.config.diff_ids.size())
+        diff_ids[b] = image.config.diff_ids[l];
+  auto tell = [&](PushLayerProgress::Phase phase, std::size_t i, std::int64_t done) {
+    options.on_layer({.phase = phase, .digest = blobs[i].digest, .diff_id = diff_ids[i], .done = done,
+                      .total = blobs[i].size, .mounted_from = phase == PushLayerProgress::Phase::Mounted ? source : ""});
+  };
+  if (options.on_layer)
+    for (std::size_t i = blobs.size(); i-- > 1;) tell(PushLayerProgress::Phase::Preparing, i, 0);
   {
     TransferProgress progress(options.progress, "pushing " + target.familiar(), total, options.on_progress);
-    BlobUpload upload{.session = session, .store = store, .repository = target.repository,
-                      .mount_from = source, .chunk_size = options.chunk_size, .progress = progress};
-    run_parallel(blobs.size(), options.parallel,
-                 [&](std::size_t i, HttpClient& client) { outcomes[i] = upload.push(client, blobs[i]); });
+    run_parallel(blobs.size(), options.parallel, [&](std::size_t i, HttpClient& client) {
+      if (!options.on_layer || i == 0) {
+        BlobUpload upload{.session = session, .store = store, .repository = target.repository, .mount_from = source,
+                          .chunk_size = options.chunk_size, .progress = progress, .on_upload = {}};
+        outcomes[i] = upload.push(client, blobs[i]);
+        return;
+      }
+      std::atomic<bool> uploading = false;  // the layer's lines are Pushing only once bytes go
+      {
+        TransferProgress mine(progress, blobs[i].size, [&](std::int64_t done, std::int64_t) {
+          if (uploading) tell(PushLayerProgress::Phase::Pushing, i, done);
+        });
+        BlobUpload upload{.session = session, .store = store, .repository = target.repository, .mount_from = source,
+                          .chunk_size = options.chunk_size, .progress = mine, .on_upload = [&] {
+                            uploading = true;
+                            tell(PushLayerProgress::Phase::Pushing, i, 0);
+                          }};
+        outcomes[i] = upload.push(client, blobs[i]);
+      }
+      tell(outcomes[i] == BlobPushOutcome::Present   ? PushLayerProgress::Phase::Present
+           : outcomes[i] == BlobPushOutcome::Mounted ? PushLayerProgress::Phase::Mounted
+                                                     : PushLayerProgress::Phase::Pushed,
+           i, blobs[i].size);
+    });
   }
   HttpClient client;
   put_manifest(session, client, target, image);

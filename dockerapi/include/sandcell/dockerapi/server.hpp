@@ -23,6 +23,9 @@ struct DockerApiOptions {
   uint64_t log_max_size = 20ull << 20;
   uint32_t log_max_file = 5;
   uint64_t max_log_bytes = 1ull << 30;
+  // `--docker-allow-host-network`: NetworkMode host is allowed (the sandbox shares the host's
+  // network namespace; its other confinement stays). Without it, refused.
+  bool allow_host_network = false;
 };
 
 // Serves until SIGINT/SIGTERM; running containers keep running (their supervisors are not ours).

@@ -66,10 +66,24 @@ struct PullResult {
 
 PullResult pull_image(ImageStore& store, const std::string& reference, const PullOptions& options);
 
+// One layer of a push (docker push's per-layer lines): Preparing for every layer first, top
+// layer first; then, from the transfer threads, Present (the registry has it), Mounted (from
+// `mounted_from`, another repository of the registry) or Pushing (bytes `done` of `total`, at most
+// ten times a second and at its end) then Pushed. The config blob is not a layer: never told.
+struct PushLayerProgress {
+  enum class Phase { Preparing, Present, Mounted, Pushing, Pushed };
+  Phase phase;
+  std::string digest;   // of the compressed blob
+  std::string diff_id;  // of its content (the image config's rootfs.diff_ids): what docker names
+  std::int64_t done = 0, total = 0;
+  std::string mounted_from;
+};
+
 struct PushOptions : RegistryOptions {
   // Blobs larger than this go up in PATCH chunks of this size; smaller ones in one PUT.
   std::int64_t chunk_size = 64 << 20;
   int parallel = 3;
+  std::function<void(const PushLayerProgress&)> on_layer;
 };
 
 struct PushResult {
