@@ -103,17 +103,14 @@ uint64_t clone_flags(const ContainerPlan& plan, const Container& c) {
   return flags;
 }
 
-// A pid (or time) namespace given by path is joined by the parent: it only applies to children.
-UniqueFd join_pid_namespace_for_children(const Container& c) {
-  for (const Namespace& ns : c.namespaces) {
-    if (ns.type != "pid" || ns.path.empty()) continue;
-    UniqueFd own(open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
-    UniqueFd target(open(ns.path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!own || !target) throw Error(errno, "linux.namespaces: open pid namespace " + ns.path);
-    check(setns(target.get(), CLONE_NEWPID), "linux.namespaces: join pid namespace " + ns.path);
-    return own;
-  }
-  return {};
+// A pid namespace given by path is joined by the parent: it only applies to children. Returns
+// our own, to go back to.
+UniqueFd join_pid_namespace_for_children(int target, const std::string& what) {
+  if (target < 0) return {};
+  UniqueFd own(open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
+  if (!own) throw Error(errno, "open /proc/self/ns/pid");
+  check(setns(target, CLONE_NEWPID), "linux.namespaces: join pid namespace " + what);
+  return own;
 }
 
 pid_t clone_with(uint64_t flags, void (*body)(const ChildPlan&), const ChildPlan& plan) {
@@ -211,6 +208,12 @@ void write_time_offsets(const Container& c, pid_t spawner) {
   }
 }
 
+void close_join_fds(const ContainerPlan& plan) {
+  for (const ContainerPlan::Join& join : plan.joins) close(join.fd);
+  for (int fd : {plan.user_join_fd, plan.pid_join_fd})
+    if (fd >= 0) close(fd);
+}
+
 void reap(pid_t pid) {
   while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
@@ -232,7 +235,12 @@ pid_t spawn_init(Spawner s, const Container& c, const ChildPlan& plan, int sync_
   theirs.reset();
   sync_child.reset();
   auto failed = [&]() -> pid_t {
-    await_child(sync_parent, spawner, true);  // throws the spawner's report, or "exited"
+    try {
+      await_child(sync_parent, spawner, true);  // throws the spawner's report, or "exited"
+    } catch (...) {
+      reap(spawner);  // done already when it reported nothing (ECHILD then)
+      throw;
+    }
     throw Error(EPIPE, "the container's spawner stopped");
   };
   char step = 0;
@@ -289,23 +297,21 @@ CreatedContainer create_container(const Spec& spec, int start_listener, const Co
   pid_t pid = 0;
   try {
     if (cp.user_join_fd >= 0 || !c.time_offsets.empty()) {
-      Spawner spawner{.user_ns = cp.user_join_fd, .new_time_ns = !c.time_offsets.empty(), .flags = flags};
-      for (const ContainerPlan::Join& join : cp.joins)
-        if (join.nstype == CLONE_NEWPID) spawner.pid_ns = join.fd;
+      Spawner spawner{.pid_ns = cp.pid_join_fd, .user_ns = cp.user_join_fd,
+                      .new_time_ns = !c.time_offsets.empty(), .flags = flags};
       pid = spawn_init(spawner, c, plan, sync.parent.get(), sync.child);
     } else {
-      UniqueFd own_pid_ns = join_pid_namespace_for_children(c);
+      auto pid_ns = std::find_if(c.namespaces.begin(), c.namespaces.end(), [](const Namespace& ns) { return ns.type == "pid"; });
+      UniqueFd own_pid_ns = join_pid_namespace_for_children(cp.pid_join_fd, pid_ns == c.namespaces.end() ? "" : pid_ns->path);
       pid = clone_with(flags, container_body, plan);
       if (own_pid_ns) setns(own_pid_ns.get(), CLONE_NEWPID);
       sync.child.reset();
     }
   } catch (...) {
-    for (const ContainerPlan::Join& join : cp.joins) close(join.fd);
-    if (cp.user_join_fd >= 0) close(cp.user_join_fd);
+    close_join_fds(cp);
     throw;
   }
-  for (const ContainerPlan::Join& join : cp.joins) close(join.fd);
-  if (cp.user_join_fd >= 0) close(cp.user_join_fd);
+  close_join_fds(cp);
   try {
     write_id_maps(c, cp, pid);
     set_oom_score_adj(c, pid);
@@ -352,9 +358,9 @@ pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const Contai
   builder.container_channels(-1, console.get());
   const ChildPlan& plan = builder.freeze();
   const std::optional<SeccompProgram> seccomp = spec.seccomp.program();  // sent with "go"
-  Container pid_ns;
-  pid_ns.namespaces.push_back({"pid", ns_dir + "pid"});
-  UniqueFd own_pid_ns = join_pid_namespace_for_children(pid_ns);
+  UniqueFd target_pid_ns(open((ns_dir + "pid").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!target_pid_ns) throw Error(errno, "open " + ns_dir + "pid (is the container running?)");
+  UniqueFd own_pid_ns = join_pid_namespace_for_children(target_pid_ns.get(), ns_dir + "pid");
   pid_t pid = clone_with(0, exec_body, plan);
   if (own_pid_ns) setns(own_pid_ns.get(), CLONE_NEWPID);
   sync.child.reset();

@@ -156,10 +156,11 @@ std::string describe_map(const std::vector<IdMapping>& mappings) {
 
 // runc (libcontainer/specconv setupUserNamespace): with a user namespace joined by path the
 // config's mappings may be left out; given, both must equal the namespace's maps, entry by entry
-// and in order, or the config is refused.
-void check_joined_mappings(const Container& c, int fd, const std::string& field) {
-  if (c.uid_mappings.empty() && c.gid_mappings.empty()) return;
+// and in order, or the config is refused. The maps are read by joining it, so a namespace we may
+// not join is refused here too, naming the entry, before anything is made.
+void check_joined_user_namespace(const Container& c, int fd, const std::string& field) {
   auto [uid_text, gid_text] = id_maps_of(fd, field);
+  if (c.uid_mappings.empty() && c.gid_mappings.empty()) return;
   std::vector<IdMapping> uid = parse_id_map(uid_text), gid = parse_id_map(gid_text);
   if (c.uid_mappings != uid)
     throw Error::invalid("linux.uidMappings: " + describe_map(c.uid_mappings) +
@@ -188,9 +189,13 @@ void plan_namespaces(const Container& c, ContainerPlan& plan, int preserve_fds) 
     int fd = high_fd(open_namespace_file(ns, flag, field), preserve_fds);
     if (flag == CLONE_NEWUSER) {
       UniqueFd owned(fd);
-      check_joined_mappings(c, fd, field);
+      check_joined_user_namespace(c, fd, field);
       // setns() into the user namespace we are in fails (EINVAL): there is nothing to join.
       if (!is_own_user_namespace(fd)) plan.user_join_fd = owned.release();
+      continue;
+    }
+    if (flag == CLONE_NEWPID) {
+      plan.pid_join_fd = fd;
       continue;
     }
     joins.push_back({flag, fd});

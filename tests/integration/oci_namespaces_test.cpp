@@ -88,6 +88,36 @@ TEST(OciNamespaces, JoinedUserNamespace_OwnsTheNewNamespacesAndTheInitIsItsRoot)
   EXPECT_EQ(exec.out, "user:[" + std::to_string(userns) + "]\n0\n");
 }
 
+// A pid namespace the host's user namespace owns (another container's, made without a user
+// namespace) is joined together with a user namespace: the spawner joins it before the user
+// namespace, from where it still may. (A proc mount there is the kernel's EPERM, as with runc:
+// mounting proc needs CAP_SYS_ADMIN over the pid namespace's owner; the joiner goes without.)
+TEST(OciNamespaces, JoinedUserNamespace_WithAPidNamespaceTheHostOwns) {
+  OciBundle b;
+  pid_t owner = run_userns_owner(b, "owner");
+  OciBundle plain_bundle;
+  plain_bundle.config["process"]["args"] = {"sleep", "1000"};
+  plain_bundle.write();
+  ASSERT_EQ(plain_bundle.oci({"run", "-d", "-b", plain_bundle.dir(), "plain"}).exit_code, 0);
+  pid_t plain = plain_bundle.oci({"state", "plain"}).record["pid"];
+  join_user_namespace(b, owner);
+  for (auto& entry : b.config["linux"]["namespaces"])
+    if (entry["type"] == "pid") entry["path"] = proc(plain, "ns/pid");
+  nlohmann::json mounts = nlohmann::json::array();
+  for (const auto& m : b.config["mounts"])
+    if (m["destination"] != "/proc") mounts.push_back(m);
+  b.config["mounts"] = mounts;
+  b.write();
+  CliRun run = b.oci({"run", "-d", "-b", b.dir(), "joiner"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  pid_t joiner = b.oci({"state", "joiner"}).record["pid"];
+  EXPECT_EQ(inode_of(proc(joiner, "ns/pid")), inode_of(proc(plain, "ns/pid")));
+  EXPECT_EQ(inode_of(proc(joiner, "ns/user")), inode_of(proc(owner, "ns/user")));
+  std::string status = read_text(proc(joiner, "status"));
+  size_t nspid = status.find("NSpid:\t" + std::to_string(joiner) + "\t");
+  EXPECT_NE(nspid, std::string::npos) << "a pid in the host's and in plain's pid namespace: " << status;
+}
+
 // runc (specconv setupUserNamespace): mappings next to a joined user namespace must be the
 // namespace's own, uid and gid both, in order; anything else is refused before anything is made.
 TEST(OciNamespaces, JoinedUserNamespace_MappingsMustMatchItsMaps) {
