@@ -193,7 +193,7 @@ void set_names(const ChildPlan& plan) {
 void become_namespace_root(const ChildPlan& plan) {
   if (!plan.container->new_user_ns && plan.container->user_join_fd < 0) return;
   if (child_setresgid(0) < 0 || child_setresuid(0) < 0)
-    child_fail(plan, "become root of the new user namespace (are uid/gid 0 mapped?)");
+    child_fail(plan, "become root of the container's user namespace (are uid/gid 0 mapped?)");
 }
 
 void report_ready(const ChildPlan& plan) {

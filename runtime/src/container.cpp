@@ -124,7 +124,6 @@ pid_t clone_with(uint64_t flags, void (*body)(const ChildPlan&), const ChildPlan
 }
 
 [[noreturn]] void container_body(const ChildPlan& plan) { run_container_child(plan); }
-
 [[noreturn]] void exec_body(const ChildPlan& plan) { run_exec_child(plan); }
 
 std::string describe(const ChildMessage& m) {
@@ -301,8 +300,10 @@ CreatedContainer create_container(const Spec& spec, int start_listener, const Co
                       .new_time_ns = !c.time_offsets.empty(), .flags = flags};
       pid = spawn_init(spawner, c, plan, sync.parent.get(), sync.child);
     } else {
-      auto pid_ns = std::find_if(c.namespaces.begin(), c.namespaces.end(), [](const Namespace& ns) { return ns.type == "pid"; });
-      UniqueFd own_pid_ns = join_pid_namespace_for_children(cp.pid_join_fd, pid_ns == c.namespaces.end() ? "" : pid_ns->path);
+      auto pid_ns = std::find_if(c.namespaces.begin(), c.namespaces.end(),
+                                 [](const Namespace& ns) { return ns.type == "pid"; });
+      UniqueFd own_pid_ns =
+          join_pid_namespace_for_children(cp.pid_join_fd, pid_ns == c.namespaces.end() ? "" : pid_ns->path);
       pid = clone_with(flags, container_body, plan);
       if (own_pid_ns) setns(own_pid_ns.get(), CLONE_NEWPID);
       sync.child.reset();
@@ -334,11 +335,13 @@ pid_t exec_in_container(const Spec& spec, const ExecTarget& target, const Contai
   ChildPlanBuilder builder = ChildPlanBuilder::for_exec(spec);
   // The time namespace before the user one: the host may own it (linux.timeOffsets with a new
   // user namespace), and joining the user namespace gives up the host's capabilities.
-  static const std::pair<const char*, int> kJoin[] = {{"time", CLONE_NEWTIME}, {"user", CLONE_NEWUSER}, {"ipc", CLONE_NEWIPC},
-      {"uts", CLONE_NEWUTS}, {"net", CLONE_NEWNET}, {"cgroup", CLONE_NEWCGROUP}, {"mnt", CLONE_NEWNS}};
+  static const std::pair<const char*, int> kJoin[] = {{"time", CLONE_NEWTIME}, {"user", CLONE_NEWUSER},
+      {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}, {"net", CLONE_NEWNET}, {"cgroup", CLONE_NEWCGROUP},
+      {"mnt", CLONE_NEWNS}};
   std::string ns_dir = "/proc/" + std::to_string(target.init_pid) + "/ns/";
   std::vector<UniqueFd> keep;
   for (const auto& [name, flag] : kJoin) {
+    if (flag == CLONE_NEWTIME && access("/proc/self/ns/time", F_OK) != 0) continue;  // before Linux 5.6
     std::string path = ns_dir + name;
     char own[64] = {}, theirs[64] = {};
     // Only namespaces the container does not share with us: setns into our own user
