@@ -191,6 +191,11 @@ TEST(OciConfigParse, TimeOffsets_BadClocksRangesAndNamespaces_AreNamed) {
                          "(its offsets were fixed when its first process entered it)");
 }
 
+TEST(OciFeatures, NamespacesIncludeTime) {
+  const json namespaces = features()["linux"]["namespaces"];
+  EXPECT_EQ(namespaces, json({"cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts"}));
+}
+
 TEST(OciConfigParse, UserNamespaceAndMappings_GoTogetherAndPathsAreAbsolute) {
   json c = minimal();
   c["linux"]["gidMappings"] = {{{"containerID", 0}, {"hostID", 1000}, {"size", 1}}};
