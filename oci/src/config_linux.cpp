@@ -31,6 +31,8 @@ std::vector<runtime::Namespace> parse_namespaces(const json& value) {
     for (const runtime::Namespace& seen : out)
       if (seen.type == ns.type) throw Error::invalid(path + ".type: namespace '" + ns.type + "' listed twice");
     if (const json* p = f::find(list[i], "path")) ns.path = f::text(*p, path + ".path");
+    if (!ns.path.empty() && ns.path[0] != '/')
+      throw Error::invalid(path + ".path: '" + ns.path + "' is not absolute");
     out.push_back(ns);
   }
   return out;
@@ -74,6 +76,61 @@ std::vector<runtime::Device> parse_devices(const json& value) {
     out.push_back(device);
   }
   return out;
+}
+
+// runtime-spec: {"monotonic": {"secs": N, "nanosecs": M}, "boottime": {...}}. The kernel's
+// bounds: nanosecs below 1e9, |secs| at most KTIME_SEC_MAX / 2 (about 146 years); whether the
+// clock stays >= 0 with a negative offset only the kernel knows (it says ERANGE at create).
+std::vector<runtime::TimeOffset> parse_time_offsets(const json& value) {
+  constexpr int64_t kMaxSecs = INT64_MAX / 1000000000 / 2;
+  std::vector<runtime::TimeOffset> out;
+  for (const auto& [clock, entry] : f::object(value, "linux.timeOffsets").items()) {
+    std::string path = "linux.timeOffsets." + clock;
+    if (clock != "monotonic" && clock != "boottime")
+      throw Error::invalid(path + ": unknown clock (a time namespace offsets monotonic and boottime)");
+    f::object(entry, path);
+    runtime::TimeOffset offset{.clock = clock};
+    if (const json* v = f::find(entry, "secs")) offset.secs = f::integer(*v, path + ".secs");
+    if (offset.secs > kMaxSecs || offset.secs < -kMaxSecs)
+      throw Error::invalid(path + ".secs: " + std::to_string(offset.secs) + " is out of range (at most " +
+                           std::to_string(kMaxSecs) + " either way)");
+    if (const json* v = f::find(entry, "nanosecs")) {
+      uint64_t nanosecs = f::unsigned_integer(*v, path + ".nanosecs");
+      if (nanosecs > 999999999)
+        throw Error::invalid(path + ".nanosecs: " + std::to_string(nanosecs) + " is not below 1000000000");
+      offset.nanosecs = static_cast<uint32_t>(nanosecs);
+    }
+    out.push_back(offset);
+  }
+  return out;
+}
+
+// The index of the namespace of `type` in linux.namespaces, or -1.
+int namespace_index(const runtime::Container& c, const char* type) {
+  for (size_t i = 0; i < c.namespaces.size(); ++i)
+    if (c.namespaces[i].type == type) return static_cast<int>(i);
+  return -1;
+}
+
+// runc's rules for settings that belong to a namespace. Mappings with a user namespace joined by
+// path are checked against that namespace's maps when the container is created.
+void check_namespace_settings(const runtime::Container& c) {
+  int user = namespace_index(c, "user");
+  bool mappings = !c.uid_mappings.empty() || !c.gid_mappings.empty();
+  const char* mapping_field = c.uid_mappings.empty() ? "linux.gidMappings" : "linux.uidMappings";
+  if (user < 0 && mappings)
+    throw Error::invalid(std::string(mapping_field) + ": set, but linux.namespaces has no user namespace");
+  if (user >= 0 && c.namespaces[user].path.empty() && !mappings)
+    throw Error::invalid(at("linux.namespaces", user) +
+                         ": a new user namespace needs linux.uidMappings and linux.gidMappings");
+  if (c.time_offsets.empty()) return;
+  int time = namespace_index(c, "time");
+  if (time < 0)
+    throw Error::invalid("linux.timeOffsets: needs a new time namespace (a linux.namespaces entry of type \"time\")");
+  if (!c.namespaces[time].path.empty())
+    throw Error::invalid("linux.timeOffsets: cannot be applied to the time namespace joined by " +
+                         at("linux.namespaces", time) +
+                         ".path (its offsets were fixed when its first process entered it)");
 }
 
 unsigned long parse_propagation(const std::string& name) {
@@ -134,9 +191,8 @@ void parse_linux(const json& linux, runtime::Spec& spec) {
   if (const json* v = f::find(linux, "rootfsPropagation"))
     c.rootfs_propagation = parse_propagation(f::text(*v, "linux.rootfsPropagation"));
   if (const json* v = f::find(linux, "personality")) c.personality = parse_personality(*v);
-  if (const json* v = f::find(linux, "timeOffsets"))
-    if (!f::object(*v, "linux.timeOffsets").empty())
-      throw Error::invalid("linux.timeOffsets: not supported by sandcell-oci (time namespace offsets)");
+  if (const json* v = f::find(linux, "timeOffsets")) c.time_offsets = parse_time_offsets(*v);
+  check_namespace_settings(c);
   if (const json* v = f::find(linux, "seccomp")) parse_seccomp(*v, spec);
   parse_paths(linux, spec);
 }

@@ -18,7 +18,7 @@ nlohmann::json features() {
         "rprivate",      "rshared", "rslave",  "runbindable", "rw",       "shared",  "slave",
         "strictatime",   "suid",    "sync",    "unbindable"}},
       {"linux",
-       {{"namespaces", {"cgroup", "ipc", "mount", "network", "pid", "user", "uts"}},
+       {{"namespaces", {"cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts"}},
         {"capabilities", json::array()},
         {"cgroup",
          {{"v1", true}, {"v2", true}, {"systemd", true}, {"systemdUser", true}, {"rdma", true}}},

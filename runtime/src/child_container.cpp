@@ -187,12 +187,13 @@ void set_names(const ChildPlan& plan) {
     child_fail(plan, "setdomainname %s", domain.c_str());
 }
 
-// The credentials a fresh user namespace gives us are the host's, unmapped inside (shown as the
-// overflow id): become the namespace's root, now that the parent has written the maps.
+// The credentials a fresh or joined user namespace gives us are the host's, unmapped inside
+// (shown as the overflow id): become the namespace's root, now that the parent has written the
+// maps (runc's init does setuid(0) in a joined one too).
 void become_namespace_root(const ChildPlan& plan) {
-  if (!plan.container->new_user_ns) return;
+  if (!plan.container->new_user_ns && plan.container->user_join_fd < 0) return;
   if (child_setresgid(0) < 0 || child_setresuid(0) < 0)
-    child_fail(plan, "become root of the new user namespace (are uid/gid 0 mapped?)");
+    child_fail(plan, "become root of the container's user namespace (are uid/gid 0 mapped?)");
 }
 
 void report_ready(const ChildPlan& plan) {
@@ -256,7 +257,7 @@ void run_start_hooks(const ChildPlan& plan) {
   reset_signals();
   leave_callers_session(plan);    // kill(0, ...) must not reach the caller's group (conmon's, ctr's)
   install_stdio(plan);
-  join_namespaces(plan);          // linux.namespaces entries with a path
+  join_namespaces(plan);          // linux.namespaces entries with a path (the user one: the spawner)
   const GoMessage go = wait_for_go(plan);  // id maps written; with the seccomp program
   join_cgroup(plan, go);          // v1: joins with the files sent
   set_not_dumpable(plan);         // CVE-2016-9962: after the maps are written (rootless needs us dumpable)

@@ -111,7 +111,16 @@ struct ContainerPlan {
     int nstype;  // CLONE_NEW*
     int fd;      // opened by the parent; setns() in the child
   };
-  std::vector<Join> joins;  // user namespace first: it decides what the others may do
+  // The init's: all but the user and pid namespaces (below). An exec'd process's: the init's
+  // namespaces, time then user first (setns into a namespace the host owns needs the host's
+  // capabilities, which joining the user namespace gives up).
+  std::vector<Join> joins;
+  // A user namespace joined by path: the spawner process (container.cpp) joins it before the
+  // init is cloned, so the namespaces the clone makes belong to it (runc's order). -1: none.
+  int user_join_fd = -1;
+  // A pid namespace joined by path: setns(CLONE_NEWPID) only places children, so the parent (or
+  // the spawner) joins it before the init is cloned. -1: none.
+  int pid_join_fd = -1;
   bool new_user_ns = false, new_net_ns = false, new_cgroup_ns = false, new_uts_ns = false,
        joined_uts_ns = false;
   unsigned long rootfs_propagation = 0;

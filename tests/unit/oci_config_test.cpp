@@ -87,7 +87,7 @@ TEST(OciConfigParse, BindMountSource_IsTakenRelativeToTheBundle) {
 
 TEST(OciConfigParse, LinuxSection_NamespacesMappingsResourcesSysctlDevices) {
   json config = minimal();
-  config["linux"]["namespaces"] = {{{"type", "mount"}}, {{"type", "network"}, {"path", "/run/netns/x"}}};
+  config["linux"]["namespaces"] = {{{"type", "mount"}}, {{"type", "network"}, {"path", "/run/netns/x"}}, {{"type", "user"}}};
   config["linux"]["uidMappings"] = {{{"containerID", 0}, {"hostID", 1000}, {"size", 10}}};
   config["linux"]["resources"] = {{"memory", {{"limit", 1 << 20}}}, {"pids", {{"limit", 7}}},
                                   {"cpu", {{"quota", 50000}, {"period", 100000}}}};
@@ -143,6 +143,70 @@ TEST(OciConfigParse, InvalidFields_AreNamed) {
   c = minimal();
   c["hooks"]["poststop"] = {{{"path", "relative"}}};
   EXPECT_EQ(error_of(c), "hooks.poststop[0].path: must be absolute");
+}
+
+TEST(OciConfigParse, TimeOffsets_AreReadForANewTimeNamespace) {
+  json c = minimal();
+  c["linux"]["namespaces"].push_back({{"type", "time"}});
+  c["linux"]["timeOffsets"] = {{"monotonic", {{"secs", -5}, {"nanosecs", 999999999}}}, {"boottime", {{"secs", 7}}}};
+  Config config = parse_config(c, "/b");
+  const std::vector<runtime::TimeOffset>& offsets = config.spec.container->time_offsets;
+  ASSERT_EQ(offsets.size(), 2u);
+  EXPECT_EQ(offsets[0].clock, "boottime");  // nlohmann orders object keys
+  EXPECT_EQ(offsets[0].secs, 7);
+  EXPECT_EQ(offsets[0].nanosecs, 0u);
+  EXPECT_EQ(offsets[1].clock, "monotonic");
+  EXPECT_EQ(offsets[1].secs, -5);
+  EXPECT_EQ(offsets[1].nanosecs, 999999999u);
+  c["linux"]["timeOffsets"] = json::object();
+  EXPECT_TRUE(parse_config(c, "/b").spec.container->time_offsets.empty());
+}
+
+TEST(OciConfigParse, TimeOffsets_BadClocksRangesAndNamespaces_AreNamed) {
+  json base = minimal();
+  base["linux"]["namespaces"].push_back({{"type", "time"}});
+  json c = base;
+  c["linux"]["timeOffsets"] = {{"realtime", {{"secs", 1}}}};
+  EXPECT_EQ(error_of(c), "linux.timeOffsets.realtime: unknown clock (a time namespace offsets monotonic and boottime)");
+  c = base;
+  c["linux"]["timeOffsets"] = {{"boottime", {{"nanosecs", 1000000000}}}};
+  EXPECT_EQ(error_of(c), "linux.timeOffsets.boottime.nanosecs: 1000000000 is not below 1000000000");
+  c = base;
+  c["linux"]["timeOffsets"] = {{"boottime", {{"nanosecs", -1}}}};
+  EXPECT_NE(error_of(c).find("linux.timeOffsets.boottime.nanosecs"), std::string::npos);
+  c = base;
+  c["linux"]["timeOffsets"] = {{"monotonic", {{"secs", 4611686019LL}}}};
+  EXPECT_EQ(error_of(c), "linux.timeOffsets.monotonic.secs: 4611686019 is out of range (at most 4611686018 either way)");
+  c = base;
+  c["linux"]["timeOffsets"] = {{"monotonic", {{"secs", "1"}}}};
+  EXPECT_NE(error_of(c).find("linux.timeOffsets.monotonic.secs"), std::string::npos);
+  c = base;
+  c["linux"]["timeOffsets"] = {{"monotonic", 5}};
+  EXPECT_NE(error_of(c).find("linux.timeOffsets.monotonic"), std::string::npos);
+  c = minimal();  // no time namespace
+  c["linux"]["timeOffsets"] = {{"monotonic", {{"secs", 1}}}};
+  EXPECT_EQ(error_of(c), "linux.timeOffsets: needs a new time namespace (a linux.namespaces entry of type \"time\")");
+  c["linux"]["namespaces"].push_back({{"type", "time"}, {"path", "/proc/1/ns/time"}});
+  EXPECT_EQ(error_of(c), "linux.timeOffsets: cannot be applied to the time namespace joined by linux.namespaces[6].path "
+                         "(its offsets were fixed when its first process entered it)");
+}
+
+TEST(OciFeatures, NamespacesIncludeTime) {
+  const json namespaces = features()["linux"]["namespaces"];
+  EXPECT_EQ(namespaces, json({"cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts"}));
+}
+
+TEST(OciConfigParse, UserNamespaceAndMappings_GoTogetherAndPathsAreAbsolute) {
+  json c = minimal();
+  c["linux"]["gidMappings"] = {{{"containerID", 0}, {"hostID", 1000}, {"size", 1}}};
+  EXPECT_EQ(error_of(c), "linux.gidMappings: set, but linux.namespaces has no user namespace");
+  c = minimal();
+  c["linux"]["namespaces"].push_back({{"type", "user"}});
+  EXPECT_EQ(error_of(c), "linux.namespaces[6]: a new user namespace needs linux.uidMappings and linux.gidMappings");
+  c["linux"]["namespaces"][6]["path"] = "/proc/1/ns/user";
+  EXPECT_EQ(error_of(c), "") << "a joined one brings its own maps";
+  c["linux"]["namespaces"][6]["path"] = "proc/1/ns/user";
+  EXPECT_EQ(error_of(c), "linux.namespaces[6].path: 'proc/1/ns/user' is not absolute");
 }
 
 TEST(OciConfigParse, UnknownFields_AreIgnored) {

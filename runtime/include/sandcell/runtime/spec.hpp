@@ -121,6 +121,15 @@ struct Namespace {
 
 struct IdMapping {
   uint32_t container_id = 0, host_id = 0, size = 0;
+  bool operator==(const IdMapping&) const = default;
+};
+
+// linux.timeOffsets: one clock's offset in the container's new time namespace, written to
+// timens_offsets before the init enters it.
+struct TimeOffset {
+  std::string clock;  // "monotonic" or "boottime"
+  int64_t secs = 0;
+  uint32_t nanosecs = 0;  // < 1e9
 };
 
 // One entry of config.json "mounts", its options already turned into mount(2) terms.
@@ -163,6 +172,7 @@ struct Container {
   std::vector<ContainerMount> mounts;
   std::vector<Namespace> namespaces;
   std::vector<IdMapping> uid_mappings, gid_mappings;
+  std::vector<TimeOffset> time_offsets;
   std::map<std::string, std::string> sysctl;
   std::vector<Device> devices;
   CapabilitySets capabilities;
