@@ -60,7 +60,7 @@ void refuse_not_yet(const json& host) {
   for (const char* field : {"ReadonlyRootfs", "CpuShares", "ShmSize",
                             "CpusetCpus", "CpusetMems", "BlkioWeight", "MemoryReservation", "KernelMemory",
                             "PortBindings", "PublishAllPorts", "ExtraHosts", "Dns", "DnsSearch", "DnsOptions",
-                            "GroupAdd", "Init"})
+                            "GroupAdd"})
     if (is_set(host, field))
       throw bad_request("HostConfig." + std::string(field) + " is not supported by sandcell's Docker API yet");
   if (host.contains("RestartPolicy") && host["RestartPolicy"].is_object()) {

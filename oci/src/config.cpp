@@ -166,14 +166,7 @@ Config parse_config(const json& config, const std::string& bundle) {
     // and MUST fail where it cannot; sandcell-oci has no resctrl support.
     if (v->is_object() && f::find(*v, "intelRdt"))
       throw Error::invalid("linux.intelRdt: Intel RDT (resctrl) is not supported by sandcell-oci");
-    parse_linux(*v, spec);
-    // The runtime-spec: a namespace path MUST be absolute (in the runtime's mount namespace); a
-    // relative one would be opened from wherever sandcell-oci was started.
-    for (size_t i = 0; i < spec.container->namespaces.size(); ++i) {
-      const std::string& path = spec.container->namespaces[i].path;
-      if (!path.empty() && path[0] != '/')
-        throw Error::invalid("linux.namespaces[" + std::to_string(i) + "].path: must be absolute: '" + path + "'");
-    }
+    parse_linux(*v, spec);  // a relative namespace path is refused there (runtime-spec: MUST be absolute)
     if (const json* r = f::find(*v, "resources")) out.resources = *r;
   }
   return out;

@@ -42,6 +42,10 @@ TEST_F(DockerApi, RunRemovePrintsOutputPassesTheExitCodeAndLeavesNothing) {
   EXPECT_EQ(both.exit_code, 3);
   EXPECT_EQ(both.out, "out\n");
   EXPECT_EQ(both.err, "err\n");
+  // `--init` (HostConfig.Init): sandcell's init is pid 1 of every container anyway.
+  CliRun init = docker({"run", "--rm", "--init", "--network", "none", "bb:1", "sh", "-c", "echo $$"});
+  EXPECT_EQ(init.exit_code, 0) << init.err;
+  EXPECT_NE(init.out, "1\n");
   EXPECT_EQ(containers_on_disk(), 0u);
 }
 

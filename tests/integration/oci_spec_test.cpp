@@ -428,7 +428,7 @@ TEST(OciSpec, InvalidOrUnsupportedValues_AreErrorsThatCreateNothing) {
            if (ns["type"] != "network") kept.push_back(ns);
          kept.push_back({{"type", "network"}, {"path", "proc/self/ns/net"}});
          c["linux"]["namespaces"] = kept;
-       }, "linux.namespaces[5].path: must be absolute: 'proc/self/ns/net'"},
+       }, "linux.namespaces[5].path: 'proc/self/ns/net' is not absolute"},
       {"memory.checkBeforeUpdate", [](nlohmann::json& c) {
          c["linux"]["resources"]["memory"] = {{"limit", 1 << 26}, {"checkBeforeUpdate", true}};
        }, "linux.resources.memory.checkBeforeUpdate: not supported"},
