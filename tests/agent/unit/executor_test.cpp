@@ -2,6 +2,7 @@
 #include "sandcell/agent_service/executor.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -75,6 +76,22 @@ TEST(SubprocessExecutor, RunsPassTheOperatorCeilings) {
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), "code\n--request-json\n-\n--max-memory\n2g\n--allowed-net\nnone\n");
+}
+
+// A runner that exits without reading its request (here: a request larger than a pipe holds)
+// is a runner that stopped reading: the executor's write fails with EPIPE instead of SIGPIPE
+// ending the process that embeds it (this test's had SIGPIPE at its default).
+TEST(SubprocessExecutor, ARunnerThatExitsBeforeReadingItsRequestIsNoSigpipe) {
+  ScratchDir dir;
+  const fs::path fake = dir.path / "sandcell";
+  std::ofstream(fake) << "#!/bin/sh\necho '{\"status\":\"ok\"}'\n";
+  chmod(fake.c_str(), 0755);
+  auto executor = make_subprocess_executor({.sandcell_bin = fake.string(), .root = ""});
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(executor->run(Json{{"code", std::string(1 << 20, 'x')}})["status"], "ok");
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_FALSE(sigismember(&pending, SIGPIPE)) << "none left pending for later";
 }
 
 // The operator's --disk is the bound of a request that names none; a request's own "disk" is

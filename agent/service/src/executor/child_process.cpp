@@ -87,9 +87,35 @@ int wait_for(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// A write into a pipe whose reader is gone raises SIGPIPE in the writing thread; unless the
+// process ignores it (the servers do), that ends the process instead of failing the write with
+// EPIPE. Blocked in this thread while it pumps, and a SIGPIPE left pending is taken on the way
+// out, so a child that exits before reading its request is a child that stopped reading,
+// whoever embeds the executor.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeBlocked() {
+    const timespec now{0, 0};
+    while (sigtimedwait(&pipe_, nullptr, &now) == SIGPIPE) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+};
+
 // Moves `input` into the child's stdin and its stdout/stderr out until both reach EOF.
 void pump(UniqueFd in, UniqueFd out, UniqueFd err, std::string_view input,
           const std::function<void(std::string_view)>& on_stdout, std::string& stderr_text) {
+  const SigpipeBlocked no_sigpipe;
   fcntl(in.get(), F_SETFL, O_NONBLOCK);
   size_t written = 0;
   if (input.empty()) in.reset();
