@@ -141,7 +141,8 @@ TEST_F(CgroupExit, TheInitIsOutOfTheRunsCgroupsWhileTheProgramRuns) {
   const pid_t init = first_child(supervisor);
   std::map<std::string, std::string> init_cgroups, program_cgroups;
   std::string pids_max;
-  // The init leaves right after the program's execve; give it a moment to.
+  // The init leaves right after the program's execve, one hierarchy after the other; give it
+  // a moment to leave all four (under ASan on a loaded host memory had moved, cpu not yet).
   for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
        std::chrono::steady_clock::now() < until;
        std::this_thread::sleep_for(std::chrono::milliseconds(10))) {
@@ -151,7 +152,9 @@ TEST_F(CgroupExit, TheInitIsOutOfTheRunsCgroupsWhileTheProgramRuns) {
     program_cgroups = program_now;
     std::ifstream limit("/sys/fs/cgroup/pids" + program_cgroups["pids"] + "/pids.max");
     std::getline(limit, pids_max);
-    if (init_cgroups["memory"] == "/sandcell") break;
+    if (init_cgroups["memory"] == "/sandcell" && init_cgroups["pids"] == "/sandcell" &&
+        init_cgroups["cpu"] == "/sandcell" && init_cgroups["cpuacct"] == "/sandcell")
+      break;
   }
   int status = 0;
   ASSERT_EQ(waitpid(supervisor, &status, 0), supervisor);
