@@ -140,18 +140,26 @@ int wait_forwarding_signals(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// startContainer hooks run inside the container, from the init, before the program. Their
-// state is made now; its pid is the init's in its own pid namespace (1 when the config makes
-// one; 0 when it joins another, where the number is not known before clone).
-void plan_start_hooks(Config& config, const ContainerState& s) {
+// startContainer and createContainer hooks run inside the container, from the init (the one
+// before the program, the other before pivot_root). Their state is made now; its pid is the
+// init's in its own pid namespace, as runc's init reports getpid() (1 when the config makes one;
+// 0 when it joins another, where the number is not known before clone).
+std::vector<runtime::StartHook> init_hooks(const std::vector<Hook>& hooks, const std::string& state) {
+  std::vector<runtime::StartHook> out;
+  for (const Hook& hook : hooks)
+    out.push_back({.path = hook.path, .args = hook.args, .env = hook.env, .state_json = state,
+                   .timeout_s = hook.timeout_s.value_or(0)});
+  return out;
+}
+
+void plan_init_hooks(Config& config, const ContainerState& s) {
   ContainerState inside = s;
   inside.pid = 0;
   for (const runtime::Namespace& ns : config.spec.container->namespaces)
     if (ns.type == "pid" && ns.path.empty()) inside.pid = 1;
-  std::string state = hook_state(inside, Status::Created);
-  for (const Hook& hook : config.hooks.start_container)
-    config.spec.container->start_hooks.push_back({.path = hook.path, .args = hook.args, .env = hook.env,
-                                                  .state_json = state});
+  config.spec.container->start_hooks = init_hooks(config.hooks.start_container, hook_state(inside, Status::Created));
+  config.spec.container->create_hooks =
+      init_hooks(config.hooks.create_container, hook_state(inside, Status::Creating));
 }
 
 void write_cgroup_file(const std::string& path, const std::string& value) {
@@ -253,7 +261,7 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
   s.bundle = bundle;
   s.created = rfc3339_now();
   s.annotations = config.annotations;
-  plan_start_hooks(config, s);
+  plan_init_hooks(config, s);
   runtime::CreatedContainer made;
   MadeCgroups cgroups;
   try {
@@ -271,14 +279,23 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
         s.systemd_user = sd->user_manager;
         s.cgroup_paths = {start_systemd_unit(*sd, host, id, pid, resources)};
       };
-    made = runtime::create_container(spec, listener.get(), io, cgroups.dirs, placed);
-    s.pid = made.pid;
-    s.pid_start = process_start_time(made.pid);
-    store.save(s);
-    // Run by sandcell-oci in the runtime's namespaces, with the init waiting for start.
-    run_hooks(config.hooks.prestart, "hooks.prestart", hook_state(s, Status::Created));
-    run_hooks(config.hooks.create_runtime, "hooks.createRuntime", hook_state(s, Status::Created));
-    run_hooks(config.hooks.create_container, "hooks.createContainer", hook_state(s, Status::Created));
+    auto record = [&](pid_t pid) {
+      s.pid = pid;
+      s.pid_start = process_start_time(pid);
+      store.save(s);
+    };
+    // The runtime-spec's moment: the init has made its mounts and waits before pivot_root. Run
+    // here, in the runtime's namespaces; the createContainer hooks follow in the init. Only a
+    // config with such hooks makes the init stop there.
+    std::function<void(pid_t)> prepared;
+    if (!config.hooks.prestart.empty() || !config.hooks.create_runtime.empty())
+      prepared = [&](pid_t pid) {
+        record(pid);
+        run_hooks(config.hooks.prestart, "hooks.prestart", hook_state(s, Status::Creating));
+        run_hooks(config.hooks.create_runtime, "hooks.createRuntime", hook_state(s, Status::Creating));
+      };
+    made = runtime::create_container(spec, listener.get(), io, cgroups.dirs, placed, prepared);
+    record(made.pid);
     write_pid_file(options.pid_file, made.pid);
   } catch (...) {
     abandon(store, id, made.pid, cgroups);

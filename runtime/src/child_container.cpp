@@ -3,6 +3,7 @@
 // `start`. No allocation (see child_plan.hpp).
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
@@ -224,16 +225,37 @@ __attribute__((noinline)) pid_t spawn_hook(const PlannedHook& hook, int stdin_fd
   return pid;
 }
 
-// hooks.startContainer, in the container: vfork + execve (no allocation), the state on stdin.
-// A failure is reported to `start` (the sync socket is its connection by now).
-void run_start_hooks(const ChildPlan& plan) {
-  for (size_t i = 0; i < plan.container->start_hooks.size(); ++i) {
-    const PlannedHook& hook = plan.container->start_hooks[i];
+// Waits for a hook, killing it once its timeout passes (a pidfd: poll with a deadline, no
+// signal handler). Returns its wait status, -1 when it timed out, -2 without a pidfd.
+int wait_hook(pid_t pid, int timeout_s) {
+  bool timed_out = false;
+  if (timeout_s > 0) {
+    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    if (pidfd < 0) return -2;
+    pollfd exited{.fd = pidfd, .events = POLLIN, .revents = 0};
+    int ready = 0;
+    while ((ready = poll(&exited, 1, timeout_s * 1000)) < 0 && errno == EINTR) {
+    }
+    close(pidfd);
+    if (ready == 0) timed_out = kill(pid, SIGKILL) == 0;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return timed_out ? -1 : status;
+}
+
+// Hooks the init runs (startContainer, createContainer), in the container's namespaces: vfork
+// + execve (no allocation), the state on stdin. A failure is reported on the sync socket (at
+// start, the connection of `start` by then).
+void run_init_hooks(const ChildPlan& plan, const std::vector<PlannedHook>& hooks, const char* phase) {
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    const PlannedHook& hook = hooks[i];
     int in[2];
-    if (pipe2(in, O_CLOEXEC) < 0) child_fail(plan, "pipe for hooks.startContainer[%zu]", i);
+    if (pipe2(in, O_CLOEXEC) < 0) child_fail(plan, "pipe for hooks.%s[%zu]", phase, i);
     pid_t pid = spawn_hook(hook, in[0]);
     close(in[0]);
-    if (pid < 0) child_fail(plan, "fork hooks.startContainer[%zu]", i);
+    if (pid < 0) child_fail(plan, "fork hooks.%s[%zu]", phase, i);
     // A hook that exits without reading its stdin must not kill the init with SIGPIPE; the
     // disposition is put back before the program's execve, which would inherit SIG_IGN.
     signal(SIGPIPE, SIG_IGN);
@@ -241,14 +263,35 @@ void run_start_hooks(const ChildPlan& plan) {
     (void)ignored;
     signal(SIGPIPE, SIG_DFL);
     close(in[1]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    int status = wait_hook(pid, hook.timeout_s);
+    if (status == -2) {
+      kill(pid, SIGKILL);
+      child_fail(plan, "pidfd_open hooks.%s[%zu], to enforce its timeout", phase, i);
+    }
+    if (status < 0) {
+      errno = ETIMEDOUT;
+      child_fail(plan, "hook hooks.%s[%zu] (%s) timed out after %ds", phase, i, hook.path.c_str(), hook.timeout_s);
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       errno = ECANCELED;
-      child_fail(plan, "hooks.startContainer[%zu] (%s) failed with status %d", i, hook.path.c_str(), status);
+      child_fail(plan, "hook hooks.%s[%zu] (%s) failed with status %d", phase, i, hook.path.c_str(),
+                 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     }
   }
+}
+
+// The runtime-spec's moment for the create-time hooks: the environment is made (namespaces,
+// cgroups, mounts, devices) and the root not yet pivoted. With prestart/createRuntime hooks the
+// caller runs them now, in the runtime's namespaces, while we wait; then the createContainer
+// hooks run here, in the container's namespaces, their paths resolved in the mount tree we still
+// share with the runtime (a copy of it, in our mount namespace). runc's order.
+void run_create_hooks(const ChildPlan& plan) {
+  if (plan.container->pause_before_pivot) {
+    send_message(plan, ChildMessage{.kind = ChildMessage::Prepared});
+    char go = 0;
+    if (read(plan.sync_fd, &go, 1) != 1) _exit(125);  // create went away: run nothing
+  }
+  run_init_hooks(plan, plan.container->create_hooks, "createContainer");
 }
 
 }  // namespace
@@ -267,6 +310,7 @@ void run_start_hooks(const ChildPlan& plan) {
   bind_container_root(plan);
   apply_container_mounts(plan);   // config.json "mounts", in order
   create_container_devices(plan);
+  run_create_hooks(plan);         // prestart/createRuntime (the caller's), createContainer (ours)
   enter_container_root(plan);     // pivot_root, or MS_MOVE + chroot with --no-pivot
   attach_terminal(plan, true);    // process.terminal: on /dev/console (before the root is read-only), master to --console-socket
   write_sysctls(plan);            // before /proc/sys turns read-only
@@ -290,7 +334,7 @@ void run_start_hooks(const ChildPlan& plan) {
   if (plan.no_new_privileges) install_seccomp(plan, go);  // plain actions: no notify listener here
   report_ready(plan);             // `create` writes the state and exits
   wait_for_start(plan);
-  run_start_hooks(plan);
+  run_init_hooks(plan, plan.container->start_hooks, "startContainer");
   exec_program(plan);
 }
 

@@ -104,6 +104,7 @@ struct PlannedHook {
   std::vector<std::string> args, env;  // storage
   std::vector<char*> argv, envp;       // null-terminated, into args/env
   std::string path, state_json;
+  int timeout_s = 0;  // 0: none
 };
 
 struct ContainerPlan {
@@ -140,6 +141,10 @@ struct ContainerPlan {
   int start_fd = -1;     // listening socket `start` connects to
   int preserve_fds = 0;  // 3 .. 3+N-1 stay open across execve
   std::vector<PlannedHook> start_hooks;
+  std::vector<PlannedHook> create_hooks;  // hooks.createContainer: before pivot_root
+  // The init stops before pivot_root, its mounts made, reports Prepared and waits for a byte on
+  // the sync socket (the caller's prestart/createRuntime hooks run meanwhile). Off: no stop.
+  bool pause_before_pivot = false;
 };
 
 struct ChildPlan {
@@ -234,6 +239,7 @@ struct SeccompHeader {
 // and the socket then closes at execve (it is close-on-exec): EOF means the program runs.
 struct ChildMessage {
   // Ready: an OCI container finished its setup and waits for `start`.
+  // Prepared: an OCI container's init made its mounts and waits, before pivot_root.
   // ProgramExited: the sandbox's init reaped the program; wait_status is its status.
   // ProgramExited with tree_ended: the init has also killed and reaped everything else in the
   // sandbox, so nothing of the run is left but the init itself, already on its way out;
@@ -245,7 +251,8 @@ struct ChildMessage {
     Ready = 3,
     ProgramExited = 4,
     ProxyListener = 5,
-    Terminal = 6  // the pty master (ChildPlan::terminal)
+    Terminal = 6,  // the pty master (ChildPlan::terminal)
+    Prepared = 7   // an OCI init with pause_before_pivot: mounts made, waits to go on
   };
   int kind = SetupFailed;
   int err = 0;          // errno of the failure

@@ -61,6 +61,8 @@ class ChildPlanBuilder {
   // OCI containers: the listener `start` connects to and the --console-socket connection (-1:
   // none); exec: a namespace of the container to join (setns) before anything else.
   void container_channels(int start_fd, int console_fd);
+  // OCI containers: the init stops before pivot_root (ContainerPlan::pause_before_pivot).
+  void pause_before_pivot();
   void join_namespace(int nstype, int fd);
 
   // The exec arrays (argv, envp into the plan's strings); no step after this. The plan lives in

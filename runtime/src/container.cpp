@@ -134,8 +134,10 @@ std::string describe(const ChildMessage& m) {
 }
 
 // Waits for Ready (create) or for EOF (start, exec: the program runs, its exec closed the
-// socket). Throws with the child's report.
-void await_child(int sync_fd, pid_t pid, bool until_ready) {
+// socket). Throws with the child's report. On Prepared (an init with pause_before_pivot) runs
+// `prepared`, then lets the init go on.
+void await_child(int sync_fd, pid_t pid, bool until_ready,
+                 const std::function<void(pid_t)>& prepared = {}) {
   pollfd ready{.fd = sync_fd, .events = POLLIN, .revents = 0};
   while (true) {
     if (poll(&ready, 1, -1) < 0 && errno != EINTR) throw Error(errno, "poll the container's init");
@@ -148,6 +150,11 @@ void await_child(int sync_fd, pid_t pid, bool until_ready) {
     }
     if (received->message.kind == -1) continue;
     if (until_ready && received->message.kind == ChildMessage::Ready) return;
+    if (until_ready && prepared && received->message.kind == ChildMessage::Prepared) {
+      prepared(pid);
+      check(write(sync_fd, "p", 1), "tell the container's init to go on to pivot_root");
+      continue;
+    }
     int err = received->message.err;
     throw Error(err, describe(received->message));
   }
@@ -278,7 +285,8 @@ std::vector<UniqueFd> attach_to_cgroups(const std::vector<std::string>& dirs, pi
 
 CreatedContainer create_container(const Spec& spec, int start_listener, const ContainerIo& io,
                                   const std::vector<std::string>& cgroup_dirs,
-                                  const std::function<void(pid_t)>& placed) {
+                                  const std::function<void(pid_t)>& placed,
+                                  const std::function<void(pid_t)>& prepared) {
   if (!spec.container) throw Error::invalid("create_container needs Spec::container");
   const Container& c = *spec.container;
   ChildPlanBuilder builder = ChildPlanBuilder::for_container(spec, io.preserve_fds);
@@ -288,6 +296,7 @@ CreatedContainer create_container(const Spec& spec, int start_listener, const Co
   builder.stdio(io.stdin_fd, io.stdout_fd, io.stderr_fd);
   builder.sync_socket(sync.child.get());
   builder.container_channels(start_fd.get(), console.get());
+  if (prepared) builder.pause_before_pivot();
   const ChildPlan& plan = builder.freeze();
   const ContainerPlan& cp = *plan.container;
   uint64_t flags = clone_flags(cp, c);
@@ -318,7 +327,7 @@ CreatedContainer create_container(const Spec& spec, int start_listener, const Co
     set_oom_score_adj(c, pid);
     if (placed) placed(pid);
     send_go(sync.parent.get(), attach_to_cgroups(cgroup_dirs, pid), seccomp ? &*seccomp : nullptr);
-    await_child(sync.parent.get(), pid, true);
+    await_child(sync.parent.get(), pid, true, prepared);
   } catch (...) {
     kill_and_reap(pid);
     throw;  // the caller made the cgroups and removes them

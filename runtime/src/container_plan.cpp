@@ -249,13 +249,14 @@ void plan_sysctl(const Container& c, ContainerPlan& plan) {
   }
 }
 
-void plan_start_hooks(const Container& c, ContainerPlan& plan) {
-  plan.start_hooks.resize(c.start_hooks.size());  // sized first: argv points into the strings
-  for (size_t i = 0; i < c.start_hooks.size(); ++i) {
-    const StartHook& hook = c.start_hooks[i];
-    PlannedHook& planned = plan.start_hooks[i];
+void plan_init_hooks(const std::vector<StartHook>& hooks, std::vector<PlannedHook>& out) {
+  out.resize(hooks.size());  // sized first: argv points into the strings
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    const StartHook& hook = hooks[i];
+    PlannedHook& planned = out[i];
     planned.path = hook.path;
     planned.state_json = hook.state_json;
+    planned.timeout_s = hook.timeout_s;
     planned.args = hook.args.empty() ? std::vector<std::string>{hook.path} : hook.args;
     planned.env = hook.env;
     for (std::string& arg : planned.args) planned.argv.push_back(arg.data());
@@ -326,7 +327,8 @@ ChildPlanBuilder ChildPlanBuilder::for_container(const Spec& spec, int preserve_
   plan_sysctl(c, cp);
   cp.domainname = c.domainname;
   cp.preserve_fds = preserve_fds;
-  plan_start_hooks(c, cp);
+  plan_init_hooks(c.start_hooks, cp.start_hooks);
+  plan_init_hooks(c.create_hooks, cp.create_hooks);
   return ChildPlanBuilder(std::move(plan));
 }
 

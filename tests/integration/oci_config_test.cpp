@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -36,7 +37,7 @@ TEST(OciConfig, Hooks_RunInOrderWithTheStateOnStdin) {
   EXPECT_EQ(read_text(dir + "/order"), "prestart\ncreateRuntime\ncreateContainer\npoststart\npoststop\n");
   auto prestart = nlohmann::json::parse(read_text(dir + "/prestart.json"));
   EXPECT_EQ(prestart["id"], "hooked");
-  EXPECT_EQ(prestart["status"], "created");
+  EXPECT_EQ(prestart["status"], "creating");
   EXPECT_GT(prestart["pid"].get<int>(), 0);
   EXPECT_EQ(prestart["bundle"], b.dir());
   EXPECT_EQ(nlohmann::json::parse(read_text(dir + "/poststop.json"))["status"], "stopped");
@@ -62,6 +63,96 @@ TEST(OciConfig, StartContainerHook_RunsInsideTheContainerBeforeTheProgram) {
   CliRun start = b.oci({"start", "starthook2"});
   EXPECT_EQ(start.exit_code, 125);
   EXPECT_NE(start.err.find("hooks.startContainer[0] (/bin/false) failed"), std::string::npos) << start.err;
+}
+
+// The namespaces a process is in, one readlink per line, in a fixed order.
+std::string namespaces_of(const std::string& proc_dir) {
+  std::string out;
+  for (const char* ns : {"mnt", "net", "uts", "ipc", "pid", "user"})
+    out += std::filesystem::read_symlink(proc_dir + "/ns/" + ns).string() + "\n";
+  return out;
+}
+
+// runtime-spec config.md: createRuntime in the runtime's namespaces, createContainer in the
+// container's (its path resolved in the runtime's), both after the mounts are made and before
+// pivot_root, with the state ("creating") on stdin. The observable for "before pivot_root": a
+// mount point in /proc/<pid>/mountinfo is shown relative to that process' root, so the
+// container's /proc is listed as <rootfs>/proc until the init pivots and as /proc after.
+TEST(OciConfig, CreateHooks_RunBeforePivotRoot_CreateContainerInTheContainersNamespaces) {
+  OciBundle b;
+  b.config["linux"]["namespaces"].push_back({{"type", "user"}});
+  b.config["linux"]["uidMappings"] = {{{"containerID", 0}, {"hostID", 200000}, {"size", 65536}}};
+  b.config["linux"]["gidMappings"] = {{{"containerID", 0}, {"hostID", 200000}, {"size", 65536}}};
+  b.config["process"]["args"] = {"sleep", "1000"};
+  // The createContainer hook is root of the container's user namespace (200000 outside).
+  std::filesystem::permissions(b.path(""), std::filesystem::perms::others_exec, std::filesystem::perm_options::add);
+  std::string out = b.path("out");
+  std::filesystem::create_directories(out);
+  std::filesystem::permissions(out, std::filesystem::perms::all);
+  std::string rootfs = std::filesystem::canonical(b.config["root"]["path"].get<std::string>()).string();
+  std::string namespaces = "for n in mnt net uts ipc pid user; do readlink /proc/self/ns/$n; done > " + out;
+  std::string container_proc = "' " + rootfs + "/proc '";
+  b.config["hooks"]["createRuntime"] = {{{"path", "/bin/sh"}, {"args", {"sh", "-c",
+      "cat > " + out + "/createRuntime.json; " + namespaces + "/createRuntime-ns; "
+      "pid=$(sed 's/.*\"pid\":\\([0-9]*\\).*/\\1/' " + out + "/createRuntime.json); "
+      "grep -c " + container_proc + " /proc/$pid/mountinfo > " + out + "/createRuntime-init-mounts; "
+      "echo createRuntime >> " + out + "/order"}}}};
+  b.config["hooks"]["createContainer"] = {{{"path", "/bin/sh"}, {"args", {"sh", "-c",
+      "cat > " + out + "/createContainer.json; " + namespaces + "/createContainer-ns; "
+      "grep -c " + container_proc + " /proc/self/mountinfo > " + out + "/createContainer-mounts; "
+      "echo createContainer >> " + out + "/order"}}}};
+  b.write();
+  CliRun create = b.oci({"create", "-b", b.dir(), "nshooks"});
+  ASSERT_EQ(create.exit_code, 0) << create.err;
+  EXPECT_EQ(read_text(out + "/order"), "createRuntime\ncreateContainer\n");
+  pid_t pid = b.oci({"state", "nshooks"}).record["pid"];
+  std::string init = "/proc/" + std::to_string(pid);
+
+  std::string host = namespaces_of("/proc/self");
+  EXPECT_EQ(read_text(out + "/createRuntime-ns"), host) << "createRuntime runs in the runtime's namespaces";
+  std::string container = namespaces_of(init);
+  EXPECT_EQ(read_text(out + "/createContainer-ns"), container) << "createContainer runs in the container's";
+  std::istringstream host_lines(host), container_lines(container);
+  for (std::string h, c; std::getline(host_lines, h) && std::getline(container_lines, c);)
+    EXPECT_NE(h, c) << "the container has a namespace of its own of each type";
+
+  EXPECT_EQ(read_text(out + "/createRuntime-init-mounts"), "1\n")
+      << "createRuntime: the init has mounted the container's /proc and not pivoted yet";
+  EXPECT_EQ(read_text(out + "/createContainer-mounts"), "1\n")
+      << "createContainer: its mount namespace has the container's /proc under the rootfs' host path";
+  EXPECT_EQ(read_text(init + "/mountinfo").find(container_proc.substr(1, container_proc.size() - 2)), std::string::npos)
+      << "after create the init has pivoted: the same observable then says so";
+
+  auto runtime_state = nlohmann::json::parse(read_text(out + "/createRuntime.json"));
+  EXPECT_EQ(runtime_state["status"], "creating");
+  EXPECT_EQ(runtime_state["pid"], pid);
+  auto container_state = nlohmann::json::parse(read_text(out + "/createContainer.json"));
+  EXPECT_EQ(container_state["status"], "creating");
+  EXPECT_EQ(container_state["pid"], 1) << "the init's pid in the container's pid namespace, as runc";
+  EXPECT_EQ(container_state["id"], "nshooks");
+}
+
+// Run by the init, a failing createContainer hook and one past its timeout fail create as a
+// failing prestart hook does: nothing is left, not the container nor its cgroup.
+TEST(OciConfig, FailingOrTimedOutCreateContainerHook_FailsCreateAndLeavesNothing) {
+  OciBundle b;
+  b.config["process"]["args"] = {"true"};
+  b.config["hooks"]["createContainer"] = {{{"path", "/bin/false"}}};
+  b.write();
+  CliRun failing = b.oci({"create", "-b", b.dir(), "ccfail"});
+  EXPECT_EQ(failing.exit_code, 125);
+  EXPECT_NE(failing.err.find("hooks.createContainer[0] (/bin/false) failed with status 1"), std::string::npos)
+      << failing.err;
+  b.config["hooks"]["createContainer"] = {{{"path", "/bin/sleep"}, {"args", {"sleep", "30"}}, {"timeout", 1}}};
+  b.write();
+  auto begun = std::chrono::steady_clock::now();
+  CliRun slow = b.oci({"create", "-b", b.dir(), "ccslow"});
+  EXPECT_EQ(slow.exit_code, 125);
+  EXPECT_NE(slow.err.find("hooks.createContainer[0] (/bin/sleep) timed out after 1s"), std::string::npos) << slow.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, std::chrono::seconds(10));
+  EXPECT_EQ(b.oci({"list", "-q"}).out, "");
+  for (const char* id : {"ccfail", "ccslow"})
+    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/pids/sandcell/oci-") + id)) << id;
 }
 
 TEST(OciConfig, FailingHook_FailsCreateAndLeavesNothing) {

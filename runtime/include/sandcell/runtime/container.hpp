@@ -35,9 +35,14 @@ struct CreatedContainer {
 // cgroups it made). `placed`, when given, runs with the init's pid before it is attached to
 // `cgroup_dirs` and told to go on: the systemd cgroup driver has systemd move it into a new
 // scope there (and passes no directories), so the init runs nothing before it is inside.
+// `prepared`, when given, runs with the init's pid while the init waits after its mounts and
+// devices are made, before pivot_root (the runtime-spec's moment for the prestart and
+// createRuntime hooks); a throw from it fails create. Without it the init does not stop there.
+// The spec's createContainer hooks (Container::create_hooks) run in the init right after.
 CreatedContainer create_container(const Spec& spec, int start_listener, const ContainerIo& io,
                                   const std::vector<std::string>& cgroup_dirs,
-                                  const std::function<void(pid_t)>& placed = {});
+                                  const std::function<void(pid_t)>& placed = {},
+                                  const std::function<void(pid_t)>& prepared = {});
 
 // Over a connection to the container's start socket (SOCK_SEQPACKET): lets the init exec its
 // program. Returns once the program runs; throws Error with the init's report if exec failed.

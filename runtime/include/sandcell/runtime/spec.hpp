@@ -154,17 +154,21 @@ struct CapabilitySets {
   std::vector<std::string> bounding, effective, permitted, inheritable, ambient;
 };
 
-// hooks.startContainer: run by the container's init inside its namespaces after `start`,
-// before the program; the state JSON arrives on the hook's stdin.
+// A hook the container's init runs itself, inside the container's namespaces: startContainer
+// after `start`, before the program; createContainer during create, before pivot_root (its path
+// resolved in the runtime's mount tree, which the init still sees then). The state JSON arrives
+// on the hook's stdin; after timeout_s seconds (0: none) the hook is killed and has failed.
 struct StartHook {
   std::string path;
   std::vector<std::string> args, env;
   std::string state_json;
+  int timeout_s = 0;
 };
 
 struct Container {
   std::string id;
   std::vector<StartHook> start_hooks;
+  std::vector<StartHook> create_hooks;  // hooks.createContainer
   std::string rootfs;             // absolute path of the root directory
   bool rootfs_readonly = false;
   unsigned long rootfs_propagation = 0;  // 0: MS_REC|MS_PRIVATE, as runc
