@@ -89,6 +89,8 @@ TEST(OciConfig, CreateHooks_RunBeforePivotRoot_CreateContainerInTheContainersNam
   std::string out = b.path("out");
   std::filesystem::create_directories(out);
   std::filesystem::permissions(out, std::filesystem::perms::all);
+  std::ofstream(out + "/order").flush();  // both hooks append to it
+  std::filesystem::permissions(out + "/order", std::filesystem::perms::all);
   std::string rootfs = std::filesystem::canonical(b.config["root"]["path"].get<std::string>()).string();
   std::string namespaces = "for n in mnt net uts ipc pid user; do readlink /proc/self/ns/$n; done > " + out;
   std::string container_proc = "' " + rootfs + "/proc '";
