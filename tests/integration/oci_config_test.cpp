@@ -134,38 +134,36 @@ TEST(OciConfig, CreateHooks_RunBeforePivotRoot_CreateContainerInTheContainersNam
   EXPECT_EQ(container_state["id"], "nshooks");
 }
 
-// Run by the init, a failing createContainer hook and one past its timeout fail create as a
-// failing prestart hook does: nothing is left, not the container nor its cgroup.
-TEST(OciConfig, FailingOrTimedOutCreateContainerHook_FailsCreateAndLeavesNothing) {
-  OciBundle b;
-  b.config["process"]["args"] = {"true"};
-  b.config["hooks"]["createContainer"] = {{{"path", "/bin/false"}}};
-  b.write();
-  CliRun failing = b.oci({"create", "-b", b.dir(), "ccfail"});
-  EXPECT_EQ(failing.exit_code, 125);
-  EXPECT_NE(failing.err.find("hooks.createContainer[0] (/bin/false) failed with status 1"), std::string::npos)
-      << failing.err;
-  b.config["hooks"]["createContainer"] = {{{"path", "/bin/sleep"}, {"args", {"sleep", "30"}}, {"timeout", 1}}};
-  b.write();
-  auto begun = std::chrono::steady_clock::now();
-  CliRun slow = b.oci({"create", "-b", b.dir(), "ccslow"});
-  EXPECT_EQ(slow.exit_code, 125);
-  EXPECT_NE(slow.err.find("hooks.createContainer[0] (/bin/sleep) timed out after 1s"), std::string::npos) << slow.err;
-  EXPECT_LT(std::chrono::steady_clock::now() - begun, std::chrono::seconds(10));
-  EXPECT_EQ(b.oci({"list", "-q"}).out, "");
-  for (const char* id : {"ccfail", "ccslow"})
-    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/pids/sandcell/oci-") + id)) << id;
-}
-
+// A failing create-time hook fails create and leaves nothing, not the container nor its cgroup:
+// one sandcell-oci runs (prestart) and ones the init runs before pivot_root (createContainer),
+// failing or killed at their timeout.
 TEST(OciConfig, FailingHook_FailsCreateAndLeavesNothing) {
-  OciBundle b;
-  b.config["process"]["args"] = {"true"};
-  b.config["hooks"]["prestart"] = {{{"path", "/bin/false"}}};
-  b.write();
-  CliRun create = b.oci({"create", "-b", b.dir(), "badhook"});
-  EXPECT_EQ(create.exit_code, 125);
-  EXPECT_NE(create.err.find("hooks.prestart[0] (/bin/false) failed"), std::string::npos) << create.err;
-  EXPECT_EQ(b.oci({"list", "-q"}).out, "");
+  struct Case {
+    const char* id;
+    const char* phase;
+    nlohmann::json hook;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"badhook", "prestart", {{"path", "/bin/false"}}, "hooks.prestart[0] (/bin/false) failed"},
+      {"ccfail", "createContainer", {{"path", "/bin/false"}},
+       "hooks.createContainer[0] (/bin/false) failed with status 1"},
+      {"ccslow", "createContainer", {{"path", "/bin/sleep"}, {"args", {"sleep", "30"}}, {"timeout", 1}},
+       "hooks.createContainer[0] (/bin/sleep) timed out after 1s"},
+  };
+  for (const Case& c : cases) {
+    OciBundle b;
+    b.config["process"]["args"] = {"true"};
+    b.config["hooks"][c.phase] = nlohmann::json::array({c.hook});
+    b.write();
+    auto begun = std::chrono::steady_clock::now();
+    CliRun create = b.oci({"create", "-b", b.dir(), c.id});
+    EXPECT_EQ(create.exit_code, 125) << c.id;
+    EXPECT_NE(create.err.find(c.error), std::string::npos) << create.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - begun, std::chrono::seconds(10)) << c.id;
+    EXPECT_EQ(b.oci({"list", "-q"}).out, "") << c.id;
+    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/pids/sandcell/oci-") + c.id)) << c.id;
+  }
 }
 
 TEST(OciConfig, MaskedReadonlySysctlRlimitsAndDevices_AreApplied) {
