@@ -144,10 +144,14 @@ int wait_forwarding_signals(pid_t pid) {
 // before the program, the other before pivot_root). Their state is made now; its pid is the
 // init's in its own pid namespace, as runc's init reports getpid() (1 when the config makes one;
 // 0 when it joins another, where the number is not known before clone).
-std::vector<runtime::StartHook> init_hooks(const std::vector<Hook>& hooks, const std::string& state) {
+std::vector<runtime::StartHook> init_hooks(const std::vector<Hook>& hooks,
+                                           const std::string& state) {
   std::vector<runtime::StartHook> out;
   for (const Hook& hook : hooks)
-    out.push_back({.path = hook.path, .args = hook.args, .env = hook.env, .state_json = state,
+    out.push_back({.path = hook.path,
+                   .args = hook.args,
+                   .env = hook.env,
+                   .state_json = state,
                    .timeout_s = hook.timeout_s.value_or(0)});
   return out;
 }
@@ -157,7 +161,8 @@ void plan_init_hooks(Config& config, const ContainerState& s) {
   inside.pid = 0;
   for (const runtime::Namespace& ns : config.spec.container->namespaces)
     if (ns.type == "pid" && ns.path.empty()) inside.pid = 1;
-  config.spec.container->start_hooks = init_hooks(config.hooks.start_container, hook_state(inside, Status::Created));
+  config.spec.container->start_hooks =
+      init_hooks(config.hooks.start_container, hook_state(inside, Status::Created));
   config.spec.container->create_hooks =
       init_hooks(config.hooks.create_container, hook_state(inside, Status::Creating));
 }
@@ -292,7 +297,8 @@ pid_t create(const StateStore& store, const std::string& id, const CreateOptions
       prepared = [&](pid_t pid) {
         record(pid);
         run_hooks(config.hooks.prestart, "hooks.prestart", hook_state(s, Status::Creating));
-        run_hooks(config.hooks.create_runtime, "hooks.createRuntime", hook_state(s, Status::Creating));
+        run_hooks(config.hooks.create_runtime, "hooks.createRuntime",
+                  hook_state(s, Status::Creating));
       };
     made = runtime::create_container(spec, listener.get(), io, cgroups.dirs, placed, prepared);
     record(made.pid);

@@ -248,7 +248,8 @@ int wait_hook(pid_t pid, int timeout_s) {
 // Hooks the init runs (startContainer, createContainer), in the container's namespaces: vfork
 // + execve (no allocation), the state on stdin. A failure is reported on the sync socket (at
 // start, the connection of `start` by then).
-void run_init_hooks(const ChildPlan& plan, const std::vector<PlannedHook>& hooks, const char* phase) {
+void run_init_hooks(const ChildPlan& plan, const std::vector<PlannedHook>& hooks,
+                    const char* phase) {
   for (size_t i = 0; i < hooks.size(); ++i) {
     const PlannedHook& hook = hooks[i];
     int in[2];
@@ -270,7 +271,8 @@ void run_init_hooks(const ChildPlan& plan, const std::vector<PlannedHook>& hooks
     }
     if (status < 0) {
       errno = ETIMEDOUT;
-      child_fail(plan, "hook hooks.%s[%zu] (%s) timed out after %ds", phase, i, hook.path.c_str(), hook.timeout_s);
+      child_fail(plan, "hook hooks.%s[%zu] (%s) timed out after %ds", phase, i, hook.path.c_str(),
+                 hook.timeout_s);
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       errno = ECANCELED;

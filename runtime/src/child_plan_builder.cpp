@@ -93,7 +93,9 @@ void ChildPlanBuilder::container_channels(int start_fd, int console_fd) {
   container.console_fd = console_fd;
 }
 
-void ChildPlanBuilder::pause_before_pivot() { building().container->pause_before_pivot = true; }
+void ChildPlanBuilder::pause_before_pivot() {
+  building().container->pause_before_pivot = true;
+}
 
 void ChildPlanBuilder::join_namespace(int nstype, int fd) {
   building().container->joins.push_back({nstype, fd});

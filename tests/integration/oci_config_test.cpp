@@ -85,24 +85,31 @@ TEST(OciConfig, CreateHooks_RunBeforePivotRoot_CreateContainerInTheContainersNam
   b.config["linux"]["gidMappings"] = {{{"containerID", 0}, {"hostID", 200000}, {"size", 65536}}};
   b.config["process"]["args"] = {"sleep", "1000"};
   // The createContainer hook is root of the container's user namespace (200000 outside).
-  std::filesystem::permissions(b.path(""), std::filesystem::perms::others_exec, std::filesystem::perm_options::add);
+  std::filesystem::permissions(b.path(""), std::filesystem::perms::others_exec,
+                               std::filesystem::perm_options::add);
   std::string out = b.path("out");
   std::filesystem::create_directories(out);
   std::filesystem::permissions(out, std::filesystem::perms::all);
   std::ofstream(out + "/order").flush();  // both hooks append to it
   std::filesystem::permissions(out + "/order", std::filesystem::perms::all);
-  std::string rootfs = std::filesystem::canonical(b.config["root"]["path"].get<std::string>()).string();
-  std::string namespaces = "for n in mnt net uts ipc pid user; do readlink /proc/self/ns/$n; done > " + out;
-  std::string container_proc = "' " + rootfs + "/proc '";
-  b.config["hooks"]["createRuntime"] = {{{"path", "/bin/sh"}, {"args", {"sh", "-c",
-      "cat > " + out + "/createRuntime.json; " + namespaces + "/createRuntime-ns; "
-      "pid=$(sed 's/.*\"pid\":\\([0-9]*\\).*/\\1/' " + out + "/createRuntime.json); "
-      "grep -c " + container_proc + " /proc/$pid/mountinfo > " + out + "/createRuntime-init-mounts; "
-      "echo createRuntime >> " + out + "/order"}}}};
-  b.config["hooks"]["createContainer"] = {{{"path", "/bin/sh"}, {"args", {"sh", "-c",
-      "cat > " + out + "/createContainer.json; " + namespaces + "/createContainer-ns; "
-      "grep -c " + container_proc + " /proc/self/mountinfo > " + out + "/createContainer-mounts; "
-      "echo createContainer >> " + out + "/order"}}}};
+  std::string rootfs =
+      std::filesystem::canonical(b.config["root"]["path"].get<std::string>()).string();
+  std::string container_proc = " " + rootfs + "/proc ";  // a mount point in mountinfo
+  // Each hook keeps its state and its namespaces, counts the container's /proc in a mountinfo
+  // (the init's for createRuntime, its own for createContainer) and appends its name to `order`.
+  auto script = [&](const std::string& name, const std::string& mountinfo) {
+    return "cat > " + out + "/" + name + ".json; " +
+           "for n in mnt net uts ipc pid user; do readlink /proc/self/ns/$n; done > " + out + "/" +
+           name + "-ns; " + "grep -c '" + container_proc + "' " + mountinfo + " > " + out + "/" +
+           name + "-mounts; " + "echo " + name + " >> " + out + "/order";
+  };
+  std::string init_mountinfo =
+      "/proc/$(sed 's/.*\"pid\":\\([0-9]*\\).*/\\1/' " + out + "/createRuntime.json)/mountinfo";
+  b.config["hooks"]["createRuntime"] = {
+      {{"path", "/bin/sh"}, {"args", {"sh", "-c", script("createRuntime", init_mountinfo)}}}};
+  b.config["hooks"]["createContainer"] = {
+      {{"path", "/bin/sh"},
+       {"args", {"sh", "-c", script("createContainer", "/proc/self/mountinfo")}}}};
   b.write();
   CliRun create = b.oci({"create", "-b", b.dir(), "nshooks"});
   ASSERT_EQ(create.exit_code, 0) << create.err;
@@ -111,18 +118,20 @@ TEST(OciConfig, CreateHooks_RunBeforePivotRoot_CreateContainerInTheContainersNam
   std::string init = "/proc/" + std::to_string(pid);
 
   std::string host = namespaces_of("/proc/self");
-  EXPECT_EQ(read_text(out + "/createRuntime-ns"), host) << "createRuntime runs in the runtime's namespaces";
+  EXPECT_EQ(read_text(out + "/createRuntime-ns"), host)
+      << "createRuntime runs in the runtime's namespaces";
   std::string container = namespaces_of(init);
-  EXPECT_EQ(read_text(out + "/createContainer-ns"), container) << "createContainer runs in the container's";
+  EXPECT_EQ(read_text(out + "/createContainer-ns"), container)
+      << "createContainer runs in the container's";
   std::istringstream host_lines(host), container_lines(container);
   for (std::string h, c; std::getline(host_lines, h) && std::getline(container_lines, c);)
     EXPECT_NE(h, c) << "the container has a namespace of its own of each type";
 
-  EXPECT_EQ(read_text(out + "/createRuntime-init-mounts"), "1\n")
+  EXPECT_EQ(read_text(out + "/createRuntime-mounts"), "1\n")
       << "createRuntime: the init has mounted the container's /proc and not pivoted yet";
   EXPECT_EQ(read_text(out + "/createContainer-mounts"), "1\n")
-      << "createContainer: its mount namespace has the container's /proc under the rootfs' host path";
-  EXPECT_EQ(read_text(init + "/mountinfo").find(container_proc.substr(1, container_proc.size() - 2)), std::string::npos)
+      << "createContainer: its mount namespace has /proc under the rootfs' host path";
+  EXPECT_EQ(read_text(init + "/mountinfo").find(container_proc), std::string::npos)
       << "after create the init has pivoted: the same observable then says so";
 
   auto runtime_state = nlohmann::json::parse(read_text(out + "/createRuntime.json"));
@@ -130,7 +139,8 @@ TEST(OciConfig, CreateHooks_RunBeforePivotRoot_CreateContainerInTheContainersNam
   EXPECT_EQ(runtime_state["pid"], pid);
   auto container_state = nlohmann::json::parse(read_text(out + "/createContainer.json"));
   EXPECT_EQ(container_state["status"], "creating");
-  EXPECT_EQ(container_state["pid"], 1) << "the init's pid in the container's pid namespace, as runc";
+  EXPECT_EQ(container_state["pid"], 1)
+      << "the init's pid in the container's pid namespace, as runc";
   EXPECT_EQ(container_state["id"], "nshooks");
 }
 
@@ -146,9 +156,13 @@ TEST(OciConfig, FailingHook_FailsCreateAndLeavesNothing) {
   };
   const Case cases[] = {
       {"badhook", "prestart", {{"path", "/bin/false"}}, "hooks.prestart[0] (/bin/false) failed"},
-      {"ccfail", "createContainer", {{"path", "/bin/false"}},
+      {"ccfail",
+       "createContainer",
+       {{"path", "/bin/false"}},
        "hooks.createContainer[0] (/bin/false) failed with status 1"},
-      {"ccslow", "createContainer", {{"path", "/bin/sleep"}, {"args", {"sleep", "30"}}, {"timeout", 1}},
+      {"ccslow",
+       "createContainer",
+       {{"path", "/bin/sleep"}, {"args", {"sleep", "30"}}, {"timeout", 1}},
        "hooks.createContainer[0] (/bin/sleep) timed out after 1s"},
   };
   for (const Case& c : cases) {
@@ -162,7 +176,8 @@ TEST(OciConfig, FailingHook_FailsCreateAndLeavesNothing) {
     EXPECT_NE(create.err.find(c.error), std::string::npos) << create.err;
     EXPECT_LT(std::chrono::steady_clock::now() - begun, std::chrono::seconds(10)) << c.id;
     EXPECT_EQ(b.oci({"list", "-q"}).out, "") << c.id;
-    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/pids/sandcell/oci-") + c.id)) << c.id;
+    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/pids/sandcell/oci-") + c.id))
+        << c.id;
   }
 }
 
