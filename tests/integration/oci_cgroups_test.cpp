@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -183,8 +184,14 @@ TEST(OciCgroups, Events_StatsOnceInRuncsShape_StreamReportsTheOomKill) {
   OciBundle b;
   b.config["linux"]["resources"]["memory"] = {{"limit", 24 << 20}, {"swap", 24 << 20}};
   b.config["linux"]["resources"]["pids"] = {{"limit", 30}};
+  // The memory hog waits for /home/go, made once `events` has printed its first line (so it has
+  // read the OOM count it compares with): a fixed sleep lost that race under CI's load.
+  std::filesystem::create_directories(b.path("sig"));
+  b.config["mounts"].push_back({{"destination", "/home"}, {"type", "bind"}, {"source", b.path("sig")},
+                                {"options", {"rbind", "ro"}}});
   b.config["process"]["args"] = {
-      "sh", "-c", "sleep 1; head -c 300000000 /dev/zero | tail >/dev/null; echo survived"};
+      "sh", "-c",
+      "until [ -e /home/go ]; do sleep 0.05; done; head -c 300000000 /dev/zero | tail >/dev/null; echo survived"};
   b.write();
   ASSERT_EQ(b.oci({"create", "-b", b.dir(), "ev"}).exit_code, 0);
   CliRun once = b.oci({"events", "--stats", "ev"});
@@ -201,14 +208,20 @@ TEST(OciCgroups, Events_StatsOnceInRuncsShape_StreamReportsTheOomKill) {
   EXPECT_TRUE(data["memory"]["raw"].contains("rss")) << data.dump();
 
   ASSERT_EQ(b.oci({"start", "ev"}).exit_code, 0);
-  CliRun stream = run_program({"/usr/bin/timeout", "30", oci_binary(), "--root", b.state_root(), "events",
-                               "--interval", "10s", "ev"});
+  const std::string out = b.path("events.out");
+  CliRun stream = run_program(
+      {"/bin/sh", "-c",
+       "/usr/bin/timeout 30 \"$0\" --root \"$1\" events --interval 10s ev >\"$2\" & events=$!; "
+       "until [ -s \"$2\" ] || ! kill -0 $events 2>/dev/null; do sleep 0.05; done; touch \"$3\"; wait $events",
+       oci_binary(), b.state_root(), out, b.path("sig") + "/go"});
   EXPECT_EQ(stream.exit_code, 0) << "returns when the container stops: " << stream.err;
-  std::istringstream lines(stream.out);
+  std::stringstream text;
+  text << std::ifstream(out).rdbuf();
+  std::istringstream lines(text.str());
   std::vector<std::string> types;
   for (std::string line; std::getline(lines, line);)
     types.push_back(nlohmann::json::parse(line)["type"]);
-  EXPECT_EQ(types, (std::vector<std::string>{"stats", "oom"})) << stream.out;
+  EXPECT_EQ(types, (std::vector<std::string>{"stats", "oom"})) << text.str();
   CliRun bad = b.oci({"events", "--interval", "5 parsecs", "ev"});
   EXPECT_EQ(bad.exit_code, 125);
 }
