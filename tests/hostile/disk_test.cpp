@@ -45,7 +45,8 @@ class HostileDisk : public ::testing::Test {
   }
   void TearDown() override {
     EXPECT_EQ(mounts_under(tree_.path.string()), std::vector<std::string>{});
-    EXPECT_EQ(loops_left_under(tree_.path.string()), std::vector<std::string>{});
+    std::vector<std::string> loops = loops_left_under(tree_.path.string());
+    EXPECT_EQ(loops, std::vector<std::string>{}) << loop_holders(loops);
   }
   std::string store() const { return (tree_.path / "store").string(); }
   std::string sessions() const { return (tree_.path / "sessions").string(); }
@@ -295,7 +296,8 @@ TEST_F(HostileDisk, AKilledCallsDiskIsUnmountedByTheNextCallAndGc) {
     }
     EXPECT_EQ(mounts_under(tree_.path.string()), std::vector<std::string>{})
         << (by_gc ? "gc" : "next call");
-    EXPECT_EQ(loops_left_under(tree_.path.string()), std::vector<std::string>{});
+    std::vector<std::string> loops = loops_left_under(tree_.path.string());
+    EXPECT_EQ(loops, std::vector<std::string>{}) << loop_holders(loops);
   }
 }
 

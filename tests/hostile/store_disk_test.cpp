@@ -41,7 +41,8 @@ class StoreOnASmallDisk : public ::testing::Test {
     }
     // A build's RUN sandbox had the store's layers in its mount namespace, which the kernel
     // tears down just after the sandbox ends: the loop device detaches then.
-    EXPECT_EQ(loops_left_under(tree_.path.string()), std::vector<std::string>{});
+    std::vector<std::string> loops = loops_left_under(tree_.path.string());
+    EXPECT_EQ(loops, std::vector<std::string>{}) << loop_holders(loops);
   }
   CliRun sandcell(std::vector<std::string> args) {
     args.insert(args.begin(), {"--root", store_.string()});

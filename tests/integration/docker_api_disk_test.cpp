@@ -20,8 +20,10 @@ class DockerApiDisk : public DockerApi {
  protected:
   void TearDown() override {
     DockerApi::TearDown();  // removes what the test left through the API; the store goes too
-    EXPECT_TRUE(loops_left_under(dir_.string()).empty());
-    EXPECT_TRUE(mounts_under(dir_.string()).empty());
+    std::vector<std::string> loops = loops_left_under(dir_.string());
+    EXPECT_TRUE(loops.empty()) << loop_holders(loops);
+    std::vector<std::string> mounts = mounts_under(dir_.string());
+    EXPECT_TRUE(mounts.empty()) << mounts.front();
   }
 
   std::string container_dir(const std::string& id) const { return store() + "/docker/containers/" + id; }
