@@ -43,6 +43,13 @@ void refuse_weakening(const json& host) {
                             "VolumesFrom", "Links"})
     if (is_set(host, field))
       throw bad_request("HostConfig." + std::string(field) + " is refused by sandcell: it would weaken the sandbox");
+  // `--security-opt systempaths=unconfined` arrives as empty lists (the CLI turns it into them):
+  // sandcell keeps Docker's masked and read-only paths whatever a client sends.
+  for (const char* field : {"MaskedPaths", "ReadonlyPaths"})
+    if (host.contains(field) && !host[field].is_null())
+      throw bad_request("HostConfig." + std::string(field) +
+                        " is refused by sandcell: it would weaken the sandbox (systempaths=unconfined); "
+                        "Docker's list is always applied");
   std::string ipc = host.value("IpcMode", "");
   if (!ipc.empty() && ipc != "private" && ipc != "none" && ipc != "shareable")
     throw bad_request("HostConfig.IpcMode " + ipc + " is refused by sandcell: it would weaken the sandbox");
