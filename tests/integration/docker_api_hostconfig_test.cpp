@@ -140,6 +140,7 @@ TEST_F(DockerApi, ASeccompProfileIsLayeredOnSandcellsFilterAndCanOnlyDenyMore) {
   EXPECT_EQ(mounted.out, "mount: permission denied (are you root?)\nrefused\n") << mounted.err;
   nlohmann::json denied = inspect("all")["Sandcell"]["events"]["denied_syscalls"];
   EXPECT_NE(denied.dump().find("\"mount\""), std::string::npos) << denied;
+  EXPECT_EQ(inspect("all")["Sandcell"]["isolation"]["seccomp"], "default+docker-seccomp");
   EXPECT_EQ(docker({"rm", "all"}).exit_code, 0);
 }
 
