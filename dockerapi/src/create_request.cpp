@@ -90,6 +90,9 @@ json checked_security_opt(const json& host) {
       throw bad_request(what + " is refused by sandcell: it would weaken the sandbox (a custom profile is "
                         "layered on sandcell's own filter instead)");
     } else if (key == "seccomp") {
+      // dockerd keeps the last one given; one layer, and a second option a 400 rather than ignored.
+      if (std::any_of(kept.begin(), kept.end(), [](const json& k) { return k.get<std::string>().starts_with("seccomp"); }))
+        throw bad_request("HostConfig.SecurityOpt: seccomp is given twice (one profile per container)");
       try {
         compile_seccomp_layer(value);
       } catch (const std::exception& e) {

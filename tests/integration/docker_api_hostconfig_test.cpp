@@ -166,6 +166,11 @@ TEST_F(DockerApi, WeakeningOrMalformedSecurityOptsAreRefused) {
                                 R"({"Image": "bb:1", "HostConfig": {"SecurityOpt": ["seccomp={not json"]}})");
   EXPECT_EQ(status, 400);
   EXPECT_NE(body.value("message", "").find("HostConfig.SecurityOpt"), std::string::npos) << body;
+  auto twice = request("POST", "/containers/create",
+                       R"({"Image": "bb:1", "HostConfig": {"SecurityOpt": ["seccomp={\"defaultAction\": \"SCMP_ACT_ALLOW\"}",
+                           "seccomp={\"defaultAction\": \"SCMP_ACT_ALLOW\"}"]}})");
+  EXPECT_EQ(twice.first, 400);
+  EXPECT_NE(twice.second.value("message", "").find("seccomp is given twice"), std::string::npos) << twice.second;
   EXPECT_EQ(containers_on_disk(), 0u);
   // What sandcell applies anyway is accepted: its AppArmor profile (where the host has AppArmor),
   // no-new-privileges.
