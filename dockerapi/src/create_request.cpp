@@ -428,9 +428,9 @@ runtime::Spec spec_for_container(const json& request, rootfs_builder::ImageStore
   if (host.contains("PidsLimit")) spec.limits.pids = host["PidsLimit"].get<uint64_t>();
   if (host.contains("CpuShares")) spec.limits.cpu_shares = host["CpuShares"].get<uint64_t>();
   // A Docker container writes anywhere in its own root, as a build step does: that is its layer,
-  // on its own disk. --read-only: the root mount itself is read-only (EROFS), and Landlock, where
-  // it stands in for AppArmor, allows writes only to /dev/shm besides the mounts Docker keeps
-  // writable (tmpfs, volumes; plan_landlock adds those).
+  // on its own disk. --read-only: the root mount itself is read-only (EROFS), and Landlock allows
+  // writes only to /dev/shm besides the mounts Docker keeps writable (tmpfs, volumes;
+  // plan_landlock adds those).
   spec.writable_paths = {"/"};
   if (host.value("ReadonlyRootfs", false)) {
     spec.rootfs_read_only = true;
