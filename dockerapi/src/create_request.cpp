@@ -47,9 +47,10 @@ void refuse_weakening(const json& host) {
   // sandcell keeps Docker's masked and read-only paths whatever a client sends.
   for (const char* field : {"MaskedPaths", "ReadonlyPaths"})
     if (host.contains(field) && !host[field].is_null())
-      throw bad_request("HostConfig." + std::string(field) +
-                        " is refused by sandcell: it would weaken the sandbox (systempaths=unconfined); "
-                        "Docker's list is always applied");
+      throw bad_request(
+          "HostConfig." + std::string(field) +
+          " is refused by sandcell: it would weaken the sandbox (systempaths=unconfined); "
+          "Docker's list is always applied");
   std::string ipc = host.value("IpcMode", "");
   if (!ipc.empty() && ipc != "private" && ipc != "none" && ipc != "shareable")
     throw bad_request("HostConfig.IpcMode " + ipc + " is refused by sandcell: it would weaken the sandbox");
@@ -63,7 +64,8 @@ void refuse_weakening(const json& host) {
 // actions (the stack's one listener is sandcell's own filter's). Throws Error naming the rule.
 runtime::SeccompProgram compile_seccomp_layer(const std::string& profile_text) {
   json profile_json = parse_bounded_json(profile_text);
-  seccomp::Profile profile = seccomp::parse_docker_profile(profile_json, "HostConfig.SecurityOpt seccomp", {});
+  seccomp::Profile profile =
+      seccomp::parse_docker_profile(profile_json, "HostConfig.SecurityOpt seccomp", {});
   runtime::SeccompProgram program = seccomp::compile(profile, {.report_denials = false});
   program.name = "docker-seccomp";
   return program;
@@ -75,40 +77,52 @@ runtime::SeccompProgram compile_seccomp_layer(const std::string& profile_text) {
 json checked_security_opt(const json& host) {
   json kept = json::array();
   if (!is_set(host, "SecurityOpt")) return kept;
-  if (!host["SecurityOpt"].is_array()) throw bad_request("HostConfig.SecurityOpt must be an array of strings");
+  if (!host["SecurityOpt"].is_array())
+    throw bad_request("HostConfig.SecurityOpt must be an array of strings");
   for (const json& option : host["SecurityOpt"]) {
-    if (!option.is_string()) throw bad_request("HostConfig.SecurityOpt must be an array of strings");
+    if (!option.is_string())
+      throw bad_request("HostConfig.SecurityOpt must be an array of strings");
     const std::string text = option.get<std::string>();
     const size_t split = text.find_first_of("=:");
-    const std::string key = text.substr(0, split), value = split == std::string::npos ? "" : text.substr(split + 1);
+    const std::string key = text.substr(0, split),
+                      value = split == std::string::npos ? "" : text.substr(split + 1);
     const std::string what = "HostConfig.SecurityOpt " + text.substr(0, 100);
     if (key == "no-new-privileges" && (value.empty() || value == "true")) {
       kept.push_back(text);  // always on in sandcell
     } else if (key == "no-new-privileges") {
-      throw bad_request(what + " is refused by sandcell: no_new_privs is always set (it would weaken the sandbox)");
+      throw bad_request(
+          what +
+          " is refused by sandcell: no_new_privs is always set (it would weaken the sandbox)");
     } else if (key == "seccomp" && value == "unconfined") {
-      throw bad_request(what + " is refused by sandcell: it would weaken the sandbox (a custom profile is "
+      throw bad_request(what +
+                        " is refused by sandcell: it would weaken the sandbox (a custom profile is "
                         "layered on sandcell's own filter instead)");
     } else if (key == "seccomp") {
       // dockerd keeps the last one given; one layer, and a second option a 400 rather than ignored.
-      if (std::any_of(kept.begin(), kept.end(), [](const json& k) { return k.get<std::string>().starts_with("seccomp"); }))
-        throw bad_request("HostConfig.SecurityOpt: seccomp is given twice (one profile per container)");
+      if (std::any_of(kept.begin(), kept.end(),
+                      [](const json& k) { return k.get<std::string>().starts_with("seccomp"); }))
+        throw bad_request(
+            "HostConfig.SecurityOpt: seccomp is given twice (one profile per container)");
       try {
         compile_seccomp_layer(value);
       } catch (const std::exception& e) {
-        throw bad_request("HostConfig.SecurityOpt seccomp: invalid profile: " + std::string(e.what()));
+        throw bad_request("HostConfig.SecurityOpt seccomp: invalid profile: " +
+                          std::string(e.what()));
       }
       kept.push_back(text);
     } else if (key == "apparmor" && value == apparmor::kDefaultProfile) {
       kept.push_back(text);  // what the sandbox gets wherever the host has AppArmor
     } else if (key == "apparmor") {
-      throw bad_request(what + " is refused by sandcell: containers run under " + apparmor::kDefaultProfile +
-                        " where the host has AppArmor; another profile (or unconfined) could weaken the sandbox");
+      throw bad_request(
+          what + " is refused by sandcell: containers run under " + apparmor::kDefaultProfile +
+          " where the host has AppArmor; another profile (or unconfined) could weaken the sandbox");
     } else if (key == "label" || (key == "systempaths" && value == "unconfined")) {
       throw bad_request(what + " is refused by sandcell: it would weaken the sandbox");
     } else {
-      throw bad_request(what + " is not supported by sandcell (no-new-privileges, seccomp=<profile JSON>, apparmor=" +
-                        apparmor::kDefaultProfile + ")");
+      throw bad_request(
+          what +
+          " is not supported by sandcell (no-new-privileges, seccomp=<profile JSON>, apparmor=" +
+          apparmor::kDefaultProfile + ")");
     }
   }
   return kept;
@@ -119,18 +133,21 @@ json checked_security_opt(const json& host) {
 uint64_t checked_shm_size(const json& host) {
   constexpr int64_t kDefault = 64ll << 20, kMax = 1ll << 40;
   if (!host.contains("ShmSize") || host["ShmSize"].is_null()) return kDefault;
-  if (!host["ShmSize"].is_number_integer()) throw bad_request("HostConfig.ShmSize must be an integer (bytes)");
+  if (!host["ShmSize"].is_number_integer())
+    throw bad_request("HostConfig.ShmSize must be an integer (bytes)");
   const int64_t bytes = host["ShmSize"].get<int64_t>();
   if (bytes < 0) throw bad_request("HostConfig.ShmSize: SHM size can not be less than 0");
-  if (bytes > kMax) throw bad_request("HostConfig.ShmSize " + std::to_string(bytes) + " is over sandcell's bound (1 TiB)");
+  if (bytes > kMax)
+    throw bad_request("HostConfig.ShmSize " + std::to_string(bytes) +
+                      " is over sandcell's bound (1 TiB)");
   return bytes == 0 ? kDefault : static_cast<uint64_t>(bytes);
 }
 
 // Fields sandcell will map but does not yet: refused rather than ignored.
 void refuse_not_yet(const json& host) {
-  for (const char* field : {"CpusetCpus", "CpusetMems", "BlkioWeight", "MemoryReservation", "KernelMemory",
-                            "PortBindings", "PublishAllPorts", "ExtraHosts", "Dns", "DnsSearch", "DnsOptions",
-                            "GroupAdd"})
+  for (const char* field : {"CpusetCpus", "CpusetMems", "BlkioWeight", "MemoryReservation",
+                            "KernelMemory", "PortBindings", "PublishAllPorts", "ExtraHosts", "Dns",
+                            "DnsSearch", "DnsOptions", "GroupAdd"})
     if (is_set(host, field))
       throw bad_request("HostConfig." + std::string(field) + " is not supported by sandcell's Docker API yet");
   if (host.contains("RestartPolicy") && host["RestartPolicy"].is_object()) {
@@ -192,7 +209,8 @@ json checked_limits(const json& host) {
   // Docker's bounds (the kernel's v1 ones): 0 is "not set"; others are refused rather than clamped.
   int64_t shares = host.value("CpuShares", int64_t{0});
   if (shares != 0 && (shares < 2 || shares > 262144))
-    throw bad_request("HostConfig.CpuShares " + std::to_string(shares) + " is out of range (2 to 262144, 0: the default)");
+    throw bad_request("HostConfig.CpuShares " + std::to_string(shares) +
+                      " is out of range (2 to 262144, 0: the default)");
   if (shares > 0) out["CpuShares"] = shares;
   int64_t pids = host.value("PidsLimit", int64_t{0});
   if (pids > 0) out["PidsLimit"] = pids;
@@ -374,8 +392,10 @@ json check_create_request(const std::string& body_text, const std::string& name,
     if (std::optional<TerminalSize> size = console_size(host, "HostConfig.ConsoleSize"))
       stored_host["ConsoleSize"] = {size->rows, size->columns};
     stored_host["StorageOpt"] = checked_storage(host, disk);
-    if (json options = checked_security_opt(host); !options.empty()) stored_host["SecurityOpt"] = options;
-    if (host.contains("ReadonlyRootfs") && !host["ReadonlyRootfs"].is_null() && !host["ReadonlyRootfs"].is_boolean())
+    if (json options = checked_security_opt(host); !options.empty())
+      stored_host["SecurityOpt"] = options;
+    if (host.contains("ReadonlyRootfs") && !host["ReadonlyRootfs"].is_null() &&
+        !host["ReadonlyRootfs"].is_boolean())
       throw bad_request("HostConfig.ReadonlyRootfs must be a boolean");
     stored_host["ReadonlyRootfs"] = host.value("ReadonlyRootfs", false);
     stored_host["ShmSize"] = checked_shm_size(host);

@@ -168,7 +168,7 @@ struct ChildPlan {
   std::vector<PlannedMount> mounts;
   std::vector<std::string> masked_paths, readonly_paths;
   std::string shm_options = "mode=1777,size=65536k";  // tmpfs data of /dev/shm (Spec::shm_bytes)
-  bool readonly_root = false;   // Spec::rootfs_read_only: "/" remounted read-only, last mount step
+  bool readonly_root = false;  // Spec::rootfs_read_only: "/" remounted read-only, last mount step
   std::string hostname;
   bool host_network = false;
   // `--net none`: the child makes its network namespace itself, first thing, instead of clone3.

@@ -43,8 +43,8 @@ TEST_F(DockerApi, AContainerWritesAnywhereInItsOwnRootAsDockerLets) {
 // /dev/shm; /tmp is part of the root and read-only too. The root mount itself is read-only, so a
 // write there is EROFS ("Read-only file system"), for the program and for an exec alike.
 TEST_F(DockerApi, ReadOnlyRootfsIsAReadOnlyMountWithShmTmpfsAndVolumesWritable) {
-  ASSERT_EQ(docker({"run", "-d", "--name", "ro", "--network", "none", "--read-only", "--tmpfs", "/scratch",
-                    "-v", "data:/data", "bb:1", "sleep", "100"})
+  ASSERT_EQ(docker({"run", "-d", "--name", "ro", "--network", "none", "--read-only", "--tmpfs",
+                    "/scratch", "-v", "data:/data", "bb:1", "sleep", "100"})
                 .exit_code,
             0);
   CliRun r = docker({"exec", "ro", "sh", "-c",
@@ -63,7 +63,8 @@ TEST_F(DockerApi, ReadOnlyRootfsIsAReadOnlyMountWithShmTmpfsAndVolumesWritable) 
 }
 
 TEST_F(DockerApi, CpuSharesGoToTheContainersCgroupAndItsRecord) {
-  ASSERT_EQ(docker({"run", "-d", "--name", "w", "--network", "none", "--cpu-shares", "512", "bb:1", "sleep", "4242"})
+  ASSERT_EQ(docker({"run", "-d", "--name", "w", "--network", "none", "--cpu-shares", "512", "bb:1",
+                    "sleep", "4242"})
                 .exit_code,
             0);
   std::vector<pid_t> sleeping;
@@ -96,11 +97,14 @@ TEST_F(DockerApi, ShmSizeIsTheSizeOfTheDevShmTmpfs) {
   const std::string script =
       "df -k /dev/shm | tail -1 | awk '{print $2}'; "
       "dd if=/dev/zero of=/dev/shm/f bs=1M count=12 2>&1 | grep -o 'No space left on device'";
-  CliRun sized = docker({"run", "--rm", "--network", "none", "--shm-size", "8m", "bb:1", "sh", "-c", script});
+  CliRun sized =
+      docker({"run", "--rm", "--network", "none", "--shm-size", "8m", "bb:1", "sh", "-c", script});
   EXPECT_EQ(sized.out, "8192\nNo space left on device\n") << sized.err;
-  CliRun standard = docker({"run", "--rm", "--network", "none", "bb:1", "sh", "-c", "df -k /dev/shm | tail -1 | awk '{print $2}'"});
+  CliRun standard = docker({"run", "--rm", "--network", "none", "bb:1", "sh", "-c",
+                            "df -k /dev/shm | tail -1 | awk '{print $2}'"});
   EXPECT_EQ(standard.out, "65536\n") << standard.err;
-  auto [status, body] = request("POST", "/containers/create", R"({"Image": "bb:1", "HostConfig": {"ShmSize": -1}})");
+  auto [status, body] =
+      request("POST", "/containers/create", R"({"Image": "bb:1", "HostConfig": {"ShmSize": -1}})");
   EXPECT_EQ(status, 400);
   EXPECT_NE(body.value("message", "").find("HostConfig.ShmSize"), std::string::npos) << body;
 }
@@ -111,32 +115,38 @@ TEST_F(DockerApi, ASeccompProfileIsLayeredOnSandcellsFilterAndCanOnlyDenyMore) {
   const std::string deny_mkdir = (dir_ / "deny-mkdir.json").string();
   std::ofstream(deny_mkdir) << R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
       {"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]})";
-  ASSERT_EQ(docker({"run", "-d", "--name", "nomk", "--network", "none", "--security-opt", "seccomp=" + deny_mkdir,
-                    "bb:1", "sh", "-c", "mkdir /tmp/x 2>/tmp/err; cat /tmp/err; grep Seccomp_filters /proc/self/status; "
-                    "exec sleep 100"})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      docker({"run", "-d", "--name", "nomk", "--network", "none", "--security-opt",
+              "seccomp=" + deny_mkdir, "bb:1", "sh", "-c",
+              "mkdir /tmp/x 2>/tmp/err; cat /tmp/err; grep Seccomp_filters /proc/self/status; "
+              "exec sleep 100"})
+          .exit_code,
+      0);
   std::string out;
   for (int i = 0; i < 200 && out.find("Seccomp_filters") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     out = docker({"logs", "nomk"}).out;
   }
-  EXPECT_EQ(out, "mkdir: can't create directory '/tmp/x': Operation not permitted\nSeccomp_filters:\t2\n");
+  EXPECT_EQ(
+      out,
+      "mkdir: can't create directory '/tmp/x': Operation not permitted\nSeccomp_filters:\t2\n");
   // An exec'd process gets the same stack.
   CliRun exec = docker({"exec", "nomk", "mkdir", "/tmp/y"});
   EXPECT_NE(exec.exit_code, 0);
   EXPECT_NE(exec.err.find("Operation not permitted"), std::string::npos) << exec.err;
   nlohmann::json options = inspect("nomk")["HostConfig"]["SecurityOpt"];
   ASSERT_EQ(options.size(), 1u) << options;
-  EXPECT_TRUE(options[0].get<std::string>().starts_with("seccomp={")) << options;  // the file's JSON, not its path
+  EXPECT_TRUE(options[0].get<std::string>().starts_with("seccomp={"))
+      << options;  // the file's JSON, not its path
   EXPECT_EQ(docker({"rm", "-f", "nomk"}).exit_code, 0);
 
   // Allowing everything lets nothing through that sandcell's filter denies: mount(2) is still
   // denied, and counted by sandcell's supervisor.
   const std::string allow_all = (dir_ / "allow-all.json").string();
   std::ofstream(allow_all) << R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": []})";
-  CliRun mounted = docker({"run", "--name", "all", "--network", "none", "--security-opt", "seccomp=" + allow_all,
-                           "bb:1", "sh", "-c", "mkdir /tmp/m && mount -t tmpfs none /tmp/m 2>&1 || echo refused"});
+  CliRun mounted = docker({"run", "--name", "all", "--network", "none", "--security-opt",
+                           "seccomp=" + allow_all, "bb:1", "sh", "-c",
+                           "mkdir /tmp/m && mount -t tmpfs none /tmp/m 2>&1 || echo refused"});
   EXPECT_EQ(mounted.out, "mount: permission denied (are you root?)\nrefused\n") << mounted.err;
   nlohmann::json denied = inspect("all")["Sandcell"]["events"]["denied_syscalls"];
   EXPECT_NE(denied.dump().find("\"mount\""), std::string::npos) << denied;
@@ -148,7 +158,8 @@ TEST_F(DockerApi, WeakeningOrMalformedSecurityOptsAreRefused) {
   const std::string bad_action = (dir_ / "bad.json").string();
   std::ofstream(bad_action) << R"({"defaultAction": "SCMP_ACT_NOPE"})";
   // systempaths=unconfined: the CLI sends empty MaskedPaths and ReadonlyPaths instead.
-  for (const auto& [option, field, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
+  for (const auto& [option, field, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
            {"seccomp=unconfined", "HostConfig.SecurityOpt", "would weaken the sandbox"},
            {"seccomp=" + bad_action, "HostConfig.SecurityOpt", "invalid profile"},
            {"apparmor=unconfined", "HostConfig.SecurityOpt", "could weaken the sandbox"},
@@ -162,20 +173,24 @@ TEST_F(DockerApi, WeakeningOrMalformedSecurityOptsAreRefused) {
     EXPECT_NE(r.err.find(says), std::string::npos) << option << ": " << r.err;
   }
   // The CLI compacts the file's JSON itself; a raw request can send anything.
-  auto [status, body] = request("POST", "/containers/create",
-                                R"({"Image": "bb:1", "HostConfig": {"SecurityOpt": ["seccomp={not json"]}})");
+  auto [status, body] =
+      request("POST", "/containers/create",
+              R"({"Image": "bb:1", "HostConfig": {"SecurityOpt": ["seccomp={not json"]}})");
   EXPECT_EQ(status, 400);
   EXPECT_NE(body.value("message", "").find("HostConfig.SecurityOpt"), std::string::npos) << body;
-  auto twice = request("POST", "/containers/create",
-                       R"({"Image": "bb:1", "HostConfig": {"SecurityOpt": ["seccomp={\"defaultAction\": \"SCMP_ACT_ALLOW\"}",
+  auto twice = request(
+      "POST", "/containers/create",
+      R"({"Image": "bb:1", "HostConfig": {"SecurityOpt": ["seccomp={\"defaultAction\": \"SCMP_ACT_ALLOW\"}",
                            "seccomp={\"defaultAction\": \"SCMP_ACT_ALLOW\"}"]}})");
   EXPECT_EQ(twice.first, 400);
-  EXPECT_NE(twice.second.value("message", "").find("seccomp is given twice"), std::string::npos) << twice.second;
+  EXPECT_NE(twice.second.value("message", "").find("seccomp is given twice"), std::string::npos)
+      << twice.second;
   EXPECT_EQ(containers_on_disk(), 0u);
   // What sandcell applies anyway is accepted: its AppArmor profile (where the host has AppArmor),
   // no-new-privileges.
-  CliRun same = docker({"run", "--rm", "--network", "none", "--security-opt", "apparmor=sandcell-default",
-                        "--security-opt", "no-new-privileges", "bb:1", "echo", "ran"});
+  CliRun same =
+      docker({"run", "--rm", "--network", "none", "--security-opt", "apparmor=sandcell-default",
+              "--security-opt", "no-new-privileges", "bb:1", "echo", "ran"});
   EXPECT_EQ(same.out, "ran\n") << same.err;
 }
 

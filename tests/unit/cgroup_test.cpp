@@ -195,7 +195,8 @@ TEST(CgroupV2Fake, Apply_WritesMemorySwapPidsAndCpuMax) {
   EXPECT_EQ(enforced.at("cpus"), Enforcement::CgroupV2);
 }
 
-// Docker's --cpu-shares on v2: cpu.weight with runc's conversion, 1 + ((shares - 2) * 9999) / 262142.
+// Docker's --cpu-shares on v2: cpu.weight with runc's conversion, 1 + ((shares - 2) * 9999) /
+// 262142.
 TEST(CgroupV2Fake, Apply_CpuSharesBecomeCpuWeightAsRuncConvertsThem) {
   for (const auto& [shares, weight] : std::vector<std::pair<uint64_t, std::string>>{
            {2, "1"}, {512, "20"}, {1024, "39"}, {262144, "10000"}}) {
