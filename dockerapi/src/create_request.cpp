@@ -10,6 +10,7 @@
 
 #include "api_error.hpp"
 #include "container_mounts.hpp"
+#include "sandcell/apparmor/profile.hpp"
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/workspace_disk.hpp"
@@ -42,25 +43,111 @@ void refuse_weakening(const json& host) {
                             "VolumesFrom", "Links"})
     if (is_set(host, field))
       throw bad_request("HostConfig." + std::string(field) + " is refused by sandcell: it would weaken the sandbox");
+  // `--security-opt systempaths=unconfined` arrives as empty lists (the CLI turns it into them):
+  // sandcell keeps Docker's masked and read-only paths whatever a client sends.
+  for (const char* field : {"MaskedPaths", "ReadonlyPaths"})
+    if (host.contains(field) && !host[field].is_null())
+      throw bad_request(
+          "HostConfig." + std::string(field) +
+          " is refused by sandcell: it would weaken the sandbox (systempaths=unconfined); "
+          "Docker's list is always applied");
   std::string ipc = host.value("IpcMode", "");
   if (!ipc.empty() && ipc != "private" && ipc != "none" && ipc != "shareable")
     throw bad_request("HostConfig.IpcMode " + ipc + " is refused by sandcell: it would weaken the sandbox");
-  for (const json& option : host.value("SecurityOpt", json::array())) {
-    std::string text = option.is_string() ? option.get<std::string>() : option.dump();
-    if (text != "no-new-privileges" && text != "no-new-privileges:true" && text != "no-new-privileges=true")
-      throw bad_request("HostConfig.SecurityOpt " + text + " is refused by sandcell (only no-new-privileges, which is always on)");
-  }
   std::string runtime = host.value("Runtime", "");
   if (!runtime.empty() && runtime != "runc" && runtime != "sandcell")
     throw bad_request("HostConfig.Runtime " + runtime + " is not available: containers run in sandcell");
 }
 
+// A seccomp profile of SecurityOpt (`seccomp=<JSON>`: the docker CLI reads --security-opt
+// seccomp=FILE and sends the file's text) parsed and compiled as the layer it becomes, with plain
+// actions (the stack's one listener is sandcell's own filter's). Throws Error naming the rule.
+runtime::SeccompProgram compile_seccomp_layer(const std::string& profile_text) {
+  json profile_json = parse_bounded_json(profile_text);
+  seccomp::Profile profile =
+      seccomp::parse_docker_profile(profile_json, "HostConfig.SecurityOpt seccomp", {});
+  runtime::SeccompProgram program = seccomp::compile(profile, {.report_denials = false});
+  program.name = "docker-seccomp";
+  return program;
+}
+
+// HostConfig.SecurityOpt: what can only add to sandcell's confinement is kept (as given, in the
+// stored request: spec_for_container compiles the profiles again); what would take from it is
+// refused naming the option. "key=value" or Docker's older "key:value".
+json checked_security_opt(const json& host) {
+  json kept = json::array();
+  if (!is_set(host, "SecurityOpt")) return kept;
+  if (!host["SecurityOpt"].is_array())
+    throw bad_request("HostConfig.SecurityOpt must be an array of strings");
+  for (const json& option : host["SecurityOpt"]) {
+    if (!option.is_string())
+      throw bad_request("HostConfig.SecurityOpt must be an array of strings");
+    const std::string text = option.get<std::string>();
+    const size_t split = text.find_first_of("=:");
+    const std::string key = text.substr(0, split),
+                      value = split == std::string::npos ? "" : text.substr(split + 1);
+    const std::string what = "HostConfig.SecurityOpt " + text.substr(0, 100);
+    if (key == "no-new-privileges" && (value.empty() || value == "true")) {
+      kept.push_back(text);  // always on in sandcell
+    } else if (key == "no-new-privileges") {
+      throw bad_request(
+          what +
+          " is refused by sandcell: no_new_privs is always set (it would weaken the sandbox)");
+    } else if (key == "seccomp" && value == "unconfined") {
+      throw bad_request(what +
+                        " is refused by sandcell: it would weaken the sandbox (a custom profile is "
+                        "layered on sandcell's own filter instead)");
+    } else if (key == "seccomp") {
+      // dockerd keeps the last one given; one layer, and a second option a 400 rather than ignored.
+      if (std::any_of(kept.begin(), kept.end(),
+                      [](const json& k) { return k.get<std::string>().starts_with("seccomp"); }))
+        throw bad_request(
+            "HostConfig.SecurityOpt: seccomp is given twice (one profile per container)");
+      try {
+        compile_seccomp_layer(value);
+      } catch (const std::exception& e) {
+        throw bad_request("HostConfig.SecurityOpt seccomp: invalid profile: " +
+                          std::string(e.what()));
+      }
+      kept.push_back(text);
+    } else if (key == "apparmor" && value == apparmor::kDefaultProfile) {
+      kept.push_back(text);  // what the sandbox gets wherever the host has AppArmor
+    } else if (key == "apparmor") {
+      throw bad_request(
+          what + " is refused by sandcell: containers run under " + apparmor::kDefaultProfile +
+          " where the host has AppArmor; another profile (or unconfined) could weaken the sandbox");
+    } else if (key == "label" || (key == "systempaths" && value == "unconfined")) {
+      throw bad_request(what + " is refused by sandcell: it would weaken the sandbox");
+    } else {
+      throw bad_request(
+          what +
+          " is not supported by sandcell (no-new-privileges, seccomp=<profile JSON>, apparmor=" +
+          apparmor::kDefaultProfile + ")");
+    }
+  }
+  return kept;
+}
+
+// HostConfig.ShmSize: bytes of the /dev/shm tmpfs; 0 or absent: Docker's default, 64 MiB. Its
+// pages are charged to the container's memory limit, so the size only has to be sane.
+uint64_t checked_shm_size(const json& host) {
+  constexpr int64_t kDefault = 64ll << 20, kMax = 1ll << 40;
+  if (!host.contains("ShmSize") || host["ShmSize"].is_null()) return kDefault;
+  if (!host["ShmSize"].is_number_integer())
+    throw bad_request("HostConfig.ShmSize must be an integer (bytes)");
+  const int64_t bytes = host["ShmSize"].get<int64_t>();
+  if (bytes < 0) throw bad_request("HostConfig.ShmSize: SHM size can not be less than 0");
+  if (bytes > kMax)
+    throw bad_request("HostConfig.ShmSize " + std::to_string(bytes) +
+                      " is over sandcell's bound (1 TiB)");
+  return bytes == 0 ? kDefault : static_cast<uint64_t>(bytes);
+}
+
 // Fields sandcell will map but does not yet: refused rather than ignored.
 void refuse_not_yet(const json& host) {
-  for (const char* field : {"ReadonlyRootfs", "CpuShares", "ShmSize",
-                            "CpusetCpus", "CpusetMems", "BlkioWeight", "MemoryReservation", "KernelMemory",
-                            "PortBindings", "PublishAllPorts", "ExtraHosts", "Dns", "DnsSearch", "DnsOptions",
-                            "GroupAdd"})
+  for (const char* field : {"CpusetCpus", "CpusetMems", "BlkioWeight", "MemoryReservation",
+                            "KernelMemory", "PortBindings", "PublishAllPorts", "ExtraHosts", "Dns",
+                            "DnsSearch", "DnsOptions", "GroupAdd"})
     if (is_set(host, field))
       throw bad_request("HostConfig." + std::string(field) + " is not supported by sandcell's Docker API yet");
   if (host.contains("RestartPolicy") && host["RestartPolicy"].is_object()) {
@@ -119,6 +206,12 @@ json checked_limits(const json& host) {
   if (nano > 0 && quota > 0) throw bad_request("Conflicting options: Nano CPUs and CPU Period cannot both be set");
   if (nano > 0) out["NanoCpus"] = nano;
   if (quota > 0) out["NanoCpus"] = quota * 1000000000LL / (period > 0 ? period : 100000);
+  // Docker's bounds (the kernel's v1 ones): 0 is "not set"; others are refused rather than clamped.
+  int64_t shares = host.value("CpuShares", int64_t{0});
+  if (shares != 0 && (shares < 2 || shares > 262144))
+    throw bad_request("HostConfig.CpuShares " + std::to_string(shares) +
+                      " is out of range (2 to 262144, 0: the default)");
+  if (shares > 0) out["CpuShares"] = shares;
   int64_t pids = host.value("PidsLimit", int64_t{0});
   if (pids > 0) out["PidsLimit"] = pids;
   return out;
@@ -299,6 +392,13 @@ json check_create_request(const std::string& body_text, const std::string& name,
     if (std::optional<TerminalSize> size = console_size(host, "HostConfig.ConsoleSize"))
       stored_host["ConsoleSize"] = {size->rows, size->columns};
     stored_host["StorageOpt"] = checked_storage(host, disk);
+    if (json options = checked_security_opt(host); !options.empty())
+      stored_host["SecurityOpt"] = options;
+    if (host.contains("ReadonlyRootfs") && !host["ReadonlyRootfs"].is_null() &&
+        !host["ReadonlyRootfs"].is_boolean())
+      throw bad_request("HostConfig.ReadonlyRootfs must be a boolean");
+    stored_host["ReadonlyRootfs"] = host.value("ReadonlyRootfs", false);
+    stored_host["ShmSize"] = checked_shm_size(host);
     if (json ulimits = checked_ulimits(host); !ulimits.empty()) stored_host["Ulimits"] = ulimits;
     stored_host["LogConfig"] = checked_log_config(host, log);
     json request = {{"Name", name}, {"Image", image}, {"Config", checked_config(body, image)}, {"HostConfig", stored_host}};
@@ -346,6 +446,22 @@ runtime::Spec spec_for_container(const json& request, rootfs_builder::ImageStore
   if (host.contains("Memory")) spec.limits.memory_bytes = host["Memory"].get<uint64_t>();
   if (host.contains("NanoCpus")) spec.limits.cpus = host["NanoCpus"].get<double>() / 1e9;
   if (host.contains("PidsLimit")) spec.limits.pids = host["PidsLimit"].get<uint64_t>();
+  if (host.contains("CpuShares")) spec.limits.cpu_shares = host["CpuShares"].get<uint64_t>();
+  // A Docker container writes anywhere in its own root, as a build step does: that is its layer,
+  // on its own disk. --read-only: the root mount itself is read-only (EROFS), and Landlock allows
+  // writes only to /dev/shm besides the mounts Docker keeps writable (tmpfs, volumes;
+  // plan_landlock adds those).
+  spec.writable_paths = {"/"};
+  if (host.value("ReadonlyRootfs", false)) {
+    spec.rootfs_read_only = true;
+    spec.writable_paths = {"/dev/shm"};
+  }
+  if (host.contains("ShmSize")) spec.shm_bytes = host["ShmSize"].get<uint64_t>();
+  for (const json& option : host.value("SecurityOpt", json::array())) {
+    const std::string text = option.get<std::string>();
+    if (text.starts_with("seccomp=") || text.starts_with("seccomp:"))
+      spec.seccomp_layers.push_back(compile_seccomp_layer(text.substr(8)));
+  }
   apply_ulimits(host.value("Ulimits", json::array()), spec);
   spec.network = network_of(host);
   if (spec.network == runtime::NetworkMode::Allow)

@@ -446,12 +446,6 @@ bool is_v2_dir(const std::string& dir) {
 
 }  // namespace
 
-uint64_t cpu_shares_to_weight(uint64_t shares) {
-  if (shares == 0) return 0;
-  shares = std::clamp<uint64_t>(shares, 2, 262144);
-  return 1 + ((shares - 2) * 9999) / 262142;
-}
-
 uint64_t blkio_weight_to_io_weight(uint64_t weight) {
   if (weight == 0) return 0;
   return 1 + (weight - 10) * 9999 / 990;

@@ -52,8 +52,9 @@ ResourcePlan plan_resources(const nlohmann::json& resources, const ControllerVer
 // memsw limits must be raised and lowered in opposite orders).
 void apply_resources(const ResourcePlan& plan, const std::vector<std::string>& dirs);
 
-// runc's conversions for v2 (libcontainer/cgroups/utils.go).
-uint64_t cpu_shares_to_weight(uint64_t shares);
+// runc's conversions for v2 (libcontainer/cgroups/utils.go); the shares' one is the runtime's,
+// which applies Limits::cpu_shares with it.
+using runtime::cpu_shares_to_weight;
 uint64_t blkio_weight_to_io_weight(uint64_t weight);
 
 }  // namespace sandcell::oci

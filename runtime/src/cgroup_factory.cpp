@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "cgroup_files.hpp"
@@ -15,6 +16,12 @@ uint64_t cpu_quota_us(double cpus) {
   // binary took from libm, and every shared library costs each run its loading.
   const double quota = cpus * static_cast<double>(kCpuPeriodUs) + 0.5;
   return std::max<uint64_t>(1000, static_cast<uint64_t>(quota));
+}
+
+uint64_t cpu_shares_to_weight(uint64_t shares) {
+  if (shares == 0) return 0;
+  shares = std::clamp<uint64_t>(shares, 2, 262144);
+  return 1 + ((shares - 2) * 9999) / 262142;
 }
 
 std::unique_ptr<Cgroup> create_cgroup(const CgroupHost& host, const std::string& run_id,

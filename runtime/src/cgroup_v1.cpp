@@ -77,6 +77,11 @@ std::map<std::string, Enforcement> CgroupV1::apply(const Limits& limits) {
     pids_limited_ = true;
   }
   if (limits.cpus && apply_cpus(*limits.cpus)) enforced["cpus"] = Enforcement::CgroupV1;
+  const std::string shares = file("cpu", "cpu.shares");
+  if (limits.cpu_shares && cgroupfs::exists(shares)) {
+    cgroupfs::write(shares, std::to_string(*limits.cpu_shares));
+    enforced["cpu_shares"] = Enforcement::CgroupV1;
+  }
   return enforced;
 }
 

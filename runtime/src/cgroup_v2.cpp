@@ -83,6 +83,10 @@ std::map<std::string, Enforcement> CgroupV2::apply(const Limits& limits) {
     cgroupfs::write(file("cpu.max"), value);
     enforced["cpus"] = Enforcement::CgroupV2;
   }
+  if (limits.cpu_shares && cgroupfs::exists(file("cpu.weight"))) {
+    cgroupfs::write(file("cpu.weight"), std::to_string(cpu_shares_to_weight(*limits.cpu_shares)));
+    enforced["cpu_shares"] = Enforcement::CgroupV2;
+  }
   return enforced;
 }
 

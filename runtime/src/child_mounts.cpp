@@ -234,7 +234,7 @@ void make_dev_links_and_dirs(const ChildPlan& plan, int devfd) {
   if (pts < 0 || shm < 0) child_fail(plan, "open /dev/pts and /dev/shm");
   mount_at_fd(plan, "devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC,
               "newinstance,ptmxmode=0666,mode=0620", "devpts on /dev/pts");
-  mount_at_fd(plan, "shm", shm, "tmpfs", kNoSuidDev | MS_NOEXEC, "mode=1777,size=65536k",
+  mount_at_fd(plan, "shm", shm, "tmpfs", kNoSuidDev | MS_NOEXEC, plan.shm_options.c_str(),
               "tmpfs on /dev/shm");
   close(pts);
   close(shm);
@@ -378,6 +378,14 @@ void pivot_into_rootfs(const ChildPlan& plan) {
     child_fail(plan, "pivot_root into %s", plan.root_dir.c_str());
   if (umount2(".", MNT_DETACH) < 0) child_fail(plan, "detach the old root");
   if (chdir("/") < 0) child_fail(plan, "chdir / after pivot_root");
+}
+
+void make_root_read_only(const ChildPlan& plan) {
+  if (!plan.readonly_root) return;
+  // Only the root's own mount: what is mounted on it (/dev, /dev/shm, /proc, tmpfs, volumes)
+  // keeps its flags. nosuid,nodev as the overlay was mounted (a bind remount sets all flags).
+  if (mount(nullptr, "/", nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | kNoSuidDev, nullptr) < 0)
+    child_fail(plan, "remount / read-only");
 }
 
 namespace {

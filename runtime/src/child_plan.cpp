@@ -240,6 +240,8 @@ ChildPlanBuilder ChildPlanBuilder::for_sandbox(const Spec& spec, const std::stri
   plan.mounts = plan_mounts(spec);
   plan.masked_paths = spec.masked_paths;
   plan.readonly_paths = spec.readonly_paths;
+  plan.shm_options = "mode=1777,size=" + std::to_string(spec.shm_bytes);
+  plan.readonly_root = spec.rootfs_read_only;
   plan.hostname = spec.hostname;
   plan.host_network = spec.network == NetworkMode::Host;
   plan.own_user_ns = rootless();
@@ -260,6 +262,10 @@ ChildPlanBuilder ChildPlanBuilder::for_sandbox(const Spec& spec, const std::stri
   plan.no_new_privileges = spec.no_new_privileges;
   plan.apparmor_profile = plan_apparmor(spec);
   plan.landlock = plan_landlock(spec);
+  for (const SeccompProgram& layer : spec.seccomp_layers) {
+    plan.seccomp_layers.push_back(layer.instructions);
+    plan.seccomp_layer_names.push_back(layer.name);
+  }
   plan.args = spec.args;
   plan.env = spec.env;
   if (spec.network == NetworkMode::Allow) plan_proxy_env(plan);

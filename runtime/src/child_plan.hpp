@@ -167,6 +167,8 @@ struct ChildPlan {
   std::vector<std::string> lower_layers, lower_mount_points;
   std::vector<PlannedMount> mounts;
   std::vector<std::string> masked_paths, readonly_paths;
+  std::string shm_options = "mode=1777,size=65536k";  // tmpfs data of /dev/shm (Spec::shm_bytes)
+  bool readonly_root = false;  // Spec::rootfs_read_only: "/" remounted read-only, last mount step
   std::string hostname;
   bool host_network = false;
   // `--net none`: the child makes its network namespace itself, first thing, instead of clone3.
@@ -197,6 +199,10 @@ struct ChildPlan {
   bool no_new_privileges = true;
   std::string apparmor_profile;     // empty: none (the host has no AppArmor)
   apparmor::LandlockPlan landlock;  // abi 0: not applied
+  // Spec::seccomp_layers, installed after the program "go" brings: known before the clone (the
+  // caller compiled them), so they ride in the plan.
+  std::vector<std::vector<sock_filter>> seccomp_layers;
+  std::vector<std::string> seccomp_layer_names;  // for the child's error message
 
   std::vector<std::string> args, env;
   std::vector<char*> argv, envp;            // point into args/env (and proxy_env), null-terminated

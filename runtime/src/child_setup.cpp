@@ -36,6 +36,7 @@ namespace sandcell::runtime {
   open_terminal(plan);            // a pty of our devpts; its master to the supervisor
   apply_rlimits(plan);
   close_inherited_fds_and_verify_cwd(plan);  // CVE-2024-21626
+  make_root_read_only(plan);      // --read-only: after the last step that may create in the root
   // The steps above are sandcell's own code and run while the parent makes the cgroup (v1) and
   // the network; nothing the user gave runs before this point.
   GoMessage go = wait_for_go(plan);

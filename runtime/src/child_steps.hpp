@@ -42,6 +42,9 @@ void apply_declared_mounts(const ChildPlan& plan);
 void mount_proc_dev_sys(const ChildPlan& plan);
 void pivot_into_rootfs(const ChildPlan& plan);
 void mask_and_protect_paths(const ChildPlan& plan);
+// Spec::rootfs_read_only: after every step that makes files or mount points in the root
+// (the working directory included).
+void make_root_read_only(const ChildPlan& plan);
 
 // child_mounts.cpp, shared with the container checklist
 int open_beneath(int dirfd, const char* path, int flags, unsigned long long resolve);

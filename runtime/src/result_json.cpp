@@ -42,13 +42,16 @@ static nlohmann::json optional_json(const std::optional<T>& v) {
 }
 
 static nlohmann::json limits_json(const Limits& l) {
-  return {{"memory_bytes", optional_json(l.memory_bytes)},
-          {"pids", optional_json(l.pids)},
-          {"cpus", optional_json(l.cpus)},
-          {"wall_s", optional_json(l.wall_s)},
-          {"cpu_s", optional_json(l.cpu_s)},
-          {"output_bytes", optional_json(l.output_bytes)},
-          {"disk_bytes", optional_json(l.disk_bytes)}};
+  nlohmann::json j = {{"memory_bytes", optional_json(l.memory_bytes)},
+                      {"pids", optional_json(l.pids)},
+                      {"cpus", optional_json(l.cpus)},
+                      {"wall_s", optional_json(l.wall_s)},
+                      {"cpu_s", optional_json(l.cpu_s)},
+                      {"output_bytes", optional_json(l.output_bytes)},
+                      {"disk_bytes", optional_json(l.disk_bytes)}};
+  // Only when asked (Docker's --cpu-shares): a relative weight, not a bound every run has.
+  if (l.cpu_shares) j["cpu_shares"] = *l.cpu_shares;
+  return j;
 }
 
 static nlohmann::json userns_json(const std::optional<UsernsMapping>& m) {

@@ -79,6 +79,7 @@ std::map<std::string, Enforcement> enforce_limits(Cgroup& cgroup, const Limits& 
         cgroup.mode() == CgroupHost::Mode::None ? Enforcement::None : Enforcement::Supervisor;
   for (const char* name : {"memory_bytes", "pids", "cpus"})
     enforced.try_emplace(name, Enforcement::None);
+  if (limits.cpu_shares) enforced.try_emplace("cpu_shares", Enforcement::None);
   return enforced;
 }
 

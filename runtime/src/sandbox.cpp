@@ -190,6 +190,10 @@ const SeccompNotifyPlan* make_seccomp_program(Launch& l, Result& result) {
     throw Error(ECANCELED, "compile the seccomp profile");  // unwinds the launch
   }
   result.isolation.seccomp = l.seccomp ? l.seccomp->name : "unconfined";
+  // Layers stack on it: "default+docker-seccomp".
+  for (size_t i = 0; i < l.spec.seccomp_layers.size(); ++i)
+    result.isolation.seccomp =
+        (l.seccomp || i > 0 ? result.isolation.seccomp + "+" : "") + l.spec.seccomp_layers[i].name;
   return l.seccomp && l.seccomp->notify ? &*l.seccomp->notify : nullptr;
 }
 

@@ -54,6 +54,13 @@ void check_spec(const Spec& spec) {
   check_sandbox_path(spec.cwd, "working directory");
   if (spec.rootfs_upper_dir.empty() != spec.rootfs_work_dir.empty())
     throw Error::invalid("a persistent rootfs upper directory needs a work directory, and vice versa");
+  if (spec.shm_bytes == 0)
+    throw Error::invalid("Spec::shm_bytes must be above 0 (the size of /dev/shm)");
+  for (const SeccompProgram& layer : spec.seccomp_layers)
+    if (layer.notify || layer.instructions.empty() || layer.instructions.size() > BPF_MAXINSNS)
+      throw Error::invalid("seccomp layer " + layer.name + ": needs 1 to " +
+                           std::to_string(BPF_MAXINSNS) +
+                           " instructions and plain actions (no notify)");
   if (spec.hostname.empty() || spec.hostname.size() > 64)
     throw Error::invalid("hostname must be 1 to 64 characters: '" + spec.hostname + "'");
   for (const std::string& entry : spec.env)

@@ -251,7 +251,8 @@ except docker.errors.APIError as e:
 }
 
 // What confines a process, as it sees it: its credentials, capabilities, no_new_privs, seccomp,
-// cgroups, namespaces, rlimits, and Landlock (a write outside the writable paths).
+// cgroups, namespaces, rlimits, and the root's writability (a Docker container's root is
+// writable, to Landlock too: a write to /etc succeeds).
 constexpr const char* kConfinementFingerprint =
     "grep -E "
     "'^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Seccomp_filters):' "
@@ -275,7 +276,7 @@ TEST_F(DockerApi, ExecRunsUnderExactlyTheConfinementOfTheContainersProgram) {
     main = docker({"exec", "box", "cat", "/tmp/main.txt"}).out;
   }
   ASSERT_NE(main.find("NoNewPrivs:\t1"), std::string::npos) << main;
-  ASSERT_NE(main.find("etc-denied"), std::string::npos) << main;
+  ASSERT_NE(main.find("etc-writable"), std::string::npos) << main;
   CliRun exec = docker({"exec", "box", "sh", "-c", kConfinementFingerprint});
   EXPECT_EQ(exec.exit_code, 0) << exec.err;
   EXPECT_EQ(exec.out, main);
@@ -296,14 +297,13 @@ TEST_F(DockerApi, ExecPassesExitCodesStdinEnvAndWorkdirAndSeesTheContainersFiles
   CliRun env = docker(
       {"exec", "-e", "FOO=bar", "-w", "/tmp", "box", "sh", "-c", "echo $FOO $(pwd) $(cat file)"});
   EXPECT_EQ(env.out, "bar /tmp kept\n") << env.err;
-  // Who the exec is changes nothing of its confinement: no capabilities as uid 0 or 1000, the
-  // container's writable paths (not the exec's working directory), no directory made for it.
+  // Who the exec is changes nothing of its confinement: no capabilities as uid 0 or 1000, no
+  // directory made for its working directory.
   EXPECT_EQ(docker({"exec", "-u", "0", "box", "grep", "CapEff", "/proc/self/status"}).out,
             "CapEff:\t0000000000000000\n");
   EXPECT_EQ(
       docker({"exec", "-u", "1000", "box", "sh", "-c", "id -u; grep CapEff /proc/self/status"}).out,
       "1000\nCapEff:\t0000000000000000\n");
-  EXPECT_NE(docker({"exec", "-w", "/etc", "box", "touch", "planted"}).exit_code, 0);
   EXPECT_NE(docker({"exec", "-w", "/made/by/exec", "box", "true"}).exit_code, 0);
   EXPECT_EQ(docker({"exec", "box", "test", "-e", "/made"}).exit_code, 1);
   // kill(0) reaches the exec'd process' own group, not the API server's.

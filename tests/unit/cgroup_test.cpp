@@ -195,6 +195,30 @@ TEST(CgroupV2Fake, Apply_WritesMemorySwapPidsAndCpuMax) {
   EXPECT_EQ(enforced.at("cpus"), Enforcement::CgroupV2);
 }
 
+// Docker's --cpu-shares on v2: cpu.weight with runc's conversion, 1 + ((shares - 2) * 9999) /
+// 262142.
+TEST(CgroupV2Fake, Apply_CpuSharesBecomeCpuWeightAsRuncConvertsThem) {
+  for (const auto& [shares, weight] : std::vector<std::pair<uint64_t, std::string>>{
+           {2, "1"}, {512, "20"}, {1024, "39"}, {262144, "10000"}}) {
+    FakeV2Tree tree;
+    put(tree.run + "/cpu.weight", "100\n");
+    auto cgroup = create_cgroup_v2(tree.root, "run1");
+    Limits asked;
+    asked.cpu_shares = shares;
+    const auto enforced = cgroup->apply(asked);
+    EXPECT_EQ(get(tree.run + "/cpu.weight"), weight) << shares;
+    EXPECT_EQ(enforced.at("cpu_shares"), Enforcement::CgroupV2);
+  }
+}
+
+TEST(CgroupV2Fake, Apply_WithoutCpuWeightFile_DoesNotClaimCpuShares) {
+  FakeV2Tree tree;
+  auto cgroup = create_cgroup_v2(tree.root, "run1");
+  Limits asked;
+  asked.cpu_shares = 512;
+  EXPECT_EQ(cgroup->apply(asked).count("cpu_shares"), 0u);
+}
+
 TEST(CgroupV2Fake, Apply_WithoutSwapFile_StillEnforcesMemory) {
   FakeV2Tree tree;
   put(tree.run + "/memory.max", "max\n");
@@ -357,6 +381,17 @@ TEST(CgroupV1Fake, Apply_WritesMemoryMemswPidsAndCfsQuota) {
   EXPECT_EQ(enforced.at("memory_bytes"), Enforcement::CgroupV1);
   EXPECT_EQ(enforced.at("pids"), Enforcement::CgroupV1);
   EXPECT_EQ(enforced.at("cpus"), Enforcement::CgroupV1);
+}
+
+TEST(CgroupV1Fake, Apply_CpuSharesAreWrittenToCpuShares) {
+  FakeV1Tree tree;
+  put(tree.cpu + "/cpu.shares", "1024\n");
+  auto cgroup = create_cgroup(tree.host, "run1");
+  Limits asked;
+  asked.cpu_shares = 512;
+  const auto enforced = cgroup->apply(asked);
+  EXPECT_EQ(get(tree.cpu + "/cpu.shares"), "512");
+  EXPECT_EQ(enforced.at("cpu_shares"), Enforcement::CgroupV1);
 }
 
 TEST(CgroupV1Fake, Apply_MissingControlFiles_EnforcesNothing) {

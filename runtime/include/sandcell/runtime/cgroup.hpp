@@ -98,6 +98,11 @@ struct CgroupNeeds {
   bool cpu_usage = true;  // cpuacct: usage().cpu_ns
 };
 
+// Docker's and the OCI spec's cpu shares (2..262144, v1 cpu.shares) as v2's cpu.weight
+// (1..10000), runc's conversion (libcontainer/cgroups/utils.go): 1 + ((shares - 2) * 9999) /
+// 262142. 0 stays 0 ("not set"); anything else is clamped to 2..262144 first.
+uint64_t cpu_shares_to_weight(uint64_t shares);
+
 // Creates <root>/sandcell/<run_id> in each hierarchy the mode uses (the parent too, if missing).
 std::unique_ptr<Cgroup> create_cgroup(const CgroupHost& host, const std::string& run_id,
                                       CgroupNeeds needs = {});

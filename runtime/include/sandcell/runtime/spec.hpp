@@ -30,6 +30,9 @@ struct Limits {
   // sizes its tmpfs upper with it; `code` and the servers give each workspace a filesystem image
   // of this size (sandcell/base/workspace_disk.hpp).
   std::optional<uint64_t> disk_bytes;
+  // Relative CPU weight under contention (Docker's --cpu-shares, 2..262144): v1 cpu.shares,
+  // v2 cpu.weight converted as runc does (cpu_shares_to_weight, cgroup.hpp). Not a bound.
+  std::optional<uint64_t> cpu_shares = std::nullopt;
 };
 
 // The strict defaults of `sandcell run`; documented in README.md.
@@ -203,6 +206,11 @@ struct Spec {
   bool no_new_privileges = true;
   std::vector<Rlimit> rlimits;
   SeccompSource seccomp;  // default: unconfined
+  // Filters installed after `seccomp`, each its own filter in the kernel's stack (a caller's
+  // profile layered on sandcell's: Docker's --security-opt seccomp=). The kernel runs every
+  // filter of the stack and the strictest answer wins, so a layer can deny more, never allow
+  // more. Compiled before the run with plain actions (no notify: a stack has one listener).
+  std::vector<SeccompProgram> seccomp_layers;
 
   // Root filesystem: read-only lower directories (top first) under a throw-away tmpfs upper.
   std::vector<std::string> rootfs_layers;
@@ -210,6 +218,12 @@ struct Spec {
   // Image builds keep what a step wrote: a host directory as the overlay's upper layer (and an
   // empty work directory on the same filesystem). Empty: a tmpfs upper that is thrown away.
   std::string rootfs_upper_dir, rootfs_work_dir;
+  // The root mount made read-only once everything is mounted on it (Docker's --read-only):
+  // writes there fail with EROFS whatever the LSM allows; mounts on it (tmpfs, volumes,
+  // /dev/shm) keep their own flags.
+  bool rootfs_read_only = false;
+  // The size of the tmpfs at /dev/shm (Docker's --shm-size; its default is 64 MiB too).
+  uint64_t shm_bytes = 64ull << 20;
 
   std::string hostname = "sandcell";
   std::vector<BindMount> bind_mounts;
