@@ -16,6 +16,7 @@
 #include "sandcell/rootfs_builder/image_user.hpp"
 #include "sandcell/rootfs_builder/layer_tar.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/base/stale_disk_mounts.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 
@@ -107,6 +108,9 @@ void enter_private_mount_namespace() {
   if (::unshare(CLONE_NEWNS) != 0) throw Error(errno, "unshare(CLONE_NEWNS) for the build's mounts");
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)
     throw Error(errno, "make the build's mounts slave");
+  // The disks of the runs and containers mounted right now were copied in too; a build lasts
+  // minutes, and each copy would keep its disk's loop device attached as long.
+  detach_disk_copies();
   entered = true;
 }
 

@@ -383,6 +383,58 @@ TEST_F(DockerApiDisk, VolumeSharedByRunningContainersStaysMountedUntilTheLastSto
   EXPECT_EQ(docker({"volume", "rm", "shared"}).exit_code, 0);
 }
 
+// A build runs its RUN steps from a mount namespace of its own, copied from the host's while a
+// container had its volume mounted. On a host whose mounts are private (no systemd: this one) the
+// container's unmount does not reach that copy, which held the volume's filesystem — and its loop
+// device — for the whole build: the next container with the volume waited 5 s, then failed with
+// EBUSY ("still attached from an earlier call"). The build drops such copies when it starts.
+TEST_F(DockerApiDisk, ABuildRunningMeanwhileHoldsNoCopyOfAVolumesDisk) {
+  ASSERT_EQ(docker({"volume", "create", "--opt", "size=16m", "held"}).exit_code, 0);
+  ASSERT_EQ(docker({"run", "-d", "--name", "holder", "--network", "none", "-v", "held:/s", "bb:1", "sh", "-c",
+                    "until [ -e /s/stop ]; do sleep 0.05; done"})
+                .exit_code,
+            0);
+  ASSERT_EQ(mounts_under(volume_dir("held")).size(), 1u);
+  // The RUN step's shell shows the token in its command line while it sleeps (a command after the
+  // sleep, so the shell waits for it rather than exec it).
+  const std::string token = "sandcell-build-holds-no-disk-" + std::to_string(getpid());
+  fs::create_directories(dir_ / "slow");
+  std::ofstream(dir_ / "slow/Dockerfile") << "FROM bb:1\nRUN sleep 8 && echo " << token << "\n";
+  CliRun built;
+  std::thread build([&] { built = docker({"build", "-q", "--no-cache", "-t", "slow:1", (dir_ / "slow").string()}); });
+  auto step_running = [&] {
+    std::error_code ec;
+    for (const auto& proc : fs::directory_iterator("/proc", ec)) {
+      std::ifstream cmdline(proc.path() / "cmdline");
+      std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+      if (text.find(token) != std::string::npos && text.find("docker") == std::string::npos) return true;
+    }
+    return false;
+  };
+  bool started = false;
+  for (int i = 0; i < 600 && !(started = step_running()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(started) << "the RUN step did not start";
+  std::ofstream(inspect_volume("held")["Mountpoint"].get<std::string>() + "/stop") << "";
+  EXPECT_EQ(docker({"wait", "holder"}).out, "0\n");
+  EXPECT_TRUE(mounts_under(volume_dir("held")).empty());
+  // While the step still runs: the volume's loop device is gone (a copy would hold it), and the
+  // volume mounts again at once.
+  std::vector<std::string> loops = loops_backed_under(volume_dir("held"));
+  for (int i = 0; i < 100 && !loops.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    loops = loops_backed_under(volume_dir("held"));
+  }
+  EXPECT_TRUE(step_running()) << "the build ended before the check: it proves nothing";
+  EXPECT_TRUE(loops.empty()) << loop_holders(loops);
+  CliRun again = docker({"run", "--rm", "--network", "none", "-v", "held:/s", "bb:1", "ls", "/s"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, "stop\n");
+  build.join();
+  EXPECT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_EQ(docker({"rm", "holder"}).exit_code, 0);
+  EXPECT_EQ(docker({"volume", "rm", "held"}).exit_code, 0);
+}
+
 // A supervisor killed while its container runs leaves the volume mounted with no user: the next
 // container uses that mount and unmounts it when it stops; `sandcell gc` unmounts it; and so
 // does `volume rm`.
