@@ -390,8 +390,8 @@ TEST_F(DockerApiDisk, VolumeSharedByRunningContainersStaysMountedUntilTheLastSto
 // EBUSY ("still attached from an earlier call"). The build drops such copies when it starts.
 TEST_F(DockerApiDisk, ABuildRunningMeanwhileHoldsNoCopyOfAVolumesDisk) {
   ASSERT_EQ(docker({"volume", "create", "--opt", "size=16m", "held"}).exit_code, 0);
-  ASSERT_EQ(docker({"run", "-d", "--name", "holder", "--network", "none", "-v", "held:/s", "bb:1", "sh", "-c",
-                    "until [ -e /s/stop ]; do sleep 0.05; done"})
+  ASSERT_EQ(docker({"run", "-d", "--name", "holder", "--network", "none", "-v", "held:/s", "bb:1",
+                    "sh", "-c", "until [ -e /s/stop ]; do sleep 0.05; done"})
                 .exit_code,
             0);
   ASSERT_EQ(mounts_under(volume_dir("held")).size(), 1u);
@@ -401,18 +401,22 @@ TEST_F(DockerApiDisk, ABuildRunningMeanwhileHoldsNoCopyOfAVolumesDisk) {
   fs::create_directories(dir_ / "slow");
   std::ofstream(dir_ / "slow/Dockerfile") << "FROM bb:1\nRUN sleep 8 && echo " << token << "\n";
   CliRun built;
-  std::thread build([&] { built = docker({"build", "-q", "--no-cache", "-t", "slow:1", (dir_ / "slow").string()}); });
+  std::thread build([&] {
+    built = docker({"build", "-q", "--no-cache", "-t", "slow:1", (dir_ / "slow").string()});
+  });
   auto step_running = [&] {
     std::error_code ec;
     for (const auto& proc : fs::directory_iterator("/proc", ec)) {
       std::ifstream cmdline(proc.path() / "cmdline");
       std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-      if (text.find(token) != std::string::npos && text.find("docker") == std::string::npos) return true;
+      if (text.find(token) != std::string::npos && text.find("docker") == std::string::npos)
+        return true;
     }
     return false;
   };
   bool started = false;
-  for (int i = 0; i < 600 && !(started = step_running()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 600 && !(started = step_running()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_TRUE(started) << "the RUN step did not start";
   std::ofstream(inspect_volume("held")["Mountpoint"].get<std::string>() + "/stop") << "";
   EXPECT_EQ(docker({"wait", "holder"}).out, "0\n");

@@ -3,7 +3,8 @@
 // believes a person is typing; docker-py's raw output; resize and its hostile sizes; programs
 // that close their terminal, flood it, or push input into it with TIOCSTI; and no fd, FIFO or
 // process left behind. Every container is `--network none`: a terminal needs no network, and the
-// default bridge needs the host's IPv4 forwarding, off on a fresh machine (sandcell never turns it on).
+// default bridge needs the host's IPv4 forwarding, off on a fresh machine (sandcell never turns it
+// on).
 #include "docker_api_fixture.hpp"
 
 namespace sandcell::test {
@@ -116,7 +117,8 @@ TEST_F(DockerApiTty, DockerRunItGivesTheProgramItsOwnTerminal) {
   EXPECT_EQ(r.out.find(std::string("\x01\0\0\0", 4)), std::string::npos) << "a frame header in a Tty stream";
   EXPECT_EQ(containers_on_disk(), 0u);
   // Typed input reaches the program through its terminal (echoed, as a terminal does).
-  PtyRun typed = under_pty(docker_argv({"run", "--network", "none", "--rm", "-it", "bb:1", "sh", "-c", "echo ASK; read line; echo \"got:$line\""}),
+  PtyRun typed = under_pty(docker_argv({"run", "--network", "none", "--rm", "-it", "bb:1", "sh",
+                                        "-c", "echo ASK; read line; echo \"got:$line\""}),
                            24, 80, {{{"expect", "ASK"}, {"send", "hello there\r"}}});
   EXPECT_NE(typed.out.find("got:hello there"), std::string::npos) << typed.out;
   EXPECT_EQ(typed.exit_code, 0) << typed.out;
@@ -126,7 +128,8 @@ TEST_F(DockerApiTty, DockerRunItGivesTheProgramItsOwnTerminal) {
 // is typed reaches it through the stdin FIFO (a client leaving is no end of file for a terminal:
 // the shell is still there for the next one), and its exit code comes back to the attached CLI.
 TEST_F(DockerApiTty, DockerAttachTypesIntoARunningTtyContainer) {
-  ASSERT_EQ(docker({"run", "--network", "none", "-dit", "--name", "sh1", "bb:1", "sh"}).exit_code, 0);
+  ASSERT_EQ(docker({"run", "--network", "none", "-dit", "--name", "sh1", "bb:1", "sh"}).exit_code,
+            0);
   PtyRun first = under_pty(docker_argv({"attach", "sh1"}), 24, 80,
                            {{{"expect", ""}, {"send", "echo one-$((1+1))\r"}}, {{"expect", "one-2"}, {"send", "\x10\x11"}}});
   EXPECT_NE(first.out.find("one-2"), std::string::npos) << first.out;
@@ -145,7 +148,9 @@ TEST_F(DockerApiTty, DockerAttachTypesIntoARunningTtyContainer) {
 // `docker exec -it`: the same for an exec'd process (a pty of the container's devpts, opened by
 // the server), and a resize of the CLI's terminal reaches it as SIGWINCH with the new size.
 TEST_F(DockerApiTty, DockerExecItGetsATerminalThatFollowsResizes) {
-  ASSERT_EQ(docker({"run", "--network", "none", "-d", "--name", "box", "bb:1", "sleep", "1000"}).exit_code, 0);
+  ASSERT_EQ(docker({"run", "--network", "none", "-d", "--name", "box", "bb:1", "sleep", "1000"})
+                .exit_code,
+            0);
   size_t fds_before = server_fds();
   PtyRun r = under_pty(docker_argv({"exec", "-it", "box", "sh", "-c",
                                     std::string("tty; ") + kSizeOnceKnown +
@@ -170,7 +175,9 @@ TEST_F(DockerApiTty, ResizeSetsTheSizeAndRefusesAbsurdOnes) {
                     "trap 'stty size > /tmp/size' WINCH; echo up; while :; do sleep 0.1; done"})
                 .exit_code,
             0);
-  ASSERT_EQ(docker({"run", "--network", "none", "-d", "--name", "plain", "bb:1", "sleep", "1000"}).exit_code, 0);
+  ASSERT_EQ(docker({"run", "--network", "none", "-d", "--name", "plain", "bb:1", "sleep", "1000"})
+                .exit_code,
+            0);
   EXPECT_EQ(inspect("t")["Config"]["Tty"], true);
   EXPECT_EQ(inspect("plain")["Config"]["Tty"], false);
   for (const char* query : {"h=-1&w=80", "h=70000&w=80", "h=24&w=99999999999999999999", "h=abc&w=80", "h=24",
@@ -200,8 +207,9 @@ TEST_F(DockerApiTty, ResizeSetsTheSizeAndRefusesAbsurdOnes) {
   EXPECT_EQ(resize("/exec/" + plain_exec["Id"].get<std::string>(), "h=10&w=10"), 204);
   EXPECT_EQ(resize("/exec/" + std::string(64, 'a'), "h=10&w=10"), 404);
   // ConsoleSize at create (API 1.42 clients send it): the size before the program starts.
-  auto [sized, sized_body] = request("POST", "/containers/create?name=sized",
-                                     R"({"Image":"bb:1","Tty":true,"Cmd":["stty","size"],"HostConfig":{"ConsoleSize":[25,90],"NetworkMode":"none"}})");
+  auto [sized, sized_body] = request(
+      "POST", "/containers/create?name=sized",
+      R"({"Image":"bb:1","Tty":true,"Cmd":["stty","size"],"HostConfig":{"ConsoleSize":[25,90],"NetworkMode":"none"}})");
   ASSERT_EQ(sized, 201) << sized_body;
   EXPECT_EQ(docker({"start", "sized"}).exit_code, 0);
   EXPECT_EQ(docker({"wait", "sized"}).out, "0\n");
@@ -240,9 +248,15 @@ c.remove(force=True)
 // TIOCSTI: that input is its own terminal's, and reaches nothing outside (the shell in the
 // test's terminal that ran `docker run -it` reads nothing after it).
 TEST_F(DockerApiTty, HostileTerminalProgramsStayInTheirTerminal) {
-  ASSERT_EQ(docker({"run", "--network", "none", "-dt", "--name", "closer", "bb:1", "sh", "-c", "exec 0<&- 1>&- 2>&-; sleep 0.3; exit 3"}).exit_code, 0);
+  ASSERT_EQ(docker({"run", "--network", "none", "-dt", "--name", "closer", "bb:1", "sh", "-c",
+                    "exec 0<&- 1>&- 2>&-; sleep 0.3; exit 3"})
+                .exit_code,
+            0);
   EXPECT_EQ(docker({"wait", "closer"}).out, "3\n");
-  ASSERT_EQ(docker({"run", "--network", "none", "-dt", "--name", "big", "bb:1", "sh", "-c", "head -c 10000000 /dev/zero"}).exit_code, 0);
+  ASSERT_EQ(docker({"run", "--network", "none", "-dt", "--name", "big", "bb:1", "sh", "-c",
+                    "head -c 10000000 /dev/zero"})
+                .exit_code,
+            0);
   EXPECT_EQ(docker({"wait", "big"}).out, "0\n");
   CliRun logs = docker({"logs", "big"});
   EXPECT_EQ(logs.out.size(), 10000000u);
@@ -253,9 +267,10 @@ TEST_F(DockerApiTty, HostileTerminalProgramsStayInTheirTerminal) {
   std::ofstream(dir_ / "probe/Dockerfile") << "FROM bb:1\nCOPY sc-probe /bin/sc-probe\n";
   CliRun built = docker({"build", "-q", "-t", "probe:1", (dir_ / "probe").string()});
   ASSERT_EQ(built.exit_code, 0) << built.err;
-  std::string outer = "/usr/bin/docker run --rm -it --network none probe:1 sh -c '"
-                      "sc-probe tiocsti \"echo INJECTED-\\$((6*7))\n\"; read -t 1 line; echo \"read:$line\"'; "
-                      "echo \"docker-exit:$?\"; read -t 2 after; echo \"outside-read:[$after]\"";
+  std::string outer =
+      "/usr/bin/docker run --rm -it --network none probe:1 sh -c '"
+      "sc-probe tiocsti \"echo INJECTED-\\$((6*7))\n\"; read -t 1 line; echo \"read:$line\"'; "
+      "echo \"docker-exit:$?\"; read -t 2 after; echo \"outside-read:[$after]\"";
   PtyRun r = under_pty({"/bin/bash", "-c", outer}, 24, 80);
   EXPECT_NE(r.out.find("docker-exit:0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("outside-read:[]"), std::string::npos) << r.out;
@@ -268,7 +283,10 @@ TEST_F(DockerApiTty, HostileTerminalProgramsStayInTheirTerminal) {
   }
   // An exec'd process without a terminal may open the program's pty (the same devpts), but it
   // is not its controlling terminal: no TIOCSTI into it without CAP_SYS_ADMIN.
-  ASSERT_EQ(docker({"run", "--network", "none", "-dt", "--name", "victim", "probe:1", "sh", "-c", "read line; echo \"victim:$line\""}).exit_code, 0);
+  ASSERT_EQ(docker({"run", "--network", "none", "-dt", "--name", "victim", "probe:1", "sh", "-c",
+                    "read line; echo \"victim:$line\""})
+                .exit_code,
+            0);
   CliRun other = docker({"exec", "victim", "sh", "-c", "sc-probe tiocsti 'echo x\n' < /dev/pts/0"});
   EXPECT_NE(other.out.find("tiocsti failed"), std::string::npos) << other.out << other.err;
   EXPECT_EQ(docker({"rm", "-f", "victim"}).exit_code, 0);
@@ -280,7 +298,10 @@ TEST_F(DockerApiTty, HostileTerminalProgramsStayInTheirTerminal) {
 TEST_F(DockerApiTty, RestartStopKillAndRemoveLeaveNoTerminalBehind) {
   ASSERT_EQ(request("GET", "/_ping").first, 200);
   size_t fds_before = server_fds();
-  ASSERT_EQ(docker({"run", "--network", "none", "-dt", "--name", "r", "bb:1", "sh", "-c", "tty; exec sleep 1000"}).exit_code, 0);
+  ASSERT_EQ(docker({"run", "--network", "none", "-dt", "--name", "r", "bb:1", "sh", "-c",
+                    "tty; exec sleep 1000"})
+                .exit_code,
+            0);
   std::string dir = store() + "/docker/containers/" + inspect("r")["Id"].get<std::string>();
   EXPECT_TRUE(fs::exists(dir + "/tty.ctl"));
   EXPECT_EQ(docker({"restart", "-t", "1", "r"}).exit_code, 0);

@@ -1,15 +1,17 @@
 // `sandcell run --net allow:... / --net full` end to end (docs/architecture.md, "Network
-// policy"), as root on the real kernel. The test builds its own "internet": a network namespace joined to the host by
-// a veth in 198.51.100.0/24 (TEST-NET-2), with busybox httpd servers standing for allowed.test,
-// denied.test, a metadata service (169.254.169.254) and an internal host (10.0.0.1). Only those
-// two /32s get host routes, towards the test namespace, and only for the test's lifetime, so the
-// proxy WOULD reach them if it did not refuse them. Names reach the proxy through --net-hosts:
-// nothing resolves through real DNS and nothing is ever sent to the machine's uplink. A resolver
-// (tests/fixtures/dns-server.py) at 10.0.0.53 stands for the host's DNS server in full mode.
-// Allow-mode tests run once per transport (socket, veth). The slirp4netns transport connects
-// from the supervisor's own network namespace, so its tests run sandcell itself inside a "host"
-// namespace of the test's own (SlirpHost), in front of the test internet, where no route leads
-// anywhere else.
+// policy"), as root on the real kernel. The test builds its own "internet": a network namespace
+// joined to the host by a veth in 198.51.100.0/24 (TEST-NET-2), with busybox httpd servers standing
+// for allowed.test, denied.test, a metadata service (169.254.169.254) and an internal host
+// (10.0.0.1). Only those two /32s get host routes, towards the test namespace, and only for the
+// test's lifetime, so the proxy WOULD reach them if it did not refuse them. Names reach the proxy
+// through --net-hosts: nothing resolves through real DNS and nothing is ever sent to the machine's
+// uplink. A resolver (tests/fixtures/dns-server.py) at 10.0.0.53 stands for the host's DNS server
+// in full mode. Allow-mode tests run once per transport (socket, veth). The slirp4netns transport
+// connects from the supervisor's own network namespace, so its tests run sandcell itself inside a
+// "host" namespace of the test's own (SlirpHost), in front of the test internet, where no route
+// leads anywhere else. The NAT tests (`full` over veth) run sandcell in such a host too, with IPv4
+// forwarding on in that namespace only: they never depend on the machine's own setting (off on a
+// fresh Debian VM, and sandcell never turns it on), and its veths and nft table live and go there.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -65,11 +67,12 @@ constexpr const char* kSlirpHostGateway = "192.0.2.2";
 constexpr const char* kSlirpHostPrivateIp = "10.1.0.1";
 constexpr uint16_t kSlirpHostServicePort = 8081;
 
-// The machine slirp4netns runs on, for the slirp transport's tests: a network namespace of the
-// test's own in front of the test internet (a veth in 192.0.2.0/24, and routes to the internet's
-// servers through it), with a web service of the "host" on every address (0.0.0.0) of it.
-// sandcell runs inside it (nsenter --net), so its addresses are the host's own: the service must
-// stay out of the sandbox's reach, while the servers behind it stay reachable.
+// The machine slirp4netns runs on, for the slirp transport's tests, and the NAT tests' machine
+// (with forwarding()): a network namespace of the test's own in front of the test internet (a veth
+// in 192.0.2.0/24, and routes to the internet's servers through it), with a web service of the
+// "host" on every address (0.0.0.0) of it. sandcell runs inside it (nsenter --net), so its
+// addresses are the host's own: the service must stay out of the sandbox's reach, while the servers
+// behind it stay reachable.
 class SlirpHost {
  public:
   explicit SlirpHost(const TestInternet& internet) : internet_netns_(internet.netns()) {
@@ -85,6 +88,9 @@ class SlirpHost {
   SlirpHost& operator=(const SlirpHost&) = delete;
 
   const std::string& netns() const { return netns_; }
+  // IPv4 forwarding on in this namespace (a per-namespace setting; the machine's is untouched):
+  // what `--net full` over veth needs of the host it runs on.
+  void forwarding() const { sh("ip netns exec " + netns_ + " sysctl -qw net.ipv4.ip_forward=1"); }
   // What the host itself gets from its service (on any of its addresses).
   std::string fetch_here(const char* address) const {
     return shell_output("ip netns exec " + netns_ + " curl -s -m 2 http://" + address + ":" +
@@ -207,6 +213,25 @@ class NetworkPolicy : public ::testing::Test {
                                      "--net", "full", "--net-transport", "slirp"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"--", "sh", "-c", script});
+    return run_program(argv);
+  }
+
+  // sandcell run --json --net full (veth) inside `host`, which forwards: its veth, its nft table
+  // and its masquerade are that namespace's, its uplink the test internet.
+  CliRun run_full_on(const SlirpHost& host, const std::vector<std::string>& flags,
+                     const std::vector<std::string>& command) {
+    std::vector<std::string> argv = {"/usr/bin/nsenter",
+                                     "--net=/run/netns/" + host.netns(),
+                                     sandcell_binary(),
+                                     "run",
+                                     "--json",
+                                     "--rootfs",
+                                     test_rootfs(),
+                                     "--net",
+                                     "full"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), command.begin(), command.end());
     return run_program(argv);
   }
 
@@ -514,8 +539,9 @@ TEST_F(NetworkPolicy, DefaultTransport_SocketForAllowVethForFullAsRoot) {
   EXPECT_EQ(allow.record["isolation"]["network_transport"], "socket") << allow.out << allow.err;
   CliRun none = run_in_sandbox({}, {"true"});
   EXPECT_TRUE(none.record["isolation"]["network_transport"].is_null()) << none.out << none.err;
-  if (shell_output("cat /proc/sys/net/ipv4/ip_forward") != "1\n") return;  // full needs it (veth)
-  CliRun full = run_in_sandbox({"--net", "full"}, {"true"});
+  SlirpHost host(*internet_);  // full over veth needs forwarding: on in the test's host only
+  host.forwarding();
+  CliRun full = run_full_on(host, {}, {"true"});
   EXPECT_EQ(full.record["isolation"]["network_transport"], "veth") << full.out << full.err;
 }
 
@@ -584,12 +610,11 @@ TEST_P(AllowMode, OneSandboxCannotReachAnother) {
 }
 
 TEST_F(NetworkPolicy, FullMode_NatsToTestHostsButNotToBlockedRanges) {
-  if (shell_output("cat /proc/sys/net/ipv4/ip_forward") != "1\n")
-    GTEST_SKIP() << "IPv4 forwarding is off on this host; sandcell does not turn it on (see "
-                    "FullMode_FailsClearly...)";
-  // Only test addresses are contacted: the test routes them to its own namespace.
-  CliRun run = run_in_sandbox(
-      {"--net", "full"},
+  // Only test addresses are contacted, from the test's host, whose routes lead to its internet.
+  SlirpHost host(*internet_);
+  host.forwarding();
+  CliRun run = run_full_on(
+      host, {},
       {"sh", "-c",
        std::string("wget -q -O- http://") + kAllowedIp + "/; sc-probe connect " + kMetadataIp +
            " 80; sc-probe connect " + kInternalIp + " 80; grep -c nameserver /etc/resolv.conf"});
@@ -607,8 +632,8 @@ TEST_F(NetworkPolicy, FullMode_NatsToTestHostsButNotToBlockedRanges) {
       << run.record.dump(2);
   EXPECT_EQ(run.record["events"]["blocked_connections"].size(), 2u) << run.record.dump(2);
 
-  CliRun opened = run_in_sandbox({"--net", "full", "--net-allow-cidr", "10.0.0.1/32"},
-                                 {"sc-probe", "connect", kInternalIp, "80"});
+  CliRun opened = run_full_on(host, {"--net-allow-cidr", "10.0.0.1/32"},
+                              {"sc-probe", "connect", kInternalIp, "80"});
   EXPECT_EQ(sandbox_stdout(opened), "connect ok\n") << opened.record.dump(2);
 }
 
@@ -632,11 +657,10 @@ void expect_dns_script_drops(const CliRun& run) {
 }
 
 TEST_F(NetworkPolicy, FullMode_DnsThroughTheConfiguredPrivateResolver) {
-  if (shell_output("cat /proc/sys/net/ipv4/ip_forward") != "1\n")
-    GTEST_SKIP() << "IPv4 forwarding is off on this host; sandcell does not turn it on";
-  ASSERT_TRUE(host_reaches(kResolverIp, 80));  // the test routes 10.0.0.53 to its namespace
-  CliRun run = run_in_sandbox({"--net", "full", "--net-resolv-conf", internet_->resolv_conf()},
-                              {"sh", "-c", kDnsScript});
+  SlirpHost host(*internet_);  // its routes lead 10.0.0.53 to the test internet
+  host.forwarding();
+  CliRun run =
+      run_full_on(host, {"--net-resolv-conf", internet_->resolv_conf()}, {"sh", "-c", kDnsScript});
   EXPECT_EQ(sandbox_stdout(run), kDnsExpected) << run.record.dump(2);
   expect_dns_script_drops(run);
 }

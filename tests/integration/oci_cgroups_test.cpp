@@ -187,11 +187,13 @@ TEST(OciCgroups, Events_StatsOnceInRuncsShape_StreamReportsTheOomKill) {
   // The memory hog waits for /home/go, made once `events` has printed its first line (so it has
   // read the OOM count it compares with): a fixed sleep lost that race under CI's load.
   std::filesystem::create_directories(b.path("sig"));
-  b.config["mounts"].push_back({{"destination", "/home"}, {"type", "bind"}, {"source", b.path("sig")},
+  b.config["mounts"].push_back({{"destination", "/home"},
+                                {"type", "bind"},
+                                {"source", b.path("sig")},
                                 {"options", {"rbind", "ro"}}});
-  b.config["process"]["args"] = {
-      "sh", "-c",
-      "until [ -e /home/go ]; do sleep 0.05; done; head -c 300000000 /dev/zero | tail >/dev/null; echo survived"};
+  b.config["process"]["args"] = {"sh", "-c",
+                                 "until [ -e /home/go ]; do sleep 0.05; done; head -c 300000000 "
+                                 "/dev/zero | tail >/dev/null; echo survived"};
   b.write();
   ASSERT_EQ(b.oci({"create", "-b", b.dir(), "ev"}).exit_code, 0);
   CliRun once = b.oci({"events", "--stats", "ev"});
@@ -212,7 +214,8 @@ TEST(OciCgroups, Events_StatsOnceInRuncsShape_StreamReportsTheOomKill) {
   CliRun stream = run_program(
       {"/bin/sh", "-c",
        "/usr/bin/timeout 30 \"$0\" --root \"$1\" events --interval 10s ev >\"$2\" & events=$!; "
-       "until [ -s \"$2\" ] || ! kill -0 $events 2>/dev/null; do sleep 0.05; done; touch \"$3\"; wait $events",
+       "until [ -s \"$2\" ] || ! kill -0 $events 2>/dev/null; do sleep 0.05; done; touch \"$3\"; "
+       "wait $events",
        oci_binary(), b.state_root(), out, b.path("sig") + "/go"});
   EXPECT_EQ(stream.exit_code, 0) << "returns when the container stops: " << stream.err;
   std::stringstream text;

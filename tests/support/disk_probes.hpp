@@ -46,7 +46,8 @@ inline std::string loop_holders(const std::vector<std::string>& loops) {
   std::string out;
   for (const std::string& loop : loops) {
     std::string dev;
-    std::ifstream(std::filesystem::path("/sys/block") / loop.substr(0, loop.find(' ')) / "dev") >> dev;
+    std::ifstream(std::filesystem::path("/sys/block") / loop.substr(0, loop.find(' ')) / "dev") >>
+        dev;
     out += loop + " (" + dev + ") held by:";
     std::vector<std::string> seen;
     std::error_code ec;
