@@ -28,5 +28,6 @@ elif [ "${SANDCELL_ASAN_BUILT:-}" != 1 ]; then
   cmake --preset asan
   cmake --build --preset asan
 fi
-# Two at a time, as in scripts/test.sh (tests/ctest-lanes.cmake says which tests may overlap).
-ctest --preset asan --timeout 600 --parallel "${SANDCELL_CTEST_JOBS:-2}" -R "$tests" -E "$never" "$@"
+# Two at a time, as in scripts/test.sh (tests/ctest-lanes.cmake says which tests may overlap); a
+# failed test once more alone (scripts/ctest-retry.sh).
+bash scripts/ctest-retry.sh asan --timeout 600 --parallel "${SANDCELL_CTEST_JOBS:-2}" -R "$tests" -E "$never" "$@"

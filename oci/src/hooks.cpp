@@ -46,6 +46,12 @@ void run_hook(const Hook& hook, const std::string& name, const std::string& stat
   check(pipe2(in, O_CLOEXEC), "pipe for hook " + name);
   pid_t pid = fork();
   if (pid == 0) {
+    // A clean slate: `run` blocks the signals it forwards, and SIGPIPE is ignored below; both
+    // would survive execve.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGPIPE, SIG_DFL);
     dup2(in[0], 0);
     execve(hook.path.c_str(), argv.data(), envp.data());
     _exit(127);

@@ -123,20 +123,26 @@ void abandon(const StateStore& store, const std::string& id, pid_t pid,
   std::filesystem::remove_all(store.dir(id), ignored);
 }
 
-// `run` in the foreground stands in for the container: signals sent to it go to the init
-// (as runc does), until the init exits. Returns its exit code, 128+N for signal N.
+// The signals `run` in the foreground forwards to the container's init (as runc does).
+sigset_t forwarded_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH})
+    sigaddset(&set, sig);
+  return set;
+}
+
+// `run` in the foreground stands in for the container: signals sent to it (blocked by run()
+// since before the create, so none is lost or ends sandcell-oci in between) go to the init, until
+// the init exits. Returns its exit code, 128+N for signal N.
 int wait_forwarding_signals(pid_t pid) {
-  sigset_t forwarded, old;
-  sigemptyset(&forwarded);
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}) sigaddset(&forwarded, sig);
-  sigprocmask(SIG_BLOCK, &forwarded, &old);
+  const sigset_t forwarded = forwarded_signals();
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) != pid) {
     siginfo_t info{};
     int sig = sigwaitinfo(&forwarded, &info);
     if (sig > 0 && sig != SIGCHLD) ::kill(pid, sig);
   }
-  sigprocmask(SIG_SETMASK, &old, nullptr);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -342,15 +348,30 @@ void start(const StateStore& store, const std::string& id) {
 }
 
 int run(const StateStore& store, const std::string& id, const CreateOptions& options, bool detach) {
-  pid_t pid = create(store, id, options);
+  // In the foreground, a signal that comes while the container is made and started waits for
+  // wait_forwarding_signals() (SIGTERM once the program runs used to end sandcell-oci itself,
+  // leaving the container running). The init and the hooks start with an empty mask.
+  sigset_t old;
+  if (!detach) {
+    const sigset_t forwarded = forwarded_signals();
+    sigprocmask(SIG_BLOCK, &forwarded, &old);
+  }
+  pid_t pid = -1;
   try {
-    start(store, id);
+    pid = create(store, id, options);
+    try {
+      start(store, id);
+    } catch (...) {
+      remove(store, id, true);
+      throw;
+    }
   } catch (...) {
-    remove(store, id, true);
+    if (!detach) sigprocmask(SIG_SETMASK, &old, nullptr);
     throw;
   }
   if (detach) return 0;
   int code = wait_forwarding_signals(pid);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
   remove(store, id, true);
   return code;
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <csignal>
 #include <filesystem>
 
 #include "oci_bundle.hpp"
@@ -83,6 +84,30 @@ TEST(OciLifecycle, Run_ForwardsSignalsToTheContainer) {
       "sh", oci_binary(), "--root", b.state_root(), "run", "-b", b.dir(), "sig"});
   EXPECT_EQ(run.exit_code, 4) << run.err;
   EXPECT_EQ(run.out, "got-term\n");
+}
+
+// A signal that comes while `run` is still making the container (here from a createRuntime hook,
+// whose parent is sandcell-oci) waits and goes to the container once it runs: sandcell-oci is not
+// ended in between, leaving a container behind (CI once saw the TERM of the test above arrive in
+// the window after start and before the forwarding began).
+TEST(OciLifecycle, Run_ASignalDuringCreateGoesToTheContainerOnceItRuns) {
+  OciBundle b;
+  b.config["process"]["args"] = {"sh", "-c",
+                                 "trap 'echo got-term; exit 4' TERM; while :; do sleep 0.1; done"};
+  b.config["hooks"]["createRuntime"] =
+      nlohmann::json::array({{{"path", "/bin/sh"}, {"args", {"sh", "-c", "kill -TERM $PPID"}}}});
+  // Not pid 1 of a namespace of its own, which would drop a TERM that comes before its trap.
+  nlohmann::json namespaces = nlohmann::json::array();
+  for (const auto& n : b.config["linux"]["namespaces"])
+    if (n["type"] != "pid") namespaces.push_back(n);
+  b.config["linux"]["namespaces"] = namespaces;
+  b.write();
+  CliRun run = b.oci({"run", "-b", b.dir(), "early"});
+  // The TERM reaches the program before or after its trap is set: killed (143) or trapped (4).
+  EXPECT_TRUE(run.exit_code == 4 || run.exit_code == 128 + SIGTERM)
+      << run.exit_code << " " << run.err;
+  EXPECT_EQ(b.oci({"list", "-q"}).out, "");
+  EXPECT_FALSE(cgroup_exists("early"));
 }
 
 TEST(OciLifecycle, DeleteForce_KillsARunningContainer_PauseResume_Freeze) {
