@@ -86,10 +86,14 @@ void add_rlimit_fallbacks(const Limits& limits, bool own_user_ns, std::vector<Rl
     enforced["memory_bytes"] = Enforcement::Rlimit;
   }
   if (limits.cpu_s) {
-    // Per process, in whole seconds. Soft = hard: at the soft limit the kernel sends SIGXCPU,
-    // which pid 1 of a pid namespace ignores; at the hard limit SIGKILL, which nobody does.
+    // Per process, in whole seconds. At the soft limit the kernel sends SIGXCPU, which ends the
+    // program (sandcell's init is the sandbox's pid 1, not the program) and which only this limit
+    // sends: the record's timeout_cpu is then certain. A program that catches or ignores it gets
+    // SIGKILL a second later, at the hard limit. (Soft = hard sent SIGKILL alone, told from other
+    // SIGKILLs only by the CPU time getrusage reports, which under load was found 23% below the
+    // tick-sampled time the kernel checks the limit against.)
     auto seconds = static_cast<uint64_t>(std::ceil(*limits.cpu_s));
-    add(rlimits, RLIMIT_CPU, seconds, seconds, "cpu_s", warnings);
+    add(rlimits, RLIMIT_CPU, seconds, seconds + 1, "cpu_s", warnings);
     enforced["cpu_s"] = Enforcement::Rlimit;
   }
   // RLIMIT_NPROC counts the processes of one uid in one user namespace (and its children), so

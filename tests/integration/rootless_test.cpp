@@ -147,7 +147,16 @@ TEST_F(Rootless, CpuTimeByRlimitKillsASpin) {
   auto r = run({"--cpu-time", "1", "--timeout", "30"}, {"/bin/sc-probe", "spin"});
   EXPECT_EQ(r.record["enforced"]["cpu_s"], "rlimit") << r.out << r.err;
   EXPECT_EQ(status_of(r), "timeout_cpu") << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 128 + SIGXCPU) << r.out << r.err;  // at the soft limit: certain
+}
+
+// A program that ignores SIGXCPU runs on to the hard limit, a second later, and is killed there.
+TEST_F(Rootless, CpuTimeByRlimitKillsASpinThatIgnoresSigxcpuAtTheHardLimit) {
+  auto r = run({"--cpu-time", "1", "--timeout", "30"},
+               {"/bin/sh", "-c", "trap '' XCPU; exec /bin/sc-probe spin"});
+  EXPECT_EQ(status_of(r), "timeout_cpu") << r.out << r.err;
   EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.out << r.err;
+  EXPECT_GE(r.record["cpu_ms"].get<int>(), 1400) << r.out;  // past the soft limit's second
 }
 
 TEST_F(Rootless, WallTimeoutKillsASleep) {

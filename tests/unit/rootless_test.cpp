@@ -155,7 +155,8 @@ TEST(RlimitFallbacks, MemoryCpuAndPidsAreRlimitsAndSaySo) {
   EXPECT_EQ(rlimits[0].resource, RLIMIT_AS);
   EXPECT_EQ(rlimits[0].hard, 64ull << 20);
   EXPECT_EQ(rlimits[1].resource, RLIMIT_CPU);
-  EXPECT_EQ(rlimits[1].soft, 2u);  // whole seconds, rounded up
+  EXPECT_EQ(rlimits[1].soft, 2u);  // whole seconds, rounded up: SIGXCPU there
+  EXPECT_EQ(rlimits[1].hard, 3u);  // SIGKILL a second later, for a program that ignores SIGXCPU
   EXPECT_EQ(rlimits[2].resource, RLIMIT_NPROC);
   EXPECT_EQ(rlimits[2].soft, 17u);  // --pids 16 for the program, plus sandcell's init
 }
