@@ -129,6 +129,7 @@ if [ -n "$vm" ]; then
   wait "$vm" || vm_status=$?
   vm=
   cat build/vm.log
+  grep -a ': FLAKY ' build/vm.log | sed 's/^/vm /' >>build/flaky-tests.txt || true
   if [ "$vm_status" -ne 0 ]; then
     echo "test.sh: the VM stage failed (exit $vm_status; log above; SANDCELL_SKIP_VM=1 skips the stage)" >&2
     exit 1

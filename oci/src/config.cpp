@@ -166,6 +166,12 @@ Config parse_config(const json& config, const std::string& bundle) {
     // and MUST fail where it cannot; sandcell-oci has no resctrl support.
     if (v->is_object() && f::find(*v, "intelRdt"))
       throw Error::invalid("linux.intelRdt: Intel RDT (resctrl) is not supported by sandcell-oci");
+    // runtime-spec 1.2: the runtime MUST move each listed device into the container's network
+    // namespace; ignored, the container would start without the device it was promised.
+    if (v->is_object() && f::find(*v, "netDevices"))
+      throw Error::invalid(
+          "linux.netDevices: moving host network devices into the container is not supported by "
+          "sandcell-oci");
     parse_linux(*v, spec);  // a relative namespace path is refused there (runtime-spec: MUST be absolute)
     if (const json* r = f::find(*v, "resources")) out.resources = *r;
   }

@@ -33,6 +33,7 @@ nlohmann::json features() {
           {"archs", {"SCMP_ARCH_X86_64"}}}},
         {"apparmor", {{"enabled", true}}},
         {"intelRdt", {{"enabled", false}}},
+        {"netDevices", {{"enabled", false}}},
         {"mountExtensions", {{"idmap", {{"enabled", false}}}}},
         {"selinux", {{"enabled", false}}}}},
       {"annotations", {{"org.opencontainers.runc.version", "sandcell-oci"}}}};

@@ -156,7 +156,8 @@ TEST_F(Rootless, CpuTimeByRlimitKillsASpinThatIgnoresSigxcpuAtTheHardLimit) {
                {"/bin/sh", "-c", "trap '' XCPU; exec /bin/sc-probe spin"});
   EXPECT_EQ(status_of(r), "timeout_cpu") << r.out << r.err;
   EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.out << r.err;
-  EXPECT_GE(r.record["cpu_ms"].get<int>(), 1400) << r.out;  // past the soft limit's second
+  EXPECT_GE(r.record["cpu_ms"].get<int>(), 1200)
+      << r.out;  // past the soft limit (ticks may be 25% off)
 }
 
 TEST_F(Rootless, WallTimeoutKillsASleep) {

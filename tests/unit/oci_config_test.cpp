@@ -224,6 +224,14 @@ TEST(OciConfigParse, IntelRdt_IsRefusedNotIgnored) {
   EXPECT_EQ(error_of(c), "linux.intelRdt: Intel RDT (resctrl) is not supported by sandcell-oci");
 }
 
+TEST(OciConfigParse, NetDevices_AreRefusedNotIgnored) {
+  json c = minimal();
+  c["linux"]["netDevices"] = {{"eth1", {{"name", "net1"}}}};
+  EXPECT_EQ(error_of(c),
+            "linux.netDevices: moving host network devices into the container is not supported by "
+            "sandcell-oci");
+}
+
 TEST(OciSignals, NamesAndNumbers) {
   EXPECT_EQ(parse_signal("KILL"), 9);
   EXPECT_EQ(parse_signal("SIGTERM"), 15);

@@ -14,6 +14,7 @@
 # sandcell itself is then run as the guest's user `tester`, and with Debian's
 # kernel.unprivileged_userns_clone=0. SANDCELL_VM_ROOT_FILTER replaces the set's gtest filter.
 set -u
+. tests/vm/gtest-once-more.sh
 set_name=${1:-full}
 tests=build/default/tests/sandcell_integration_tests
 sandcell=$PWD/build/default/cli/sandcell
@@ -51,7 +52,7 @@ failed() {
 echo "== variant A ($set_name): host: $(uname -r); cgroup: $(cat /sys/fs/cgroup/cgroup.controllers);" \
   "lsm: $(cat /sys/kernel/security/lsm)"
 echo "== variant A: as root: $filter"
-"$tests" --gtest_brief=1 --gtest_filter="$filter" || failed "integration tests as root"
+gtest_once_more "variant A" "$tests" "$filter" || failed "integration tests as root"
 
 # sandcell as an unprivileged user: its own user namespace, limits by rlimit (no systemd here to
 # delegate a cgroup subtree), Landlock (a rootless process can neither load nor list AppArmor

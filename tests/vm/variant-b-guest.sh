@@ -11,6 +11,7 @@
 # D-Bus API), which only a host with systemd as init can run (the host's CTest set leaves it out).
 # SANDCELL_VM_ROOT_FILTER replaces the gtest filter of the root tests.
 set -u
+. tests/vm/gtest-once-more.sh
 tests=build/default/tests/sandcell_integration_tests
 sandcell=$PWD/build/default/cli/sandcell
 rootfs=$PWD/build/default/test-rootfs
@@ -80,7 +81,7 @@ leftover=$(find "/sys/fs/cgroup/user.slice/user-$uid.slice/user@$uid.service" -n
 [ -z "$leftover" ] || failed "scopes left: $leftover"
 
 echo "== variant B: as root: $filter"
-"$tests" --gtest_brief=1 --gtest_filter="$filter" || failed "integration tests as root"
+gtest_once_more "variant B" "$tests" "$filter" || failed "integration tests as root"
 [ ! -d /sys/fs/cgroup/sandcell ] || [ -z "$(find /sys/fs/cgroup/sandcell -mindepth 1 -type d)" ] ||
   failed "cgroups left under /sys/fs/cgroup/sandcell"
 left=$(systemctl list-units --all --no-legend --plain 'sandcell-test-*' 'sandcell-oci-*' 'cri-sandcell-*' 'kubepods*' 'sctest*' | head)
