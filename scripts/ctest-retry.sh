@@ -37,11 +37,14 @@ for name in names:
     if start is None:
         print("    (no output block: see the log above)")
         continue
-    shown = 0
+    # From the first failure (gtest's "file:line: Failure", a sanitizer's report, ...) to the
+    # end of the block, without gtest's banners; at most 40 lines of 300 characters.
+    shown, failing = 0, False
     for line in log[start + 1:]:
         if re.match(r"\s+Start +\d+: |\s*\d+/\d+ Test +#", line) or shown >= 40:
             break
-        if re.search(r"Failure|FAILED|ERROR|Exception|Timeout|Expected|Which is|Actual|Value of|error:|left", line):
+        failing = failing or re.search(r"Failure|ERROR|Sanitizer|runtime error|terminate|Exception|Timeout", line)
+        if failing and line.strip() and not re.match(r"\[(==========|----------|  PASSED  )\]", line):
             print("    " + line[:300])
             shown += 1
 EOF

@@ -399,8 +399,18 @@ void remove(const StateStore& store, const std::string& id, bool force) {
   if (!s.systemd_unit.empty()) {
     // The whole delegated subtree at once (cgroup.procs lists only the scope's own processes);
     // then systemd stops the unit and removes its cgroup, which is systemd's, not ours.
-    for (const std::string& dir : s.cgroup_paths)
-      if (std::filesystem::exists(dir + "/cgroup.kill")) write_cgroup_file(dir + "/cgroup.kill", "1");
+    // The scope may be gone meanwhile: systemd removes an emptied scope's cgroup (the init was
+    // killed just above), and then nothing is left to kill (CI's VM once failed delete --force
+    // here on a cgroup.kill that existed when checked and was gone when written).
+    for (const std::string& dir : s.cgroup_paths) {
+      UniqueFd kill_file(open((dir + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC));
+      if (!kill_file) {
+        if (errno == ENOENT) continue;
+        throw Error(errno, "open " + dir + "/cgroup.kill");
+      }
+      if (write(kill_file.get(), "1", 1) != 1 && errno != ENOENT && errno != ENODEV)
+        throw Error(errno, "write 1 to " + dir + "/cgroup.kill");
+    }
     remove_made_cgroups(s.cgroup_paths, {});
     stop_systemd_unit(s.systemd_user, s.systemd_unit);
   } else {
