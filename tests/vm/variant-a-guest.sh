@@ -30,6 +30,11 @@ ci)
   filter="$filter-Limits.FloodIsOutputLimitAndSupervisorMemoryStaysBounded"
   filter="$filter:Userns.IdmappedBindMountKeepsTheHostsIds:Userns.TheOverlayWorksOverIdmappedLayers"
   filter="$filter:Userns.ConcurrentSandboxesGetDifferentRanges"
+  # Races of the init and the supervisor, repeated 40 and 20 times, that no cgroup layout or LSM
+  # changes: a third of the set's time under emulation (39 s and 23 s of 184 s, 1 vCPU, idle
+  # host, session 30). The host runs them in every CI run, twice; `full` runs them here.
+  filter="$filter:Isolation.ProgramNeverSeesSandcellsCommandLineEvenAsItsFirstRead"
+  filter="$filter:Limits.OutputPastTheLimitJustBeforeTheExitIsStillOutputLimit"
   ;;
 full)
   filter='Limits.*:CgroupExit.*:CgroupProbe.*:CgroupHostV2.*:CgroupHostGc.*:Isolation.*:Supervisor.*:Userns.*'
