@@ -340,7 +340,7 @@ void forward_stdin(int sock, const std::string& early, const ContainerDir& conta
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || !write_all(fifo.get(), buffer, static_cast<size_t>(n))) break;
   }
-  ContainerWake wake(container);
+  ContainerWake wake(container, ContainerWake::Watch::Changes);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);  // a start that never comes
   while (!stopping && std::chrono::steady_clock::now() < deadline) {
     try {
@@ -381,7 +381,7 @@ bool streams_ending() { return stopping; }
 
 std::optional<int> wait_for_exit(const ContainerDir& container, int timeout_ms) {
   UniqueFd exit_fd = open_read(container.file("exit"));
-  ContainerWake wake(container);
+  ContainerWake wake(container, ContainerWake::Watch::Changes);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     wake.look_at_supervisor();
@@ -399,7 +399,7 @@ BodyStream wait_stream(const ContainerDir& container, const std::string& conditi
   return [exit_fd, container, condition, not_running_now, done](char* buffer, size_t size) -> size_t {
     if (*done) return 0;
     *done = true;
-    ContainerWake wake(container);  // armed before the first check
+    ContainerWake wake(container, ContainerWake::Watch::Changes);  // armed before the first check
     std::optional<int> code = not_running_now ? std::optional<int>(0) : std::nullopt;
     while (!code) {
       if (stopping) return 0;

@@ -319,7 +319,7 @@ void wait_for_log_readers(const ContainerDir& container, int timeout_ms) {
   UniqueFd fd = open_lock(container, "log.readers");
   if (!fd) return;
   // A reader lets go by closing its descriptor (opened for writing: IN_CLOSE_WRITE wakes us).
-  ContainerWake wake(container);
+  ContainerWake wake(container, ContainerWake::Watch::Changes);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return;

@@ -19,16 +19,18 @@ using runtime::UniqueFd;
 
 namespace {
 
-// Everything that can answer a waiter: appends (log, exit), creations and renames (rotation,
-// state.json replaced by rename), closes after writing (a reader letting log.readers go), the
-// directory itself going.
-constexpr uint32_t kDirectoryEvents = IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
-                                      IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+// What can answer a waiter on a change: creations and renames (rotation, state.json replaced by
+// rename), closes after writing (the exit file written, a reader letting log.readers go), the
+// directory itself going. A follower also wakes for each append (IN_MODIFY).
+constexpr uint32_t kChangeEvents = IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                                   IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
 
-UniqueFd watch_directory(const std::string& dir) {
+UniqueFd watch_directory(const std::string& dir, ContainerWake::Watch watch) {
   UniqueFd fd(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (!fd) return fd;  // EMFILE (the per-user instance limit): the caller polls instead
-  if (inotify_add_watch(fd.get(), dir.c_str(), kDirectoryEvents) < 0) return UniqueFd();  // gone already
+  const uint32_t events =
+      watch == ContainerWake::Watch::Everything ? kChangeEvents | IN_MODIFY : kChangeEvents;
+  if (inotify_add_watch(fd.get(), dir.c_str(), events) < 0) return UniqueFd();  // gone already
   return fd;
 }
 
@@ -47,8 +49,8 @@ void wake_all_waiters() {
   }
 }
 
-ContainerWake::ContainerWake(ContainerDir container)
-    : container_(std::move(container)), inotify_(watch_directory(container_.path())) {
+ContainerWake::ContainerWake(ContainerDir container, Watch watch)
+    : container_(std::move(container)), inotify_(watch_directory(container_.path(), watch)) {
   server_stopping_fd();  // made before any stop can be asked for
 }
 

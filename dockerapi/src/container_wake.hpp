@@ -23,7 +23,13 @@ namespace sandcell::dockerapi {
 
 class ContainerWake {
  public:
-  explicit ContainerWake(ContainerDir container);
+  // What wakes the waiter. Everything: also each append to the log (a follower). Changes: the
+  // rest, for a waiter on the exit, the state or a reader's lock, to which an append answers
+  // nothing: a `docker wait` beside a container writing as fast as it could woke for each write
+  // and took a third of a core (session 31). The exit file is written and closed
+  // (IN_CLOSE_WRITE), state.json replaced by a rename (IN_MOVED_TO).
+  enum class Watch { Everything, Changes };
+  explicit ContainerWake(ContainerDir container, Watch watch = Watch::Everything);
 
   // Call before each check of the caller's condition: watches the supervisor state.json names
   // as running (again after a restart), and when the watched one is gone without having

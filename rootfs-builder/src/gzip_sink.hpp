@@ -1,7 +1,7 @@
 #pragma once
 // A deterministic gzip stream into a file descriptor, hashing what it writes: libarchive's
-// gzip filter over its "raw" format, with the header timestamp off (RFC 1952 MTIME = 0) so the
-// same input always gives the same bytes.
+// gzip filter over its "raw" format at level 1 (layer_gzip.cpp says why), with the header
+// timestamp off (RFC 1952 MTIME = 0) so the same input always gives the same bytes.
 #include <cstdint>
 #include <string>
 

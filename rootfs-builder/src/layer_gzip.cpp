@@ -24,12 +24,20 @@ void write_all(int fd, const void* data, std::size_t size, const std::string& st
   }
 }
 
+// zlib's fastest level, not its default 6. Measured on the python skill's layers (1343, 364 and
+// 327 MB of tar): level 6 took 94 s of CPU and gave 815 MB, level 1 40 s and 879 MB (8% more);
+// gzip was 94 of the 215 user seconds of building every skill image (session 31). A layer is
+// compressed at every build step and read locally far more often than it is pushed.
+constexpr const char* kLayerGzipLevel = "1";
+
 GzipSink::GzipSink(int out_fd) : writer_(libarchive().write_new()), fd_(out_fd) {
   archive* a = writer_.get();
   if (a == nullptr) throw Error(ENOMEM, "archive_write_new");
   if (libarchive().write_set_format_raw(a) != ARCHIVE_OK ||
       libarchive().write_add_filter_gzip(a) != ARCHIVE_OK ||
       libarchive().write_set_filter_option(a, "gzip", "timestamp", nullptr) != ARCHIVE_OK ||
+      libarchive().write_set_filter_option(a, "gzip", "compression-level", kLayerGzipLevel) !=
+          ARCHIVE_OK ||
       libarchive().write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK)
     throw archive_error(a, "set up gzip writer");
   if (libarchive().write_open(a, this, nullptr, &GzipSink::on_write, nullptr) != ARCHIVE_OK)
