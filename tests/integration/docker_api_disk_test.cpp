@@ -190,7 +190,7 @@ TEST_F(DockerApiDisk, AKilledSupervisorsDiskIsUnmountedByGcAndRm) {
   ASSERT_EQ(kill(supervisor, SIGKILL), 0);
   for (int i = 0; i < 500 && kill(supervisor, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(mounts_under(container_dir(id)).size(), 1u) << "nothing unmounted the killed supervisor's disk";
-  CliRun gc = run_sandcell({"--root", store(), "gc"});
+  CliRun gc = sandcell_within({"--root", store(), "gc"});
   EXPECT_EQ(gc.exit_code, 0) << gc.err;
   EXPECT_NE(gc.out.find("unmounted 1 container disk(s) under " + store() + "/docker/containers"), std::string::npos) << gc.out;
   EXPECT_TRUE(mounts_under(container_dir(id)).empty());
@@ -212,7 +212,7 @@ TEST_F(DockerApiDisk, RmUnmountsAKilledSupervisorsDisk) {
   EXPECT_FALSE(fs::exists(container_dir(id)));
   EXPECT_TRUE(mounts_under(store()).empty());
   // The sandbox the supervisor left (its cgroup, its init) is gc's.
-  EXPECT_EQ(run_sandcell({"--root", store(), "gc"}).exit_code, 0);
+  EXPECT_EQ(sandcell_within({"--root", store(), "gc"}).exit_code, 0);
 }
 
 // A volume is a disk of its own: past its size a write (and a file past its inodes) gets ENOSPC,
@@ -459,7 +459,7 @@ TEST_F(DockerApiDisk, AKilledSupervisorsVolumeIsUnmountedByTheNextUserGcAndRm) {
   EXPECT_TRUE(mounts_under(volume_dir("vk")).empty());
 
   orphan("k2", "vk");
-  CliRun gc = run_sandcell({"--root", store(), "gc"});
+  CliRun gc = sandcell_within({"--root", store(), "gc"});
   EXPECT_EQ(gc.exit_code, 0) << gc.err;
   EXPECT_NE(gc.out.find("unmounted 1 volume disk(s) under " + store() + "/docker/volumes"), std::string::npos) << gc.out;
   EXPECT_TRUE(mounts_under(volume_dir("vk")).empty());
@@ -467,7 +467,7 @@ TEST_F(DockerApiDisk, AKilledSupervisorsVolumeIsUnmountedByTheNextUserGcAndRm) {
   orphan("k3", "vk");
   EXPECT_EQ(docker({"volume", "rm", "vk"}).exit_code, 0);
   EXPECT_FALSE(fs::exists(volume_dir("vk")));
-  EXPECT_EQ(run_sandcell({"--root", store(), "gc"}).exit_code, 0);  // the sandboxes' cgroups
+  EXPECT_EQ(sandcell_within({"--root", store(), "gc"}).exit_code, 0);  // the sandboxes' cgroups
 }
 
 // A volume that could not be bounded (made by a server before volume bounds; a rootless one's
@@ -511,7 +511,7 @@ TEST_F(DockerApiDisk, VolumeLinksASandboxPlantedAreNeverFollowedOnTheHost) {
               "chmod 0777 /h/f /h/dir 2>/dev/null; echo x > /h/f 2>/dev/null; ls /h | sort | tr '\\n' ' '"});
   EXPECT_EQ(r.out, "dir f self up ") << r.err;
   EXPECT_GT(inspect_volume("hs")["UsageData"]["Size"].get<uint64_t>(), 0u);
-  EXPECT_EQ(run_sandcell({"--root", store(), "gc"}).exit_code, 0);
+  EXPECT_EQ(sandcell_within({"--root", store(), "gc"}).exit_code, 0);
   EXPECT_EQ(docker({"volume", "rm", "hs"}).exit_code, 0);
   struct stat st {};
   ASSERT_EQ(stat((dir_ / "host/file").c_str(), &st), 0);

@@ -35,7 +35,8 @@ class DockerApi : public ::testing::Test {
            // /tmp: the one place Landlock lets the program write
            "RUN [\"/bin/busybox\", \"sh\", \"-c\", \"/bin/busybox --install -s /bin && "
            "mkdir -m 1777 /tmp\"]\nCMD [\"sh\"]\n";
-    CliRun built = run_sandcell({"--root", store(), "build", "-q", "-t", "bb:1", (dir_ / "ctx").string()});
+    CliRun built =
+        sandcell_within({"--root", store(), "build", "-q", "-t", "bb:1", (dir_ / "ctx").string()});
     ASSERT_EQ(built.exit_code, 0) << built.err;
     setenv("DOCKER_HOST", ("unix://" + socket_path()).c_str(), 1);
     start_server();
@@ -71,15 +72,53 @@ class DockerApi : public ::testing::Test {
     if (server_ <= 0) return;
     kill(server_, SIGTERM);
     int status = 0;
-    waitpid(server_, &status, 0);
+    pid_t ended = 0;
+    for (int i = 0; i < 6000 && (ended = waitpid(server_, &status, WNOHANG)) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (ended == 0) {
+      ADD_FAILURE() << "the server did not stop within 60 s of SIGTERM" << hang_report();
+      kill(server_, SIGKILL);
+      waitpid(server_, &status, 0);
+    }
     server_ = -1;
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the server did not stop cleanly on SIGTERM";
   }
 
+  // Where each thread of sandcell's and the docker CLI's processes waits (its wchan, and the
+  // kernel stack of sandcell's), and the file locks held: added to the error of a call that did
+  // not end, so that a hang in CI says where it was. One, session 31, ran into CTest's 300 s
+  // timeout with nothing printed, and passed at once when run again.
+  static std::string hang_report() {
+    return "\n-- threads --\n" +
+           shell_output(
+               "ps -eLo pid,tid,stat,wchan:32,etime,args | grep -E '[s]andcell|[d]ocker' | cut "
+               "-c1-240") +
+           "-- kernel stacks --\n" +
+           shell_output(
+               "for t in $(pgrep -f '^[^ ]*sandcell'); do for s in /proc/$t/task/*; do echo \"$s "
+               "$(cat $s/comm)\"; "
+               "cat $s/stack; done; done 2>/dev/null | head -400") +
+           "-- /proc/locks --\n" + shell_output("cat /proc/locks");
+  }
+
+  // The docker CLI, ended after 60 s (exit 124, and a failure with the hang report).
   static CliRun docker(const std::vector<std::string>& args, const std::string& input = "") {
     std::vector<std::string> full{"/usr/bin/timeout", "60", "/usr/bin/docker"};
     full.insert(full.end(), args.begin(), args.end());
-    return run_program(full, input);
+    CliRun r = run_program(full, input);
+    if (r.exit_code == 124)
+      ADD_FAILURE() << "docker " << args.at(0) << " did not end within 60 s" << hang_report();
+    return r;
+  }
+
+  // sandcell ARGS, ended after 120 s, as docker() above.
+  static CliRun sandcell_within(const std::vector<std::string>& args) {
+    std::vector<std::string> full{"/usr/bin/timeout", "120", sandcell_binary()};
+    full.insert(full.end(), args.begin(), args.end());
+    CliRun r = run_program(full);
+    if (r.exit_code == 124)
+      ADD_FAILURE() << "sandcell " << args.back() << " did not end within 120 s" << hang_report();
+    return r;
   }
 
   // An API request with curl: the status code, then the body.
