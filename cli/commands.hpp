@@ -61,7 +61,10 @@ void enable_image_runs(const Globals& globals);
 // main() keeps its argv for the hand-overs below: each execs a sibling executable, installed
 // next to this one, on the same command line, which is then parsed again there.
 void remember_command_line(char** argv);
-// Replaces this process with `sibling` (a file name next to /proc/self/exe) on the remembered
+// This executable's path as /proc/self/exe named it when remember_command_line ran (before a
+// rootless start unshares its mount namespace), or as it names it now; "" when it cannot.
+std::string own_executable();
+// Replaces this process with `sibling` (a file name next to own_executable()) on the remembered
 // command line; if that fails, one line naming the file and `why`, exit 125. Call it before
 // anything was made or printed.
 [[noreturn]] void hand_over_to(const char* sibling, const char* why);

@@ -36,16 +36,25 @@ bool lean_command(int argc, char** argv) {
 
 // The command line as main() got it, for a hand-over once the options have been parsed.
 char** saved_argv = nullptr;
+// /proc/self/exe as main() found it: read again after a rootless sandcell has unshared its mount
+// namespace, it can name the file from the root of its mount only (the namespace it was started
+// in may be gone, its mounts detached): "/sandcell-…/bin/sandcell" for /tmp/sandcell-…/bin/sandcell
+// where /tmp is a tmpfs (found in the VM guest, tests/vm).
+std::string own_path;
 
-[[noreturn]] void exec_sibling(const char* sibling, char** argv, const char* why) {
+std::string read_own_path() {
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) {
+  return n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string();
+}
+
+[[noreturn]] void exec_sibling(const char* sibling, char** argv, const char* why) {
+  const std::string self = own_executable();
+  if (self.empty()) {
     std::cerr << "sandcell: cannot find its own executable (/proc/self/exe)\n";
     _exit(125);
   }
-  self[n] = '\0';
-  std::string full = std::string(self, strrchr(self, '/') + 1) + sibling;
+  std::string full = self.substr(0, self.rfind('/') + 1) + sibling;
   argv[0] = full.data();
   execv(full.c_str(), argv);
   std::cerr << "sandcell: " << full << ": " << strerror(errno) << " (" << why << ")\n";
@@ -56,6 +65,11 @@ char** saved_argv = nullptr;
 
 void remember_command_line(char** argv) {
   saved_argv = argv;
+  own_path = read_own_path();
+}
+
+std::string own_executable() {
+  return own_path.empty() ? read_own_path() : own_path;
 }
 
 void forward_unless_lean(int argc, char** argv) {

@@ -24,10 +24,9 @@ struct SetupOptions {
 };
 
 std::string own_bin_dir() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) throw Error(errno, "readlink /proc/self/exe");
-  return std::filesystem::path(std::string(self, static_cast<size_t>(n))).parent_path().string();
+  const std::string self = own_executable();
+  if (self.empty()) throw Error(errno, "readlink /proc/self/exe");
+  return std::filesystem::path(self).parent_path().string();
 }
 
 void write_profile(const std::string& path, const std::string& text) {

@@ -2,6 +2,7 @@
 #include "sandcell/network/nft_rules.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <chrono>
@@ -259,6 +260,28 @@ std::string proxy_only_filter_script(const IpAddress& proxy, uint16_t proxy_port
          "meta nfproto ipv4 meta l4proto != { tcp, udp } " + remember4 + "0 }\n";
 }
 
+namespace {
+
+// nft names a protocol through getprotobynumber(3), that is /etc/protocols, and prints a number
+// where that file is missing (a minimal root without netbase: the VM guest's debootstrap root
+// printed "6 dropped by the firewall"). The record names the ones the filter sorts by itself.
+std::string protocol_name(int number) {
+  switch (number) {
+    case IPPROTO_ICMP:
+      return "icmp";
+    case IPPROTO_TCP:
+      return "tcp";
+    case IPPROTO_UDP:
+      return "udp";
+    case IPPROTO_ICMPV6:
+      return "ipv6-icmp";
+    default:
+      return std::to_string(number);
+  }
+}
+
+}  // namespace
+
 std::vector<DroppedFlow> parse_dropped_flows(const std::string& nft_json) {
   std::vector<DroppedFlow> flows;
   for (const auto& item :
@@ -271,9 +294,8 @@ std::vector<DroppedFlow> parse_dropped_flows(const std::string& nft_json) {
       const auto& parts = key["concat"];
       auto address = IpAddress::parse(parts[0].is_string() ? parts[0].get<std::string>() : "");
       if (!address) continue;
-      // nft names the protocols it knows and prints the others as numbers.
       std::string protocol =
-          parts[1].is_string() ? parts[1].get<std::string>() : std::to_string(parts[1].get<int>());
+          parts[1].is_string() ? parts[1].get<std::string>() : protocol_name(parts[1].get<int>());
       uint16_t port = parts[2].is_number() ? parts[2].get<uint16_t>() : 0;
       flows.push_back({.address = *address, .protocol = std::move(protocol), .port = port});
     }

@@ -2,9 +2,12 @@
 #include "userns_mounts.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/mount.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -27,6 +30,23 @@ void write_id_map(pid_t child, const char* file, uint32_t base, uint32_t size) {
     throw Error(errno, "write /proc/" + path + " (" + map.substr(0, map.size() - 1) + ")");
 }
 
+// Why mount_setattr(MOUNT_ATTR_IDMAP) refused `tree`, when the kernel's EINVAL can be explained:
+// a filesystem gets idmapped mounts in its own kernel release (tmpfs in 6.3), so Debian 12's 6.1
+// refuses a source under /tmp or /dev/shm that a newer kernel takes.
+std::string idmap_refusal(int err, int tree, const std::string& source) {
+  struct statfs fs {};
+  if (err != EINVAL || fstatfs(tree, &fs) != 0) return "";
+  utsname host{};
+  uname(&host);
+  const std::string kernel = std::string("this kernel is ") + host.release;
+  if (fs.f_type == TMPFS_MAGIC)
+    return "; " + source + " is on tmpfs, which has idmapped mounts from Linux 6.3 and " + kernel;
+  char magic[32];
+  snprintf(magic, sizeof magic, "0x%lx", static_cast<unsigned long>(fs.f_type));
+  return "; the filesystem of " + source + " (statfs magic " + magic +
+         ") does not support idmapped mounts where " + kernel + " (ext4, xfs and btrfs do)";
+}
+
 UniqueFd idmapped_layer(const std::string& layer, int userns_fd) {
   UniqueFd tree(static_cast<int>(
       syscall(SYS_open_tree, AT_FDCWD, layer.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
@@ -34,8 +54,11 @@ UniqueFd idmapped_layer(const std::string& layer, int userns_fd) {
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   attr.userns_fd = static_cast<uint64_t>(userns_fd);
-  if (syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-    throw Error(errno, "idmap the image layer " + layer + " (mount_setattr MOUNT_ATTR_IDMAP)");
+  if (syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+    const int err = errno;
+    throw Error(err, "idmap the image layer " + layer + " (mount_setattr MOUNT_ATTR_IDMAP" +
+                         idmap_refusal(err, tree.get(), layer) + ")");
+  }
   return tree;
 }
 
@@ -47,9 +70,14 @@ void idmap_bind_tree(const PlannedMount& bind, int userns_fd) {
   attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   attr.userns_fd = static_cast<uint64_t>(userns_fd);
   if (syscall(SYS_mount_setattr, bind.tree_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
-              sizeof attr) < 0)
-    throw Error(errno, "idmap the bind mount of " + bind.source + " at " + bind.destination +
-                           " (mount_setattr MOUNT_ATTR_IDMAP)");
+              sizeof attr) < 0) {
+    const int err = errno;
+    throw Error(err,
+                "idmap the bind mount of " + bind.source + " at " + bind.destination +
+                    " (mount_setattr MOUNT_ATTR_IDMAP" +
+                    idmap_refusal(err, bind.tree_fd, bind.source) +
+                    "; bind it without :idmap, or from a filesystem that takes idmapped mounts)");
+  }
 }
 
 void send_layers(int sync_fd, const std::vector<UniqueFd>& layers) {

@@ -344,6 +344,23 @@ TEST_F(Rootless, FullModeSaysWhenTheTunDeviceIsClosedToUsers) {
   EXPECT_NE(r.err.find("chmod 0666 /dev/net/tun"), std::string::npos) << r.err;
 }
 
+// The executables on a mount of their own (a tmpfs /tmp, a separate /home), in a mount namespace
+// that ends when sandcell unshares its own: read after the unshare, /proc/self/exe named the file
+// from its mount's root ("/sandcell"), so `gc` and network runs, which hand over to sandcell-net
+// next to it, stopped with "/sandcell-net: No such file or directory" (found in the VM guest).
+TEST_F(Rootless, HandsOverToItsSiblingWhenItsMountOutlivesItsNamespace) {
+  const std::string bin = user_->dir() + "/bin";
+  auto gc = user_->sandcell(
+      {"gc"}, "",
+      {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+       "mkdir -p /run/sc-bin-copy-$$ && cp -a \"$1\"/. /run/sc-bin-copy-$$ "
+       "&& mount -t tmpfs -o mode=0755 sc-bin \"$1\" && cp -a /run/sc-bin-copy-$$/. \"$1\" "
+       "&& rm -rf /run/sc-bin-copy-$$ && shift && exec \"$@\"",
+       "sh", bin});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(gc.err.find("No such file"), std::string::npos) << gc.err;
+}
+
 TEST_F(Rootless, VethTransportAndUsernsAutoAreRefusedWithAReason) {
   auto veth = user_->sandcell({"run", "--rootfs", user_->rootfs(), "--net", "allow:example.com",
                                "--net-transport", "veth", "--", "/bin/true"});

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -70,9 +71,9 @@ std::string status_line(pid_t pid, const std::string& key) {
 
 class TempDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/sandcell-userns-XXXXXX";
-    path_ = mkdtemp(tmpl);
+  explicit TempDir(const std::string& parent = "/tmp") {
+    std::string tmpl = parent + "/sandcell-userns-XXXXXX";
+    path_ = mkdtemp(tmpl.data());
     chmod(path_.c_str(), 0777);  // the sandbox's root is an unprivileged host id
   }
   ~TempDir() { fs::remove_all(path_); }
@@ -160,7 +161,9 @@ TEST(Userns, FilesWrittenToABindMountAreOwnedByTheMappedIds) {
 // host's ids are the sandbox's there, and what the sandbox writes is owned by the same ids on
 // the host (its root's files are root's), whatever range the run got.
 TEST(Userns, IdmappedBindMountKeepsTheHostsIds) {
-  TempDir dir;
+  // /var/tmp: a disk filesystem on Debian (/tmp may be a tmpfs, which takes idmapped mounts from
+  // Linux 6.3 only: the next test).
+  TempDir dir("/var/tmp");
   std::ofstream(dir.path() + "/host-file") << "host\n";  // owned by the host's root, mode 0644
   fs::create_directory(dir.path() + "/shared");
   fs::permissions(dir.path() + "/shared", fs::perms::all);
@@ -186,6 +189,33 @@ TEST(Userns, IdmappedBindMountKeepsTheHostsIds) {
   std::string first, second;
   host_file >> first >> second;
   EXPECT_EQ(first + second, "hostx");
+}
+
+// A tmpfs source (/dev/shm, or /tmp where it is a tmpfs) is idmapped from Linux 6.3 on; an older
+// kernel (Debian 12's 6.1, the VM guest's) refuses it with EINVAL, and the error says why.
+TEST(Userns, IdmappedTmpfsSourceWorksOrTheErrorNamesTheKernelItNeeds) {
+  TempDir dir("/dev/shm");
+  auto r = run_in_sandbox({"--userns", "auto", "--mount", dir.path() + ":/data:idmap"},
+                          {"/bin/sh", "-c", "echo hi > /data/new && stat -c %u /data/new"});
+  utsname host{};
+  ASSERT_EQ(uname(&host), 0);
+  unsigned major = 0, minor = 0;
+  ASSERT_EQ(sscanf(host.release, "%u.%u", &major, &minor), 2) << host.release;
+  if (major > 6 || (major == 6 && minor >= 3)) {
+    EXPECT_EQ(out_of(r), "0\n") << details(r);
+    struct stat file {};
+    ASSERT_EQ(stat((dir.path() + "/new").c_str(), &file), 0);
+    EXPECT_EQ(file.st_uid, 0u);
+  } else {
+    EXPECT_EQ(r.exit_code, 125) << details(r);
+    ASSERT_TRUE(r.record.is_object()) << r.out << r.err;
+    EXPECT_EQ(r.record.value("status", ""), "runtime_error") << details(r);
+    EXPECT_NE(r.record.value("error", "")
+                  .find(dir.path() + " is on tmpfs, which has idmapped mounts from Linux 6.3 " +
+                        "and this kernel is " + host.release),
+              std::string::npos)
+        << details(r);
+  }
 }
 
 TEST(Userns, ReadOnlyBindMountsStayReadOnly) {

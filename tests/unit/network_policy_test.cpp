@@ -434,20 +434,24 @@ TEST(SandboxFilter, DropsBlockedRangesButOpensResolversOnPort53AndAllowedCidrs) 
 }
 
 // `nft -j list set inet sandcell dropped` as nft 1.0.6 prints it (a protocol it has no name for
-// comes as a number); an empty set has no "elem".
+// comes as a number, and without /etc/protocols every protocol does); an empty set has no "elem".
 TEST(SandboxFilter, DroppedFlowsAreReadFromNftsJsonListing) {
   const auto flows = parse_dropped_flows(R"({"nftables": [{"metainfo": {"version": "1.0.6"}},
     {"set": {"family": "inet", "name": "dropped", "table": "sandcell",
      "type": ["ipv4_addr", "inet_proto", "inet_service"], "handle": 2, "size": 256,
      "elem": [{"concat": ["169.254.169.254", "tcp", 80]}, {"concat": ["10.0.0.1", "icmp", 0]},
-              {"concat": ["10.0.0.2", 132, 0]}]}}]})");
-  ASSERT_EQ(flows.size(), 3u);
+              {"concat": ["10.0.0.2", 132, 0]}, {"concat": ["10.0.0.3", 6, 443]},
+              {"concat": ["10.0.0.4", 17, 53]}]}}]})");
+  ASSERT_EQ(flows.size(), 5u);
   EXPECT_EQ(flows[0].address.to_string(), "169.254.169.254");
   EXPECT_EQ(flows[0].protocol, "tcp");
   EXPECT_EQ(flows[0].port, 80);
   EXPECT_EQ(flows[1].protocol, "icmp");
   EXPECT_EQ(flows[1].port, 0);
   EXPECT_EQ(flows[2].protocol, "132");
+  // Without /etc/protocols nft prints even tcp and udp as numbers (found in the VM guest).
+  EXPECT_EQ(flows[3].protocol, "tcp");
+  EXPECT_EQ(flows[4].protocol, "udp");
   EXPECT_TRUE(parse_dropped_flows(R"({"nftables": [{"set": {"name": "dropped6"}}]})").empty());
 }
 

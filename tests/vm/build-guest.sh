@@ -27,13 +27,18 @@ MIRROR=${SANDCELL_VM_MIRROR:-http://deb.debian.org/debian}
 # What the guest needs: the tests' tools, and the libraries sandcell's binaries link or dlopen
 # (ldd of cli/sandcell and the test binaries; dlopen'd: libarchive, libcurl, libnftables, libnl).
 # Variant B: systemd as init, logind and the user manager (user@UID.service) with its D-Bus.
+# time: the hostile suite measures the supervisor with /usr/bin/time.
 PACKAGES=(
-  apparmor iproute2 nftables python3 kmod procps util-linux uidmap busybox-static
+  apparmor iproute2 nftables python3 kmod procps util-linux uidmap busybox-static time
   systemd dbus libpam-systemd dbus-user-session
   libarchive13 libcurl4 libnftables1 libnl-3-200 libnl-route-3-200 libhttp-parser2.9 libidn2-0
   libcpp-httplib0.11 libxml2 libicu72 libbrotli1 liblz4-1 libzstd1 libacl1 libnettle8 libssl3
   ca-certificates
 )
+# Installed with apt-get after debootstrap, which resolves no virtual package (podman's
+# golang-github-containers-common depends on container-network-stack): slirp4netns for the slirp
+# transport and rootless --net full; podman and buildah for sandcell-oci under podman (OciPodman.*).
+APT_PACKAGES=(slirp4netns podman buildah)
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, chroot, mkfs.ext4 -d keep owners)"
 for tool in debootstrap mkfs.ext4 dpkg-deb apt-get cpio gzip; do
@@ -47,9 +52,13 @@ kernel_package=$(apt-cache depends linux-image-amd64 2>/dev/null |
 [ -n "$kernel_package" ] || die "apt-cache knows no linux-image-amd64 (apt-get update?)"
 
 # The guest's recipe: bump GUEST_FORMAT when this script changes what it builds.
-GUEST_FORMAT=2
-recipe=$( (echo "$GUEST_FORMAT ${PACKAGES[*]}" && cat "$here/guest-init" "$here/guest-payload" \
-  "$here/sandcell-vm-payload.service" "$here/initramfs-init") |
+GUEST_FORMAT=3
+# Docker's default seccomp profile (Confinement.DockersOwnProfilesRunABusyboxWorkload), copied from
+# the host's golang-github-docker-docker-dev: that package would pull ~80 Go source packages.
+docker_profile=/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json
+[ -f "$docker_profile" ] || die "missing $docker_profile (apt-get install golang-github-docker-docker-dev)"
+recipe=$( (echo "$GUEST_FORMAT ${PACKAGES[*]} ${APT_PACKAGES[*]}" && cat "$here/guest-init" "$here/guest-payload" \
+  "$here/sandcell-vm-payload.service" "$here/initramfs-init" "$docker_profile") |
   sha256sum | cut -c1-16)-$kernel_package
 if [ -f "$CACHE/recipe" ] && [ "$(cat "$CACHE/recipe")" = "$recipe" ] &&
   [ -f "$CACHE/root.img" ] && [ -f "$CACHE/initrd" ] && [ -f "$CACHE/vmlinuz" ]; then
@@ -61,7 +70,16 @@ echo "tests/vm/build-guest.sh: building the guest in $CACHE ($kernel_package)" >
 mkdir -p "$CACHE"
 chmod 0700 "$CACHE"
 work=$(mktemp -d "$CACHE/build.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# debootstrap mounts proc and sys inside the root; an interrupted build (Ctrl-C, a killed CI job)
+# left /proc mounted under the cache, and rm -rf then walked the host's /proc.
+cleanup() {
+  local mount
+  for mount in $(awk -v w="$work/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r); do
+    umount -l "$mount" 2>/dev/null || true
+  done
+  rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
 
 # ---- kernel ---------------------------------------------------------------------------------------
 (cd "$work" && apt-get download "$kernel_package" >/dev/null 2>&1) ||
@@ -76,6 +94,13 @@ debootstrap --variant=minbase --include="$(IFS=,; echo "${PACKAGES[*]}")" bookwo
   tail -20 "$work/debootstrap.log" >&2
   die "debootstrap failed (log above)"
 }
+mount -t proc proc "$root/proc"
+DEBIAN_FRONTEND=noninteractive chroot "$root" sh -c \
+  "apt-get update -q && apt-get install -y -q --no-install-recommends ${APT_PACKAGES[*]}" >"$work/apt.log" 2>&1 || {
+  tail -20 "$work/apt.log" >&2
+  die "apt-get install ${APT_PACKAGES[*]} in the guest's root failed (log above)"
+}
+umount "$root/proc"
 mkdir -p "$root/lib/modules"
 cp -a "$work/kernel/lib/modules/$version" "$root/lib/modules/"
 chroot "$root" depmod -a "$version"
@@ -88,6 +113,7 @@ ln -sf ../sandcell-vm-payload.service "$root/etc/systemd/system/multi-user.targe
 ln -sf /dev/null "$root/etc/systemd/system/serial-getty@ttyS0.service"
 ln -sf /dev/null "$root/etc/systemd/system/getty@tty1.service"
 echo sandcell-vm >"$root/etc/hostname"
+install -D -m 0644 "$docker_profile" "$root$docker_profile"
 # The tests' unprivileged user (tests/vm/run.sh --user runs the command as it) with a subid range.
 chroot "$root" useradd --create-home --uid 1000 --shell /bin/sh tester
 echo "tester:100000:65536" >"$root/etc/subuid"
