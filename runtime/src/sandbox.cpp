@@ -462,6 +462,8 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     if (plan.user_namespace) {
       userns.emplace(userns_pool(), state_root, run_id);
       result.isolation.userns = userns->mapping();
+      if (std::optional<std::string> warning = userns_overlay_warning())
+        result.warnings.push_back(*warning);
       bind_trees = builder.detach_bind_sources();
     }
     // --net none: the child makes its network namespace, or enters one made ahead.

@@ -8,6 +8,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -80,6 +81,19 @@ void idmap_bind_tree(const PlannedMount& bind, int userns_fd) {
   }
 }
 
+// Whether a tmpfs takes a user.* xattr: on a detached tmpfs of our own (nothing is attached).
+bool tmpfs_has_user_xattrs() {
+  UniqueFd context(static_cast<int>(syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC)));
+  if (!context ||
+      syscall(SYS_fsconfig, context.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0)
+    return true;  // cannot tell: no warning
+  UniqueFd mount(static_cast<int>(syscall(SYS_fsmount, context.get(), FSMOUNT_CLOEXEC, 0)));
+  if (!mount) return true;
+  UniqueFd file(openat(mount.get(), "probe", O_CREAT | O_RDWR | O_CLOEXEC, 0600));
+  if (!file) return true;
+  return fsetxattr(file.get(), "user.sandcell.probe", "1", 1, 0) == 0 || errno != EOPNOTSUPP;
+}
+
 void send_layers(int sync_fd, const std::vector<UniqueFd>& layers) {
   std::vector<int> fds;
   for (const UniqueFd& layer : layers) fds.push_back(layer.get());
@@ -104,6 +118,23 @@ void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPl
   for (const PlannedMount& m : plan.mounts)
     if (m.idmap && m.tree_fd >= 0) idmap_bind_tree(m, userns.get());
   send_layers(sync_fd, layers);
+}
+
+std::optional<std::string> userns_overlay_warning() {
+  static const std::optional<std::string> warning = []() -> std::optional<std::string> {
+    utsname host{};
+    unsigned major = 0, minor = 0;
+    if (uname(&host) != 0 || sscanf(host.release, "%u.%u", &major, &minor) != 2)
+      return std::nullopt;
+    if (major > 6 || (major == 6 && minor >= 6) || tmpfs_has_user_xattrs()) return std::nullopt;
+    return std::string("userns: this kernel (") + host.release +
+           ") has no user xattrs on tmpfs (Linux 6.6 has them), where the overlay keeps its marks "
+           "in a "
+           "user namespace: the sandbox can add and change the image's files but not remove or "
+           "replace "
+           "one of its directories; --userns host can";
+  }();
+  return warning;
 }
 
 }  // namespace sandcell::runtime

@@ -2,6 +2,9 @@
 // The supervisor's side of `--userns=auto`: what only the host's root can do for the child.
 #include <sys/types.h>
 
+#include <optional>
+#include <string>
+
 #include "child_plan.hpp"
 #include "sandcell/runtime/result.hpp"
 
@@ -21,5 +24,13 @@ namespace sandcell::runtime {
 // CAP_SYS_ADMIN over the layer's filesystem, i.e. in the host's namespace: the child cannot.
 void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
                         int sync_fd);
+
+// In a user namespace overlayfs keeps its whiteouts' and opaque directories' marks in user.*
+// xattrs (`userxattr`), and the upper layer is on the sandbox's scratch tmpfs, which has user
+// xattrs from Linux 6.6 on. Before that (Debian 12's 6.1) the sandbox can add and change files
+// of the image but not remove or replace one of its directories (EACCES). The record's warning
+// for that, or nothing: asked once per process, and only of a kernel older than 6.6 (a tmpfs is
+// made, detached, to try one).
+std::optional<std::string> userns_overlay_warning();
 
 }  // namespace sandcell::runtime

@@ -107,6 +107,14 @@ TEST(Userns, WithoutTheOptionThereIsNoUserNamespace) {
   EXPECT_TRUE(r.record["isolation"]["userns"].is_null());
 }
 
+// The kernel's release as (major, minor).
+std::pair<unsigned, unsigned> kernel_release() {
+  utsname host{};
+  unsigned major = 0, minor = 0;
+  if (uname(&host) != 0 || sscanf(host.release, "%u.%u", &major, &minor) != 2) return {0, 0};
+  return {major, minor};
+}
+
 TEST(Userns, TheOverlayWorksOverIdmappedLayers) {
   // Copy-up keeps the owner, a deleted file becomes a whiteout and a directory made over a
   // deleted one is opaque (an xattr, user.overlay.* inside a user namespace).
@@ -116,8 +124,24 @@ TEST(Userns, TheOverlayWorksOverIdmappedLayers) {
                       "touch /usr/new && stat -c %u:%g /usr/new; "
                       "rm -rf /usr/sbin && mkdir /usr/sbin && touch /usr/sbin/x && ls /usr/sbin; "
                       "rm /usr/new && ls /usr"});
-  ASSERT_EQ(r.exit_code, 0) << details(r);
-  EXPECT_EQ(out_of(r), "0:0\nx\nbin\nsbin\n");
+  ASSERT_TRUE(r.record.is_object()) << r.out << r.err;
+  const auto warnings = r.record.value("warnings", nlohmann::json::array());
+  if (kernel_release() >= std::make_pair(6u, 6u)) {
+    ASSERT_EQ(r.exit_code, 0) << details(r);
+    EXPECT_EQ(out_of(r), "0:0\nx\nbin\nsbin\n");
+    EXPECT_TRUE(warnings.empty()) << details(r);
+  } else {
+    // Before 6.6 the scratch tmpfs under the overlay has no user xattrs (tests/vm, Debian 12's
+    // 6.1): files are copied up with their owner, an image directory cannot be removed ("rm:
+    // can't remove '/usr/sbin': Permission denied", then mkdir: "File exists"), and the record
+    // says so.
+    EXPECT_TRUE(out_of(r).starts_with("0:0\n")) << details(r);
+    ASSERT_EQ(warnings.size(), 1u) << details(r);
+    EXPECT_NE(
+        warnings[0].get<std::string>().find("has no user xattrs on tmpfs (Linux 6.6 has them)"),
+        std::string::npos)
+        << details(r);
+  }
 }
 
 TEST(Userns, OutsideTheSandboxRunsAsTheMappedHostIds) {

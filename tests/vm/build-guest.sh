@@ -27,9 +27,10 @@ MIRROR=${SANDCELL_VM_MIRROR:-http://deb.debian.org/debian}
 # What the guest needs: the tests' tools, and the libraries sandcell's binaries link or dlopen
 # (ldd of cli/sandcell and the test binaries; dlopen'd: libarchive, libcurl, libnftables, libnl).
 # Variant B: systemd as init, logind and the user manager (user@UID.service) with its D-Bus.
-# time: the hostile suite measures the supervisor with /usr/bin/time.
+# time: the hostile suite measures the supervisor with /usr/bin/time; curl: the slirp tests ask
+# their test host's service; strace: CgroupExit.*.
 PACKAGES=(
-  apparmor iproute2 nftables python3 kmod procps util-linux uidmap busybox-static time
+  apparmor iproute2 nftables python3 kmod procps util-linux uidmap busybox-static time curl strace
   systemd dbus libpam-systemd dbus-user-session
   libarchive13 libcurl4 libnftables1 libnl-3-200 libnl-route-3-200 libhttp-parser2.9 libidn2-0
   libcpp-httplib0.11 libxml2 libicu72 libbrotli1 liblz4-1 libzstd1 libacl1 libnettle8 libssl3

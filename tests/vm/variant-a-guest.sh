@@ -39,7 +39,7 @@ ci)
 full)
   filter='Limits.*:CgroupExit.*:CgroupProbe.*:CgroupHostV2.*:CgroupHostGc.*:Isolation.*:Supervisor.*:Userns.*'
   filter="$filter:UsernsHostile.*:Confinement.*:Landlock.*:LateSeccomp.*:HostileResources.*:HostileNamespaces.*"
-  filter="$filter:HostilePrivilege.*:NetworkPolicy.*:OciLifecycle.*:Rootless.*"
+  filter="$filter:HostilePrivilege.*:NetworkPolicy.*:OciLifecycle.*:OciPodman.*:Rootless.*"
   ;;
 *)
   echo "variant-a-guest.sh: unknown set '$set_name' (ci or full)" >&2
