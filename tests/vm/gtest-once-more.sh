@@ -9,8 +9,18 @@ gtest_once_more() {
   binary=$2
   filter=$3
   out=$(mktemp)
-  { "$binary" --gtest_brief=1 --gtest_color=no --gtest_filter="$filter"; echo $? >"$out.rc"; } 2>&1 | tee "$out"
+  { "$binary" --gtest_brief=1 --gtest_color=no --gtest_filter="$filter" --gtest_output="json:$out.json"
+    echo $? >"$out.rc"; } 2>&1 | tee "$out"
   rc=$(cat "$out.rc")
+  # Where the set's time went under emulation: its ten slowest tests.
+  python3 - "$out.json" "$label" <<'PY' || true
+import json, sys
+tests = [(float(t.get("time", "0s").rstrip("s")), s["name"] + "." + t["name"])
+         for s in json.load(open(sys.argv[1]))["testsuites"] for t in s["testsuite"]]
+print("== %s: %d tests, %.0f s; slowest: %s" % (sys.argv[2], len(tests), sum(t for t, _ in tests),
+      ", ".join("%s %.1f s" % (n, t) for t, n in sorted(tests, reverse=True)[:10])))
+PY
+  rm -f "$out.json"
   failed_tests=$(sed -n 's/^\[  FAILED  \] \([A-Za-z_][A-Za-z0-9_/]*\.[A-Za-z0-9_/]*\).*/\1/p' "$out" | sort -u)
   rm -f "$out" "$out.rc"
   [ "$rc" -eq 0 ] && return 0
