@@ -259,6 +259,7 @@ void mount_scratch(const ChildPlan& plan) {
 }
 
 void mount_rootfs(const ChildPlan& plan) {
+  if (plan.overlay_from_supervisor) return;  // attached with the layers (attach_idmapped_layers)
   for (const std::string* dir : {&plan.upper_dir, &plan.work_dir, &plan.root_dir}) {
     if (plan.persistent_upper && dir != &plan.root_dir) continue;
     if (mkdir(dir->c_str(), 0755) < 0) child_fail(plan, "mkdir %s", dir->c_str());

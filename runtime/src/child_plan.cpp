@@ -20,6 +20,7 @@
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/rootless.hpp"
 #include "spec_checks.hpp"
+#include "userns_mounts.hpp"
 
 namespace sandcell::runtime {
 
@@ -79,6 +80,7 @@ void plan_userns_rootfs(const Spec& spec, ChildPlan& plan) {
     plan.lower_mount_points.push_back("lower" + std::to_string(i));
   plan.overlay_options =
       overlay_options(plan.lower_mount_points, plan.upper_dir, plan.work_dir, true);
+  plan.overlay_from_supervisor = host_userns_overlay();
 }
 
 constexpr const char* kProxyVariables[ProxyEnvPage::kSlots] = {"HTTP_PROXY", "HTTPS_PROXY",

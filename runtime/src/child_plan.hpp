@@ -165,6 +165,10 @@ struct ChildPlan {
   // (relative to the scratch dir, as upper_dir, work_dir and root_dir are then).
   bool user_namespace = false;
   std::vector<std::string> lower_layers, lower_mount_points;
+  // --userns=auto on a kernel whose tmpfs has no user xattrs (before 6.6): the supervisor mounts
+  // the overlay in the host's user namespace and sends it, one mount, instead of the layers; the
+  // child attaches it at root_dir (userns_mounts.hpp, host_userns_overlay).
+  bool overlay_from_supervisor = false;
   std::vector<PlannedMount> mounts;
   std::vector<std::string> masked_paths, readonly_paths;
   std::string shm_options = "mode=1777,size=65536k";  // tmpfs data of /dev/shm (Spec::shm_bytes)

@@ -22,9 +22,10 @@ IdmappedLayers wait_for_id_maps(const ChildPlan& plan) {
   if (!plan.user_namespace) return layers;
   layers.count = receive_from_supervisor(plan, layers.fds, kMaxIdmappedLayers,
                                          "wait for the user namespace's id maps");
-  if (layers.count != plan.lower_layers.size()) {
+  const size_t expected = plan.overlay_from_supervisor ? 1 : plan.lower_layers.size();
+  if (layers.count != expected) {
     errno = EPROTO;
-    child_fail(plan, "receive %zu idmapped image layers (got %zu)", plan.lower_layers.size(),
+    child_fail(plan, "receive %zu idmapped image layers or overlays (got %zu)", expected,
                layers.count);
   }
   return layers;
@@ -44,6 +45,15 @@ void switch_to_namespace_root(const ChildPlan& plan) {
 }
 
 void attach_idmapped_layers(const ChildPlan& plan, const IdmappedLayers& layers) {
+  if (plan.overlay_from_supervisor) {  // the whole root, made over the layers in the host's
+                                       // namespace
+    const char* point = plan.root_dir.c_str();
+    if (mkdir(point, 0755) < 0) child_fail(plan, "mkdir %s", point);
+    if (syscall(SYS_move_mount, layers.fds[0], "", AT_FDCWD, point, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+      child_fail(plan, "attach the overlay the supervisor made at %s", point);
+    close(layers.fds[0]);
+    return;
+  }
   for (size_t i = 0; i < layers.count; ++i) {
     const char* point = plan.lower_mount_points[i].c_str();
     if (mkdir(point, 0755) < 0) child_fail(plan, "mkdir %s", point);

@@ -462,10 +462,13 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     if (plan.user_namespace) {
       userns.emplace(userns_pool(), state_root, run_id);
       result.isolation.userns = userns->mapping();
-      if (std::optional<std::string> warning = userns_overlay_warning())
+      if (std::optional<std::string> warning = userns_overlay_warning(false))
         result.warnings.push_back(*warning);
       bind_trees = builder.detach_bind_sources();
     }
+    if (plan.own_user_ns && !plan.persistent_upper)
+      if (std::optional<std::string> warning = userns_overlay_warning(true))
+        result.warnings.push_back(*warning);
     // --net none: the child makes its network namespace, or enters one made ahead.
     std::optional<NetnsClaim> netns;
     if (network_plan.mode == NetworkMode::None) {

@@ -4,15 +4,21 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/mount.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fd_passing.hpp"
@@ -94,6 +100,73 @@ bool tmpfs_has_user_xattrs() {
   return fsetxattr(file.get(), "user.sandcell.probe", "1", 1, 0) == 0 || errno != EOPNOTSUPP;
 }
 
+// The sandbox's scratch options without the ids the child's tmpfs takes inside its namespace.
+std::string host_tmpfs_options(const std::string& scratch_options) {
+  std::string options;
+  size_t begin = 0;
+  while (begin <= scratch_options.size()) {
+    size_t end = scratch_options.find(',', begin);
+    if (end == std::string::npos) end = scratch_options.size();
+    const std::string option = scratch_options.substr(begin, end - begin);
+    if (!option.empty() && !option.starts_with("uid=") && !option.starts_with("gid="))
+      options += (options.empty() ? "" : ",") + option;
+    begin = end + 1;
+  }
+  return options;
+}
+
+// The overlay of --userns=auto made in the host's user namespace
+// (ChildPlan::overlay_from_supervisor): overlayfs clones its layers with clone_private_mount, which
+// takes only mounts attached in the caller's mount namespace, so a thread unshares one of its own
+// (private; it ends with the thread), attaches the idmapped layers and a tmpfs sized like the
+// scratch, mounts the overlay there (trusted.* xattrs, which every tmpfs has) and returns a
+// detached clone of it. The upper directory belongs to the sandbox's root (the mapped base ids), as
+// the one the child makes does.
+UniqueFd host_userns_overlay_tree(const std::vector<UniqueFd>& layers, const ChildPlan& plan,
+                                  const UsernsMapping& mapping) {
+  UniqueFd tree;
+  std::exception_ptr failed;
+  std::thread([&] {
+    try {
+      check(unshare(CLONE_FS | CLONE_NEWNS), "unshare a mount namespace for the sandbox's overlay");
+      check(mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr),
+            "make the overlay's mount namespace private");
+      const char* base = plan.scratch_dir.c_str();  // exists; covered in this namespace only
+      check(mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700"),
+            "mount a tmpfs for the overlay's mount points on " + plan.scratch_dir);
+      check(chdir(base), "chdir " + plan.scratch_dir);
+      std::string lowers;
+      for (size_t i = 0; i < layers.size(); ++i) {
+        const std::string point = "l" + std::to_string(i);
+        check(mkdir(point.c_str(), 0700), "mkdir " + point);
+        check(static_cast<int>(syscall(SYS_move_mount, layers[i].get(), "", AT_FDCWD, point.c_str(),
+                                       MOVE_MOUNT_F_EMPTY_PATH)),
+              "attach the idmapped layer " + plan.lower_layers[i]);
+        lowers += (lowers.empty() ? "" : ":") + point;
+      }
+      check(mkdir("rw", 0700), "mkdir rw");
+      check(mount("tmpfs", "rw", "tmpfs", MS_NOSUID | MS_NODEV,
+                  host_tmpfs_options(plan.scratch_options).c_str()),
+            "mount the overlay's upper tmpfs");
+      check(mkdir("rw/upper", 0755), "mkdir the overlay's upper directory");
+      check(chown("rw/upper", mapping.uid_base, mapping.gid_base),
+            "chown the overlay's upper directory");
+      check(mkdir("rw/work", 0700), "mkdir the overlay's work directory");
+      check(mkdir("root", 0755), "mkdir root");
+      const std::string options = "lowerdir=" + lowers + ",upperdir=rw/upper,workdir=rw/work";
+      check(mount("overlay", "root", "overlay", MS_NOSUID | MS_NODEV, options.c_str()),
+            "mount the overlay in the host's user namespace (" + options + ")");
+      tree.reset(static_cast<int>(
+          syscall(SYS_open_tree, AT_FDCWD, "root", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
+      if (!tree) throw Error(errno, "open_tree the sandbox's overlay");
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  }).join();
+  if (failed) std::rethrow_exception(failed);
+  return tree;
+}
+
 void send_layers(int sync_fd, const std::vector<UniqueFd>& layers) {
   std::vector<int> fds;
   for (const UniqueFd& layer : layers) fds.push_back(layer.get());
@@ -103,7 +176,28 @@ void send_layers(int sync_fd, const std::vector<UniqueFd>& layers) {
   check(send_with_fds(sync_fd, {&data, 1}, fds), "send the idmapped image layers to the child");
 }
 
+// Kernels before 6.6: whether a tmpfs refuses user.* xattrs (asked once per process).
+bool tmpfs_lacks_user_xattrs() {
+  static const bool lacks = [] {
+    utsname host{};
+    unsigned major = 0, minor = 0;
+    if (uname(&host) != 0 || sscanf(host.release, "%u.%u", &major, &minor) != 2) return false;
+    return !(major > 6 || (major == 6 && minor >= 6)) && !tmpfs_has_user_xattrs();
+  }();
+  return lacks;
+}
+
 }  // namespace
+
+bool host_userns_overlay() {
+  static const bool chosen = [] {
+    const char* setting = getenv("SANDCELL_USERNS_OVERLAY");
+    if (setting != nullptr && strcmp(setting, "host") == 0) return true;
+    if (setting != nullptr && strcmp(setting, "namespace") == 0) return false;
+    return tmpfs_lacks_user_xattrs();
+  }();
+  return chosen;
+}
 
 void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
                         int sync_fd) {
@@ -117,24 +211,23 @@ void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPl
     layers.push_back(idmapped_layer(layer, userns.get()));
   for (const PlannedMount& m : plan.mounts)
     if (m.idmap && m.tree_fd >= 0) idmap_bind_tree(m, userns.get());
+  if (plan.overlay_from_supervisor) {
+    std::vector<UniqueFd> overlay;
+    overlay.push_back(host_userns_overlay_tree(layers, plan, mapping));
+    layers = std::move(overlay);
+  }
   send_layers(sync_fd, layers);
 }
 
-std::optional<std::string> userns_overlay_warning() {
-  static const std::optional<std::string> warning = []() -> std::optional<std::string> {
-    utsname host{};
-    unsigned major = 0, minor = 0;
-    if (uname(&host) != 0 || sscanf(host.release, "%u.%u", &major, &minor) != 2)
-      return std::nullopt;
-    if (major > 6 || (major == 6 && minor >= 6) || tmpfs_has_user_xattrs()) return std::nullopt;
-    return std::string("userns: this kernel (") + host.release +
-           ") has no user xattrs on tmpfs (Linux 6.6 has them), where the overlay keeps its marks "
-           "in a "
-           "user namespace: the sandbox can add and change the image's files but not remove or "
-           "replace "
-           "one of its directories; --userns host can";
-  }();
-  return warning;
+std::optional<std::string> userns_overlay_warning(bool rootless) {
+  if (!tmpfs_lacks_user_xattrs() || (!rootless && host_userns_overlay())) return std::nullopt;
+  utsname host{};
+  uname(&host);
+  return std::string("userns: this kernel (") + host.release +
+         ") has no user xattrs on tmpfs (Linux 6.6 has them), where the overlay keeps its "
+         "marks in a user namespace: the sandbox can add and change the image's files but not "
+         "remove or replace one of its directories" +
+         (rootless ? "" : "; --userns host can");
 }
 
 }  // namespace sandcell::runtime

@@ -27,10 +27,15 @@ void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPl
 
 // In a user namespace overlayfs keeps its whiteouts' and opaque directories' marks in user.*
 // xattrs (`userxattr`), and the upper layer is on the sandbox's scratch tmpfs, which has user
-// xattrs from Linux 6.6 on. Before that (Debian 12's 6.1) the sandbox can add and change files
-// of the image but not remove or replace one of its directories (EACCES). The record's warning
-// for that, or nothing: asked once per process, and only of a kernel older than 6.6 (a tmpfs is
-// made, detached, to try one).
-std::optional<std::string> userns_overlay_warning();
+// xattrs from Linux 6.6 on. Before that (Debian 12's 6.1) a sandbox whose overlay is mounted in
+// its namespace can add and change files of the image but not remove or replace one of its
+// directories (EACCES). So on such a kernel (a detached tmpfs is tried once per process, only on
+// a kernel older than 6.6) --userns=auto's overlay is mounted by the supervisor, in the host's
+// user namespace (trusted.* xattrs), and sent to the child in place of the layers.
+// SANDCELL_USERNS_OVERLAY=host chooses that on any kernel (tests), =namespace never.
+bool host_userns_overlay();
+// The record's warning where the limit stays: a rootless run (its overlay can only be mounted in
+// its own namespace), or --userns=auto with SANDCELL_USERNS_OVERLAY=namespace on such a kernel.
+std::optional<std::string> userns_overlay_warning(bool rootless);
 
 }  // namespace sandcell::runtime
