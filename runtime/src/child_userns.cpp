@@ -45,8 +45,8 @@ void switch_to_namespace_root(const ChildPlan& plan) {
 }
 
 void attach_idmapped_layers(const ChildPlan& plan, const IdmappedLayers& layers) {
-  if (plan.overlay_from_supervisor) {  // the whole root, made over the layers in the host's
-                                       // namespace
+  // The whole root, which the supervisor mounted over the layers in the host's user namespace.
+  if (plan.overlay_from_supervisor) {
     const char* point = plan.root_dir.c_str();
     if (mkdir(point, 0755) < 0) child_fail(plan, "mkdir %s", point);
     if (syscall(SYS_move_mount, layers.fds[0], "", AT_FDCWD, point, MOVE_MOUNT_F_EMPTY_PATH) < 0)
