@@ -315,7 +315,9 @@ std::string not_poolable(const SkillCatalog& catalog, const RunnerContext& ctx, 
 // A prepared sandbox yields the CPU to the requests running meanwhile (its interpreter's start and
 // preloads are ~0.3-0.6 s of a core) and gets the default share back at its hand-over: cpu.shares
 // on v1, cpu.weight on v2, in the run's own cgroup (sibling of the other runs' under sandcell/).
-// Where neither exists (no cgroups, or no cpu controller) nothing is written.
+// Where neither exists (no cgroups, or no cpu controller) nothing is written. One directory has
+// it (v1: the cpu controller's, v2: the run's): the first found ends the search, which is on
+// the hand-over's path.
 void set_cpu_share(const std::vector<std::string>& paths, bool low) {
   for (const std::string& dir : paths)
     for (const auto& [name, value] : {std::pair{"/cpu.shares", low ? "16" : "1024"}, std::pair{"/cpu.weight", low ? "1" : "100"}}) {
@@ -323,6 +325,7 @@ void set_cpu_share(const std::vector<std::string>& paths, bool low) {
       if (!fd) continue;
       ssize_t ignored = write(fd.get(), value, strlen(value));
       (void)ignored;
+      return;
     }
 }
 

@@ -48,6 +48,7 @@ PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const st
   rootfs_builder::ImageRunRequest image_request{.command = argv, .user = std::nullopt, .workdir = std::string("/workspace")};
   rootfs_builder::apply_resolved_image(ctx.store, ctx.skill.image(), ctx.image, image_request,
                                        spec);
+  runtime::merge_env(spec.env, skill_env(ctx.skill, spec.limits.cpus));
   set_env(spec, ctx.request.env);
   PhaseResult phase{.name = name};
   runtime::RunOptions options;

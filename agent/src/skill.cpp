@@ -4,13 +4,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/shipped_data.hpp"
-#include "sandcell/base/bounded_json.hpp"
 
 namespace sandcell::agent {
 namespace {
@@ -21,7 +22,7 @@ using nlohmann::json;
 const std::vector<std::string> kSkillFields = {
     "name",        "description", "aliases", "source_file", "compile",   "run",
     "session_run", "install",     "limits",  "network",     "artifacts", "errors",
-    "pool_run",    "pool_script", "preload"};
+    "pool_run",    "pool_script", "preload", "env"};
 
 std::string text_field(const json& j, const char* key, const std::string& file, bool required) {
   if (!j.contains(key)) {
@@ -119,8 +120,26 @@ Skill load_skill(const std::string& dir) {
   for (const std::string& module : s.preload)
     if (module.empty() || module.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-@/") != std::string::npos)
       throw Error::invalid(file + ": \"preload\" must name modules, got '" + module + "'");
+  s.env = words_field(j, "env", file);
+  for (const std::string& kv : s.env) {
+    const size_t eq = kv.find('=');
+    if (eq == 0 || eq == std::string::npos || kv.find_first_of(" \t\n") < eq)
+      throw Error::invalid(file + ": \"env\" entries must be NAME=VALUE, got '" + kv + "'");
+  }
   if (!fs::exists(dir + "/Dockerfile")) throw Error::invalid(dir + ": has skill.json but no Dockerfile");
   return s;
+}
+
+std::vector<std::string> skill_env(const Skill& skill, std::optional<double> cpus) {
+  std::vector<std::string> env;
+  const std::string placeholder = "{cpus}";
+  for (std::string kv : skill.env) {
+    if (kv.find(placeholder) != std::string::npos && !cpus) continue;  // the program counts the host's CPUs
+    for (size_t at; (at = kv.find(placeholder)) != std::string::npos;)
+      kv.replace(at, placeholder.size(), std::to_string(std::max(1LL, static_cast<long long>(std::ceil(*cpus)))));
+    env.push_back(std::move(kv));
+  }
+  return env;
 }
 
 std::string pool_script_text(const Skill& skill) {

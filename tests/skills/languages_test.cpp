@@ -30,6 +30,25 @@ TEST_F(Languages, Python_StartImportsNothingForMatplotlibAndMplot3dWorks) {
   EXPECT_EQ(r.record["stdout"], "[]\nTrue\n");
 }
 
+// numpy's BLAS threads follow the sandbox's CPU limit (skill.json "env": {cpus}): at the default
+// 1 CPU one thread, where it would start one per host CPU and spin them against the CPU quota
+// (a numpy snippet took ~57 ms longer here). --cpus and the request's own env change it.
+TEST_F(Languages, Python_BlasThreadsFollowTheCpuLimit) {
+  const std::string probe =
+      "import os, numpy\n"
+      "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('OMP_NUM_THREADS'), "
+      "len(os.listdir('/proc/self/task')))\n";
+  auto r = code("python", probe);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(r.record["stdout"], "1 1 1\n");
+  r = code("python", probe, {"--cpus", "1.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(r.record["stdout"].get<std::string>().substr(0, 4), "2 2 ");
+  r = code("python", probe, {"--env", "OPENBLAS_NUM_THREADS=7"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(r.record["stdout"].get<std::string>().substr(0, 4), "7 1 ");
+}
+
 TEST_F(Languages, Python_SyntaxErrorHasFileAndLine) {
   auto r = code("py", "x = 1\nprint(x +)\n");
   EXPECT_EQ(r.exit_code, 1);

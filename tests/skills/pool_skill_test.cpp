@@ -61,6 +61,25 @@ TEST_F(PoolSkill, RefusesAScriptOutsideTheFolderAndPreloadsThatAreNotNames) {
   EXPECT_THROW(load(R"(, "preload": "numpy")"), Error);
 }
 
+// "env": NAME=VALUE over the image's; "{cpus}" is the CPU limit rounded up (at least 1), and an
+// entry with it is left out of a run without a CPU limit.
+TEST_F(PoolSkill, EnvExpandsTheCpuLimitAndRefusesWhatIsNotNameEqualsValue) {
+  agent::Skill s = load(R"(, "env": ["OPENBLAS_NUM_THREADS={cpus}", "A=b=c", "EMPTY="])");
+  EXPECT_EQ(agent::skill_env(s, 1.0),
+            (std::vector<std::string>{"OPENBLAS_NUM_THREADS=1", "A=b=c", "EMPTY="}));
+  EXPECT_EQ(agent::skill_env(s, 1.5),
+            (std::vector<std::string>{"OPENBLAS_NUM_THREADS=2", "A=b=c", "EMPTY="}));
+  EXPECT_EQ(agent::skill_env(s, 0.25),
+            (std::vector<std::string>{"OPENBLAS_NUM_THREADS=1", "A=b=c", "EMPTY="}));
+  EXPECT_EQ(agent::skill_env(s, std::nullopt), (std::vector<std::string>{"A=b=c", "EMPTY="}));
+  EXPECT_TRUE(agent::skill_env(load(""), 2.0).empty());
+  EXPECT_EQ(agent::skill_env(load(R"(, "env": ["N={cpus}x{cpus}"])"), 3.0), (std::vector<std::string>{"N=3x3"}));
+  EXPECT_THROW(load(R"(, "env": ["=x"])"), Error);
+  EXPECT_THROW(load(R"(, "env": ["NOVALUE"])"), Error);
+  EXPECT_THROW(load(R"(, "env": ["TWO WORDS=x"])"), Error);
+  EXPECT_THROW(load(R"(, "env": "A=b")"), Error);
+}
+
 // The shipped python skill is pooled, with numpy preloaded and its bootstrap readable.
 TEST(PoolSkillShipped, PythonIsPooled) {
   agent::SkillCatalog catalog(agent::resolve_skills_dir(""));

@@ -83,6 +83,8 @@ TEST(PoolE2E, PooledRunGivesTheColdResult) {
        {"files", json::array({{{"path", "in.txt"}, {"content_base64", "aGVsbG8="}}})},
        {"get", json::array({"out/r.txt"})}},
       {{"skill", "python"}, {"code", "import numpy as np\nprint(np.arange(10).sum())\n"}},
+      // The skill's env (BLAS threads for the CPU limit) was the prepared interpreter's too.
+      {{"skill", "python"}, {"code", "import os\nprint(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))\n"}},
       // Still running when the limit fires, so both are killed (137): a program that exits on its
       // own first keeps its exit code, and which comes first would be a race (seen under -j2).
       {{"skill", "python"}, {"code", "import sys, time\nprint('x' * 100, flush=True)\ntime.sleep(60)\n"}, {"output_limit", "10"}},

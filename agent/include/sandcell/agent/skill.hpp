@@ -2,6 +2,7 @@
 // A skill: one language environment, as a folder agent/skills/<name>/ holding a Dockerfile (the
 // image) and skill.json (how to write, compile, run and install for it). Adding a language is
 // adding a folder; agent/skills/README.md documents every field.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,10 +32,16 @@ struct Skill {
   std::vector<std::string> pool_run{};
   std::string pool_script{};
   std::vector<std::string> preload{};
+  // NAME=VALUE set in every phase over the image's (the request's own env wins); "{cpus}" in a
+  // value is the run's CPU limit rounded up, and an entry with it is left out without one.
+  std::vector<std::string> env{};
 
   // The image `sandcell skills build` makes from the recipe.
   std::string image() const { return "sandcell/skill-" + name + ":latest"; }
 };
+
+// skill.env with "{cpus}" expanded for a run limited to `cpus` cores.
+std::vector<std::string> skill_env(const Skill& skill, std::optional<double> cpus);
 
 // skill.pool_run with its placeholders expanded; throws Error::invalid when the skill has none.
 std::vector<std::string> pool_command(const Skill& skill);
