@@ -3,6 +3,11 @@
 // children; SIGTERM lets a running request finish before the server exits 0.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <future>
@@ -117,6 +122,59 @@ TEST_F(ServeE2E, ServesFromSandcellServeAndRunsCodeInSandcellImages) {
   }
   EXPECT_EQ(seen, "sandcell-images") << "no execution of the server ran sandcell-images";
   EXPECT_EQ(pending.get()["status"], 200);
+}
+
+// The server's TCP sockets have TCP_NODELAY: an answer leaves as a head and a body, and with
+// Nagle's algorithm the body waited for the client's delayed ACK of the head (~40 ms per request
+// on a busy keep-alive connection). Read from the server's own fds (pidfd_getfd): the listening
+// socket and the one that accepted this test's connection.
+TEST_F(ServeE2E, ItsSocketsSendWithoutNaglesDelay) {
+  int conn = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(conn, 0);
+  sockaddr_in server_addr{.sin_family = AF_INET,
+                          .sin_port = htons(static_cast<uint16_t>(port)),
+                          .sin_addr = {htonl(INADDR_LOOPBACK)},
+                          .sin_zero = {}};
+  ASSERT_EQ(connect(conn, reinterpret_cast<sockaddr*>(&server_addr), sizeof server_addr), 0);
+  sockaddr_in mine{};
+  socklen_t mine_len = sizeof mine;
+  ASSERT_EQ(getsockname(conn, reinterpret_cast<sockaddr*>(&mine), &mine_len), 0);
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, server->pid(), 0));
+  ASSERT_GE(pidfd, 0);
+  int listening_checked = 0, accepted_checked = 0;
+  for (int attempt = 0; attempt < 500 && accepted_checked == 0; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the accept
+    listening_checked = 0;
+    for (const auto& entry :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(server->pid()) + "/fd")) {
+      const int fd = static_cast<int>(
+          syscall(SYS_pidfd_getfd, pidfd, std::stoi(entry.path().filename().string()), 0));
+      if (fd < 0) continue;
+      sockaddr_in local{}, peer{};
+      socklen_t local_len = sizeof local, peer_len = sizeof peer;
+      int accepting = 0, nodelay = -1;
+      socklen_t int_len = sizeof(int);
+      if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0 &&
+          local.sin_family == AF_INET && ntohs(local.sin_port) == port) {
+        getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &int_len);
+        int_len = sizeof(int);
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &int_len);
+        if (accepting) {
+          EXPECT_EQ(nodelay, 1) << "the listening socket";
+          ++listening_checked;
+        } else if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0 &&
+                   peer.sin_port == mine.sin_port) {
+          EXPECT_EQ(nodelay, 1) << "the socket that accepted this test's connection";
+          ++accepted_checked;
+        }
+      }
+      close(fd);
+    }
+  }
+  close(pidfd);
+  close(conn);
+  EXPECT_EQ(listening_checked, 1);
+  EXPECT_EQ(accepted_checked, 1);
 }
 
 TEST_F(ServeE2E, WrongTokenIsRefusedAndTcpWithoutTokenDoesNotStart) {

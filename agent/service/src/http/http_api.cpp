@@ -91,6 +91,11 @@ HttpApi::HttpApi(Executor& executor, HttpApiOptions options)
   if (s.address.unix_path.empty() && s.options.token.empty())
     throw Error::invalid("serving on TCP needs a bearer token: --token or $SANDCELL_TOKEN (or listen on unix:PATH)");
   s.server.set_payload_max_length(s.options.max_body_bytes);
+  // An answer's head and body leave in two writes. With Nagle's algorithm the body waited for
+  // the ACK of the head, which a client on a busy keep-alive connection delays (~40 ms on
+  // Linux): back-to-back requests on one connection took 72 ms instead of 34 (cold print(1)).
+  // Accepted sockets inherit the listening socket's TCP_NODELAY.
+  s.server.set_tcp_nodelay(true);
   s.server.set_socket_options([&s](socket_t sock) {
     httplib::default_socket_options(sock);
     s.listen_fd = sock;
