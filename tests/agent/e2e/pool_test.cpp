@@ -196,12 +196,15 @@ TEST(PoolE2E, HostilePythonProgramsGetTheColdAnswers) {
     return preamble + std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   };
   std::vector<json> requests;
-  for (const char* name : {"unshare", "setns", "mount", "bpf", "ptrace", "io_uring_setup", "keyctl", "userfaultfd"})
+  // All of tests/hostile/python's syscalls and socket families (python_hostile_test.cpp).
+  for (const char* name : {"unshare", "clone", "setns", "mount", "fsopen", "pivot_root", "chroot", "keyctl", "add_key",
+                           "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "ptrace", "process_vm_readv",
+                           "open_by_handle_at", "kexec_load", "init_module"})
     requests.push_back({{"skill", "python"}, {"code", hostile("denied_syscall.py", "NAME = \"" + std::string(name) + "\"\n")}});
-  for (const char* kind : {"packet", "raw", "alg"})
+  for (const char* kind : {"packet", "raw", "netlink_audit", "vsock", "alg"})
     requests.push_back({{"skill", "python"}, {"code", hostile("denied_socket.py", "NAME = \"" + std::string(kind) + "\"\n")}});
   for (const char* file : {"kernel_knobs.py", "masked_files.py", "overwrite_exe.py", "inherited_fds.py",
-                           "kill_everything.py", "sethostname.py"})
+                           "kill_everything.py", "sethostname.py", "huge_exception.py"})
     requests.push_back({{"skill", "python"}, {"code", hostile(file)}});
   requests.push_back({{"skill", "python"}, {"code", hostile("output_flood.py")}, {"output_limit", "64k"}});
   requests.push_back({{"skill", "python"}, {"code", hostile("cpu_spin.py")}, {"cpu_time", 1}});
