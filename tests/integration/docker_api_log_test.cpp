@@ -179,8 +179,13 @@ TEST_F(DockerApiLog, LogsReadAcrossGenerationsWithTailTimestampsAndSince) {
     }
     times.push_back(m[1]);
   }
-  // All of it with timestamps: the tail's lines carry the same times.
+  // All of it with timestamps: the tail's lines carry the same times. The oldest generation may
+  // begin with the newline of a line whose start went with a generation before it: `logs` shows
+  // that empty remainder as an empty line (lines() skips it), --timestamps stamps it like any
+  // line start ("<time> "). Seen under ASan, whose slower pump cuts frames elsewhere.
   std::vector<std::string> all_stamped = lines(docker({"logs", "--timestamps", "counter"}).out);
+  if (!all_stamped.empty() && std::regex_match(all_stamped.front(), std::regex("\\S+Z ")))
+    all_stamped.erase(all_stamped.begin());
   ASSERT_EQ(all_stamped.size(), kept.size());
   EXPECT_EQ(std::vector<std::string>(all_stamped.end() - 3000, all_stamped.end()), stamped);
   // --since the time of line 19001's frame: from that frame on (the lines that began in it
