@@ -9,23 +9,24 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include <filesystem>
-#include <future>
-#include <fstream>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
+#include <tuple>
 
 #include "phase.hpp"
 #include "sandcell/agent/error_classifier.hpp"
 #include "sandcell/agent/sessions.hpp"
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
-#include "sandcell/seccomp/compiled_cache.hpp"
 #include "sandcell/base/workspace_disk.hpp"
+#include "sandcell/seccomp/compiled_cache.hpp"
 
 namespace sandcell::agent {
 namespace {
@@ -315,19 +316,34 @@ std::string not_poolable(const SkillCatalog& catalog, const RunnerContext& ctx, 
 // A prepared sandbox yields the CPU to the requests running meanwhile (its interpreter's start and
 // preloads are ~0.3-0.6 s of a core) and gets the default share back at its hand-over: cpu.shares
 // on v1, cpu.weight on v2, in the run's own cgroup (sibling of the other runs' under sandcell/).
-// Where neither exists (no cgroups, or no cpu controller) nothing is written. One directory has
-// it (v1: the cpu controller's, v2: the run's): the first found ends the search, which is on
-// the hand-over's path.
-void set_cpu_share(const std::vector<std::string>& paths, bool low) {
-  for (const std::string& dir : paths)
-    for (const auto& [name, value] : {std::pair{"/cpu.shares", low ? "16" : "1024"}, std::pair{"/cpu.weight", low ? "1" : "100"}}) {
-      UniqueFd fd(open((dir + name).c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
-      if (!fd) continue;
-      ssize_t ignored = write(fd.get(), value, strlen(value));
-      (void)ignored;
-      return;
-    }
-}
+// Where neither exists (no cgroups, or no cpu controller) nothing is written. The file that
+// took the low share stays open for the hand-over, whose path then writes once.
+class CpuShare {
+ public:
+  void lower(const std::vector<std::string>& paths) {
+    for (const std::string& dir : paths)
+      for (const auto& [name, low, normal] :
+           {std::tuple{"/cpu.shares", "16", "1024"}, std::tuple{"/cpu.weight", "1", "100"}}) {
+        UniqueFd fd(open((dir + name).c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!fd) continue;
+        ssize_t ignored = write(fd.get(), low, strlen(low));
+        (void)ignored;
+        fd_ = std::move(fd);
+        normal_ = normal;
+        return;
+      }
+  }
+  void restore() {
+    if (!fd_) return;
+    ssize_t ignored = pwrite(fd_.get(), normal_, strlen(normal_), 0);
+    (void)ignored;
+    fd_.reset();
+  }
+
+ private:
+  UniqueFd fd_;
+  const char* normal_ = "";
+};
 
 uint64_t cgroup_memory(const std::vector<std::string>& paths) {
   for (const std::string& dir : paths)
@@ -426,7 +442,7 @@ class PooledRun {
     pooled.hand_over.go = [this] { go(); };
     pooled.on_started = [this](pid_t, const std::vector<std::string>& paths) {
       cgroup_paths_ = paths;
-      set_cpu_share(cgroup_paths_, true);
+      cpu_share_.lower(cgroup_paths_);
     };
     pooled.before = [this](runtime::Stream s, std::span<const char> data) { before(s, data); };
     if (hooks_.on_result) pooled.on_result = [this](const PhaseResult& phase) { answer_early(phase); };
@@ -455,7 +471,7 @@ class PooledRun {
   }
 
   void go() {
-    set_cpu_share(cgroup_paths_, false);
+    cpu_share_.restore();
     std::string bytes(1, '\0');
     {
       std::lock_guard lock(pending_->mutex);
@@ -512,6 +528,7 @@ class PooledRun {
   const bool script_in_workspace_;
   UniqueFd stdin_read_, stdin_write_, event_;
   std::vector<std::string> cgroup_paths_;
+  CpuShare cpu_share_;
   bool answered_ = false;
 };
 

@@ -5,14 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <filesystem>
 #include <sstream>
 #include <thread>
 
-#include "sandcell/runtime/cgroup.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/runtime/cgroup.hpp"
 #include "unique_fd.hpp"
 
 namespace sandcell::runtime::cgroupfs {
@@ -148,6 +149,17 @@ bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds lim
     if (done()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+bool wait_closely(const std::function<bool()>& done, std::chrono::microseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::chrono::microseconds pause{20};
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds{1000});
   }
 }
 

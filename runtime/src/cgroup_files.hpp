@@ -39,6 +39,9 @@ std::vector<pid_t> procs(const std::string& dir);
 size_t kill_procs(const std::vector<std::string>& dirs);
 // Polls `done` until it is true or `limit` passes; returns the last answer.
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit);
+// The same for a wait on the way to an answer: looks again after 20 us, then twice as long each
+// time up to 1 ms, instead of every 5 ms.
+bool wait_closely(const std::function<bool()>& done, std::chrono::microseconds limit);
 // The end of a normal run: the sandbox's pid 1 is gone, so the kernel has killed and reaped
 // everything in it. One rmdir per directory, in order, with no listing or reading; true when
 // all are gone. The first that is still busy (a task, a child cgroup) stops it: false, and the

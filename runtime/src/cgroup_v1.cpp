@@ -172,6 +172,19 @@ bool CgroupV1::freeze(const char* state) {
   return true;
 }
 
+uint64_t CgroupV1::cpu_ns() const {
+  return cgroupfs::single_value(file("cpuacct", "cpuacct.usage")).value_or(0);
+}
+
+bool CgroupV1::freeze_within(std::chrono::microseconds limit) {
+  if (removed_) return false;
+  const std::string path = file("freezer", "freezer.state");
+  if (path.empty() || !cgroupfs::exists(path)) return false;
+  cgroupfs::write(path, "FROZEN");
+  return cgroupfs::wait_closely(
+      [&] { return cgroupfs::read_if_exists(path).value_or("") == "FROZEN\n"; }, limit);
+}
+
 void CgroupV1::kill_all() {
   if (removed_) return;
   // v1 has no cgroup.kill. Frozen tasks cannot fork, so one pass over cgroup.procs sees every

@@ -106,6 +106,17 @@ CgroupUsage CgroupV2::usage() const {
   };
 }
 
+uint64_t CgroupV2::cpu_ns() const {
+  return cgroupfs::keyed_value(file("cpu.stat"), "usage_usec") * 1000;
+}
+
+bool CgroupV2::freeze_within(std::chrono::microseconds limit) {
+  if (removed_ || !cgroupfs::exists(file("cgroup.freeze"))) return false;
+  cgroupfs::write(file("cgroup.freeze"), "1");
+  return cgroupfs::wait_closely(
+      [&] { return cgroupfs::keyed_value(file("cgroup.events"), "frozen") == 1; }, limit);
+}
+
 void CgroupV2::kill_all() {
   if (removed_) return;
   // cgroup.kill (Linux 5.14) kills the whole subtree atomically, forks in flight included.

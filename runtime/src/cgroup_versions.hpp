@@ -30,6 +30,8 @@ class CgroupV2 final : public Cgroup {
   int clone_into_fd() const override { return dir_fd_.get(); }
   void add_process(pid_t pid) override;
   CgroupUsage usage() const override;
+  uint64_t cpu_ns() const override;
+  bool freeze_within(std::chrono::microseconds limit) override;
   void kill_all() override;
   void remove() override;
   bool remove_if_empty() override;
@@ -59,6 +61,8 @@ class CgroupV1 final : public Cgroup {
   std::vector<UniqueFd> open_parent_attach_files() const override;
   UniqueFd open_pids_limit() const override;
   CgroupUsage usage() const override;
+  uint64_t cpu_ns() const override;
+  bool freeze_within(std::chrono::microseconds limit) override;
   void kill_all() override;
   void remove() override;
   bool remove_if_empty() override;

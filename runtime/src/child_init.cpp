@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "child_steps.hpp"
+#include "sandcell/runtime/sandbox.hpp"
 
 namespace sandcell::runtime {
 
@@ -151,15 +152,40 @@ bool end_the_rest(const ChildPlan& plan) {
   }
 }
 
+// ChildPlan::program_done_signal: the program's word that it is done (kProgramDoneSignal,
+// sandbox.hpp), its exit status as the value. Taken once, from the program's process only (its
+// pid is set once the clone returns; nothing of the program's sends it before that), by
+// sigqueue only; the loop below reports it.
+volatile sig_atomic_t program_pid = 0;
+volatile sig_atomic_t program_done = 0;
+volatile sig_atomic_t program_done_status = 0;
+
+void take_program_done(int, siginfo_t* info, void*) {
+  if (program_done || program_pid == 0 || info->si_code != SI_QUEUE || info->si_pid != program_pid)
+    return;
+  program_done_status = info->si_value.sival_int;
+  program_done = 1;
+}
+
+// Without SA_RESTART: the signal ends the init's waitpid() with EINTR, and the loop reports it.
+void catch_program_done() {
+  struct sigaction action {};
+  action.sa_sigaction = take_program_done;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  sigaction(kProgramDoneSignal, &action, nullptr);
+}
+
 }  // namespace
 
 void run_program_under_init(const ChildPlan& plan, const GoMessage& go) {
   // Before the program starts: it may read /proc/1/cmdline as soon as its execve returns.
   hide_command_line();
-  // CLONE_VM | CLONE_VFORK, as posix_spawn does: the program does not get a copy of the address
-  // space the init inherited from the supervisor (copying its page tables only for execve to
-  // throw them away), and the init sleeps until the execve. Until then the program runs
-  // exec_program() on this stack of its own and touches nothing else of the init's memory.
+  if (plan.program_done_signal) catch_program_done();
+    // CLONE_VM | CLONE_VFORK, as posix_spawn does: the program does not get a copy of the address
+    // space the init inherited from the supervisor (copying its page tables only for execve to
+    // throw them away), and the init sleeps until the execve. Until then the program runs
+    // exec_program() on this stack of its own and touches nothing else of the init's memory.
 #if defined(SANDCELL_ASAN)
   // ASan cannot follow a switch to a stack it did not make (it warns on stderr, which the
   // program's callers read): sanitizer builds fork.
@@ -171,6 +197,7 @@ void run_program_under_init(const ChildPlan& plan, const GoMessage& go) {
                         CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<ChildPlan*>(&plan));
 #endif
   if (program < 0) child_fail(plan, "start the program under the sandbox's init");
+  program_pid = program;
   // The program started in the run's cgroups; the init leaves them (and lowers the pids limit
   // that counted it first), unless that failed: then it leaves when the program has exited.
   // It keeps only the sync socket (and then the parents' `tasks` files). The program's streams
@@ -183,9 +210,17 @@ void run_program_under_init(const ChildPlan& plan, const GoMessage& go) {
   int keep[kMaxCgroupTasksFds + 1] = {plan.sync_fd};
   if (!leave_now) memcpy(keep + 1, go.parent_tasks_fds, go.parent_tasks_count * sizeof(int));
   close_all_but(keep, leave_now ? 1 : go.parent_tasks_count + 1);
+  bool done_reported = false;
   while (true) {
     int status = 0;
     pid_t reaped = waitpid(-1, &status, 0);
+    if (program_done && !done_reported) {
+      done_reported = true;
+      // An exit status is 8 bits, as exit(2) takes it.
+      const int said = program_done_status;
+      send_message(
+          plan, ChildMessage{.kind = ChildMessage::ProgramDone, .wait_status = (said & 0xff) << 8});
+    }
     if (reaped < 0 && errno == EINTR) continue;
     if (reaped < 0) _exit(125);  // no children: cannot happen before the program is reaped
     if (reaped != program) continue;

@@ -219,6 +219,10 @@ struct ChildPlan {
   // a sandbox, the child opens it in the sandbox's own devpts and sends the master to the
   // supervisor before "go"; an exec'd process gets its slave from the caller as its stdio.
   bool terminal = false;
+  // A pooled run whose cgroup can be frozen (RunOptions::hand_over): the init takes the
+  // program's word that it is done (kProgramDoneSignal) and reports it (ChildMessage::
+  // ProgramDone), so the supervisor can freeze the sandbox and answer before the program's exit.
+  bool program_done_signal = false;
   std::string path_env;  // the PATH the program is searched in
 
   // File descriptors: the child's stdio, and its end of the sync socket. The supervisor's end is
@@ -261,12 +265,13 @@ struct ChildMessage {
     Ready = 3,
     ProgramExited = 4,
     ProxyListener = 5,
-    Terminal = 6,  // the pty master (ChildPlan::terminal)
-    Prepared = 7   // an OCI init with pause_before_pivot: mounts made, waits to go on
+    Terminal = 6,    // the pty master (ChildPlan::terminal)
+    Prepared = 7,    // an OCI init with pause_before_pivot: mounts made, waits to go on
+    ProgramDone = 8  // ChildPlan::program_done_signal: the program said it is done, wait_status
   };
   int kind = SetupFailed;
   int err = 0;          // errno of the failure
-  int wait_status = 0;  // ProgramExited
+  int wait_status = 0;  // ProgramExited, ProgramDone
   int left_cgroups = 0;  // ProgramExited: the init moved itself out of the run's cgroups
   int tree_ended = 0;    // ProgramExited: no process of the sandbox is left but the init
   rusage children_usage{};  // ProgramExited with tree_ended

@@ -56,6 +56,10 @@ void ChildPlanBuilder::proxy_listener(uint16_t port) {
 
 void ChildPlanBuilder::terminal() { building().terminal = true; }
 
+void ChildPlanBuilder::program_done_signal() {
+  building().program_done_signal = true;
+}
+
 std::vector<UniqueFd> ChildPlanBuilder::detach_bind_sources() {
   std::vector<UniqueFd> trees;
   for (PlannedMount& m : building().mounts) {

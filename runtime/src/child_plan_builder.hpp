@@ -48,6 +48,8 @@ class ChildPlanBuilder {
   void proxy_listener(uint16_t port);
   // The program runs on a pseudo-terminal (ChildPlan::terminal).
   void terminal();
+  // ChildPlan::program_done_signal.
+  void program_done_signal();
   // --userns=auto: a detached clone (open_tree) of every bind mount's source, which clone hands
   // to the child; the caller owns them and closes its copies once the child has its own.
   std::vector<UniqueFd> detach_bind_sources();

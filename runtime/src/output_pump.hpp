@@ -19,8 +19,9 @@ class OutputPump {
   // close() here would not end while another process (the sandbox's init) holds a copy, and a
   // hung-up pipe still in the set makes every epoll_wait return at once.
   bool open() const { return fd_ && !eof_; }
-  // Reads what is available (non-blocking fd), up to EOF.
-  void drain();
+  // Reads what is available (non-blocking fd), up to EOF, at most 1 MiB a call: true when it
+  // stopped at that bound (more may be waiting), false once the pipe was empty or at EOF.
+  bool drain();
   void close() { fd_.reset(); }
 
   // The hand-over of a pooled run: what came before is not the program's.

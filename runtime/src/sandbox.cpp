@@ -384,8 +384,11 @@ void record_run(Launch& l, Result& result, const SupervisionOutcome& outcome, co
 }
 
 // The parent's side of a run, in order (the child's is child_setup.cpp): its channels, the
-// clone, the release up to "go", the supervision until the program is done, the record.
-void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock::time_point start) {
+// clone, the release up to "go", the supervision until the program is done, the record. True
+// when the record was given to RunOptions::on_result here: a pooled program that said it was
+// done (SupervisionOutcome::frozen) is answered for while its sandbox is frozen, then killed; its
+// exit and the rest of the teardown come after the answer.
+bool supervise_child(Launch& l, Result& result, const std::chrono::steady_clock::time_point start) {
   ChildChannels channels = make_child_channels(l);
   InterruptSignals interrupts;
   UniqueFd pidfd;
@@ -420,6 +423,11 @@ void supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   SupervisionOutcome outcome = supervise(run);
   if (outcome.init_still_exiting) l.exiting_init.hand_over(pid);
   record_run(l, result, outcome, early_usage, out_pump, err_pump, start);
+  if (!outcome.frozen) return false;
+  if (l.options.on_result) l.options.on_result(result);
+  kill_sandbox(run);  // the init first: its pid namespace's end kills the rest once thawed
+  l.exiting_init.hand_over(pid);
+  return true;
 }
 
 }  // namespace
@@ -478,7 +486,8 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     }
     std::unique_ptr<Cgroup> cgroup;
     const std::function<void()> make_cgroup = [&] {
-      cgroup = create_cgroup(host, run_id, {.freezer = options.freezer});
+      // A pooled run's cgroup is frozen when its program says it is done (v1: a freezer too).
+      cgroup = create_cgroup(host, run_id, {.freezer = options.freezer || options.hand_over});
       result.enforced = enforce_limits(*cgroup, spec.limits);
       record_disk_bound(spec, result);
     };
@@ -486,6 +495,7 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     // namespace ends the tree, see CgroupNeeds) are made while the child sets up its mounts; v2 must exist for
     // clone3 (CLONE_INTO_CGROUP) and "none" decides the rlimits.
     if (host.mode != CgroupHost::Mode::V1) make_cgroup();
+    if (options.hand_over && host.mode != CgroupHost::Mode::None) builder.program_done_signal();
     if (host.mode == CgroupHost::Mode::None) {
       std::vector<Rlimit> fallbacks;
       add_rlimit_fallbacks(spec.limits, plan.own_user_ns, fallbacks, result.enforced,
@@ -507,9 +517,9 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
                   seccomp,
                   seccomp_failure,
                   exiting_init};
-    supervise_child(launch, result, start);
+    const bool answered = supervise_child(launch, result, start);
     cgroup->remove();
-    if (options.on_result && !seccomp_failure) options.on_result(result);
+    if (options.on_result && !seccomp_failure && !answered) options.on_result(result);
   } catch (const Error& e) {
     result.status = Status::RuntimeError;
     result.error = e.what();

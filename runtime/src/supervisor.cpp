@@ -20,6 +20,9 @@ namespace {
 
 constexpr long kCpuPollNs = 50'000'000;  // CPU-time limit checked every 50 ms
 constexpr int kDrainAfterExitMs = 2000;  // output still arriving after pid 1 is gone
+// A program that said it is done (ChildMessage::ProgramDone) waits in a sleep that freezes at
+// once; what else runs in its sandbox may take longer. Past this the sandbox is killed instead.
+constexpr std::chrono::microseconds kFreezeAtDone{100'000};
 
 UniqueFd make_timer(double first_s, long interval_ns) {
   UniqueFd fd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -64,7 +67,7 @@ class Loop {
   }
 
   SupervisionOutcome run() {
-    while (!(reaped_ || tree_ended_) || run_.out.open() || run_.err.open()) {
+    while (!outcome_.frozen && (!(reaped_ || tree_ended_) || run_.out.open() || run_.err.open())) {
       const bool over = reaped_ || tree_ended_;
       int timeout = over ? remaining_drain_ms() : -1;
       if (over && timeout == 0) break;  // a stray writer kept a pipe open: stop waiting
@@ -112,7 +115,8 @@ class Loop {
       stop([&] { outcome_.wall_timeout = true; });
     } else if (fd == cpu_tick_.get()) {
       consume(fd);
-      if (run_.cgroup.usage().cpu_ns - outcome_.cpu_ns_at_hand_over >= static_cast<uint64_t>(*cpu_s_ * 1e9))
+      if (run_.cgroup.cpu_ns() - outcome_.cpu_ns_at_hand_over >=
+          static_cast<uint64_t>(*cpu_s_ * 1e9))
         stop([&] { outcome_.cpu_timeout = true; });
     } else if (fd == run_.sync_fd) {
       handle_child_message();
@@ -161,7 +165,7 @@ class Loop {
       denials_->restart();
     }
     outcome_.handed_over_at = std::chrono::steady_clock::now();
-    outcome_.cpu_ns_at_hand_over = run_.cgroup.usage().cpu_ns;
+    outcome_.cpu_ns_at_hand_over = run_.cgroup.cpu_ns();
     outcome_.terms = *terms;
     run_.out.restart(terms->output_bytes.value_or(~0ull));
     run_.err.restart(terms->output_bytes.value_or(~0ull));
@@ -177,7 +181,8 @@ class Loop {
     }
     if (received->message.kind == ChildMessage::ProgramExited)
       program_exited(received->message);
-    else if (received->message.kind != ChildMessage::SeccompListener)
+    else if (received->message.kind != ChildMessage::SeccompListener &&
+             received->message.kind != ChildMessage::ProgramDone)
       outcome_.child_failure = received->message;
   }
 
@@ -195,6 +200,8 @@ class Loop {
       watch(epoll_.get(), denials_->fd());
     } else if (received->message.kind == ChildMessage::ProgramExited) {
       program_exited(received->message);
+    } else if (received->message.kind == ChildMessage::ProgramDone) {
+      program_done(received->message);
     } else if (received->message.kind == ChildMessage::SetupFailed ||
                received->message.kind == ChildMessage::ExecFailed) {
       outcome_.child_failure = received->message;
@@ -214,6 +221,31 @@ class Loop {
       start_drain_deadline();
     }
     notify_program_exit(init_out);
+  }
+
+  // A pooled program's word that it is done (kProgramDoneSignal, sandbox.hpp), taken as its exit
+  // with that status: the sandbox is frozen where it is, the output it holds is read, and the
+  // loop ends with the sandbox still there (SupervisionOutcome::frozen), for the caller to
+  // answer and then kill. Not before the hand-over (nothing of the program's runs then), nor
+  // once the run is ending anyway. A sandbox that does not freeze in time is killed, as the init
+  // ends what a program leaves running, and the record waits for its end, with that status.
+  void program_done(const ChildMessage& message) {
+    if (!outcome_.handed_over_at || reaped_ || tree_ended_ || killed_ || program_wait_status_)
+      return;
+    program_wait_status_ = message.wait_status;
+    if (!run_.cgroup.freeze_within(kFreezeAtDone)) {
+      killed_ = true;
+      kill_sandbox(run_);
+      return;
+    }
+    outcome_.frozen = true;
+    for (OutputPump* pump : {&run_.out, &run_.err}) {
+      while (pump->drain()) {
+      }
+      // As for output that arrives after the program's exit: its status, nothing left to stop.
+      if (pump->truncated()) outcome_.output_limit = true;
+    }
+    notify_program_exit(false);
   }
 
   void notify_program_exit(bool init_left_cgroups) {

@@ -54,6 +54,10 @@ struct SupervisionOutcome {
   // init's own exit, which may still be tearing its namespaces down: the caller must reap it
   // (ExitingInit in sandbox.cpp) before it returns, once it has finished the run meanwhile.
   bool init_still_exiting = false;
+  // The program said it was done (ChildMessage::ProgramDone) and the sandbox's cgroup is frozen:
+  // nothing of it can run, its output is read, wait_status is what the program said. The
+  // sandbox and its init are still there: the caller takes the record, then kills the sandbox.
+  bool frozen = false;
   // A pooled run that was handed its request: when, the cgroup's CPU time then, and the terms.
   std::optional<std::chrono::steady_clock::time_point> handed_over_at;
   uint64_t cpu_ns_at_hand_over = 0;

@@ -277,6 +277,44 @@ TEST(CgroupV2Fake, Usage_ReadsCpuStatPeakOomKillAndPidsMax) {
   EXPECT_EQ(usage.pids_limit_hits, 7u);
 }
 
+TEST(CgroupV2Fake, CpuNs_ReadsCpuStatAlone) {
+  FakeV2Tree tree;
+  put(tree.run + "/cpu.stat", "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n");
+  auto cgroup = create_cgroup_v2(tree.root, "run1");
+
+  EXPECT_EQ(cgroup->cpu_ns(), 2500000u);
+}
+
+// A pooled program's word that it is done (kProgramDoneSignal): cgroup.freeze, then
+// cgroup.events until "frozen 1", bounded.
+TEST(CgroupV2Fake, FreezeWithin_WritesCgroupFreezeAndWaitsForFrozen) {
+  FakeV2Tree tree;
+  put(tree.run + "/cgroup.freeze", "0\n");
+  put(tree.run + "/cgroup.events", "populated 1\nfrozen 1\n");
+  auto cgroup = create_cgroup_v2(tree.root, "run1");
+
+  EXPECT_TRUE(cgroup->freeze_within(std::chrono::milliseconds(50)));
+  EXPECT_EQ(get(tree.run + "/cgroup.freeze"), "1");
+}
+
+TEST(CgroupV2Fake, FreezeWithin_NotFrozenInTime_IsFalse) {
+  FakeV2Tree tree;
+  put(tree.run + "/cgroup.freeze", "0\n");
+  put(tree.run + "/cgroup.events", "populated 1\nfrozen 0\n");
+  auto cgroup = create_cgroup_v2(tree.root, "run1");
+
+  EXPECT_FALSE(cgroup->freeze_within(std::chrono::milliseconds(20)));
+  EXPECT_EQ(get(tree.run + "/cgroup.freeze"), "1");  // left freezing: kill_all() ends it
+}
+
+TEST(CgroupV2Fake, FreezeWithin_WithoutCgroupFreeze_IsFalseAndWritesNothing) {
+  FakeV2Tree tree;
+  auto cgroup = create_cgroup_v2(tree.root, "run1");
+
+  EXPECT_FALSE(cgroup->freeze_within(std::chrono::milliseconds(20)));
+  EXPECT_FALSE(fs::exists(tree.run + "/cgroup.freeze"));
+}
+
 TEST(CgroupV2Fake, Usage_WithoutMemoryPeak_FallsBackToMemoryCurrent) {
   FakeV2Tree tree;
   put(tree.run + "/memory.current", "8192\n");
