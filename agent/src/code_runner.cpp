@@ -515,10 +515,17 @@ class PooledRun {
     try {
       hooks_.on_result(result_of(phase));
       answered_ = true;
+      yield_to_the_answer();
     } catch (const std::exception& e) {  // answered at the end instead, or the error then
       if (context_.on_warning) context_.on_warning(std::string("the pooled result: ") + e.what());
     }
   }
+
+  // Answered: what is left in the sandbox is teardown (the program's exit, when it said it was
+  // done and is still there, frozen), which should not take the CPU from the server sending that
+  // answer: the sandbox gets the low share back. (This thread's own teardown keeps its priority:
+  // at the lowest, under sustained load the exiting members would pile up.)
+  void yield_to_the_answer() { cpu_share_.lower(cgroup_paths_); }
 
   std::shared_ptr<PendingRequest> pending_;
   const Skill& skill_;

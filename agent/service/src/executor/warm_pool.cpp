@@ -124,13 +124,15 @@ size_t WarmPool::ready_count(const std::string& skill) const {
 // One start at a time (a start is an interpreter importing its preloads: a core for a while,
 // which the requests running meanwhile must not wait for), within the count per skill and the
 // memory bound: the ready members' own memory plus the estimate for the one starting; none while
-// a request runs cold for want of a member (ColdRun).
-void WarmPool::refill(Clock::time_point now) {
-  if (cold_runs_ > 0) return;  // ColdRun
+// a request runs cold for want of a member (ColdRun). Decided under mutex_; the start itself
+// (start_member) is not: a spawn costs ~1-3 ms, which a request answering meanwhile
+// (reap_when_exited) or taking a member would otherwise wait for.
+std::optional<std::string> WarmPool::skill_to_start(Clock::time_point now) {
+  if (cold_runs_ > 0) return std::nullopt;  // ColdRun
   uint64_t memory = 0;
   std::map<std::string, int> count;
   for (const Member& m : members_) {
-    if (!m.ready) return;  // one is starting
+    if (!m.ready) return std::nullopt;  // one is starting
     memory += m.memory_bytes;
     ++count[m.skill];
   }
@@ -138,14 +140,27 @@ void WarmPool::refill(Clock::time_point now) {
     if (count[skill] >= size) continue;
     if (auto retry = retry_after_.find(skill); retry != retry_after_.end() && now < retry->second) continue;
     if (memory + memory_estimate_[skill] > options_.memory_bytes) continue;
-    try {
-      members_.push_back({.skill = skill, .child = start_child(member_argv_(skill)), .started = now,
-                          .ready = false, .memory_bytes = 0, .line = {}});
-    } catch (const Error& e) {
-      std::cerr << "sandcell: warm pool: cannot start a " << skill << " sandbox: " << e.what() << "\n";
-      retry_after_[skill] = now + kRetryAfterFailure;
-    }
-    return;
+    return skill;
+  }
+  return std::nullopt;
+}
+
+// Only the pool's thread starts members, so the decision above still holds here.
+void WarmPool::start_member(const std::string& skill, Clock::time_point now) {
+  try {
+    StartedChild child = start_child(member_argv_(skill));
+    std::lock_guard lock(mutex_);
+    members_.push_back({.skill = skill,
+                        .child = std::move(child),
+                        .started = now,
+                        .ready = false,
+                        .memory_bytes = 0,
+                        .line = {}});
+  } catch (const Error& e) {
+    std::cerr << "sandcell: warm pool: cannot start a " << skill << " sandbox: " << e.what()
+              << "\n";
+    std::lock_guard lock(mutex_);
+    retry_after_[skill] = now + kRetryAfterFailure;
   }
 }
 
@@ -172,19 +187,15 @@ bool WarmPool::read_member(Member& m) {
 
 void WarmPool::maintain(std::stop_token stop) {
   while (!stop.stop_requested()) {
-    std::vector<pollfd> fds{{wake_.get(), POLLIN, 0}};
-    std::vector<pid_t> polled;
-    size_t first_member = 1;  // fds: the wake-up, the exiting members' pidfds, the members' stdouts
     int timeout_ms = 1000;
+    std::optional<std::string> start;
+    const Clock::time_point now = Clock::now();
     {
       std::lock_guard lock(mutex_);
       std::erase_if(exiting_, [](StartedChild& c) {
         siginfo_t info{};  // si_pid stays 0 while it runs
         return waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED | WNOHANG) == 0 && info.si_pid != 0;
       });
-      for (const StartedChild& c : exiting_) fds.push_back({c.pidfd.get(), POLLIN, 0});
-      first_member = fds.size();
-      const Clock::time_point now = Clock::now();
       for (auto it = members_.begin(); it != members_.end();) {
         if (it->ready ? now - it->started > options_.idle : now - it->started > kMaxStart) {
           if (!it->ready) {
@@ -194,17 +205,28 @@ void WarmPool::maintain(std::stop_token stop) {
           ending_.push_back(std::move(it->child));  // replaced below by a fresh one
           it = members_.erase(it);
         } else {
-          fds.push_back({it->child.stdout_read.get(), POLLIN, 0});
-          polled.push_back(it->child.pid);
           ++it;
         }
       }
       const bool answering = !exiting_.empty() && now < quiet_until_;
-      if (!answering) refill(now);
+      if (!answering) start = skill_to_start(now);
       timeout_ms = answering ? static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(quiet_until_ - now).count()) : 1000;
     }
     for (StartedChild& c : ending_) reap(c);  // only this thread adds to it
     ending_.clear();
+    if (start) start_member(*start, now);
+    std::vector<pollfd> fds{{wake_.get(), POLLIN, 0}};
+    std::vector<pid_t> polled;
+    size_t first_member = 1;  // fds: the wake-up, the exiting members' pidfds, the members' stdouts
+    {
+      std::lock_guard lock(mutex_);
+      for (const StartedChild& c : exiting_) fds.push_back({c.pidfd.get(), POLLIN, 0});
+      first_member = fds.size();
+      for (const Member& m : members_) {
+        fds.push_back({m.child.stdout_read.get(), POLLIN, 0});
+        polled.push_back(m.child.pid);
+      }
+    }
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) return;
     if (fds[0].revents) {
       uint64_t count;

@@ -68,7 +68,8 @@ class WarmPool {
   };
 
   void maintain(std::stop_token stop);
-  void refill(std::chrono::steady_clock::time_point now);
+  std::optional<std::string> skill_to_start(std::chrono::steady_clock::time_point now);
+  void start_member(const std::string& skill, std::chrono::steady_clock::time_point now);
   // Reads what `m` printed; false when it is to be dropped (failed, exited or garbage).
   bool read_member(Member& m);
 
