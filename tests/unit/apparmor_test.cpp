@@ -130,6 +130,13 @@ TEST(AppArmorProfile, Default_ConfinesPtraceAndSignalsToTheProfile) {
       EXPECT_EQ(rule, "ptrace (trace,read,tracedby,readby) peer=sandcell-default,");
     }
     EXPECT_FALSE(rule.starts_with("mount") || rule.starts_with("umount")) << "grants: " << rule;
+    // Out of the profile, a program may send one signal only: 64 (kProgramDoneSignal), to the
+    // sandbox's init, which runs unconfined or under sandcell's own profile.
+    if (rule.starts_with("signal (send") && !rule.ends_with("peer=sandcell-default,")) {
+      EXPECT_TRUE(rule == "signal (send) set=(rtmin+32) peer=unconfined," ||
+                  rule == "signal (send) set=(rtmin+32) peer=sandcell,")
+          << "grants: " << rule;
+    }
   }
 }
 
