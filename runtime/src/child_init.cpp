@@ -153,25 +153,33 @@ bool end_the_rest(const ChildPlan& plan) {
 }
 
 // ChildPlan::program_done_signal: the program's word that it is done (kProgramDoneSignal,
-// sandbox.hpp), its exit status as the value. Taken once, from the program's process only (its
-// pid is set once the clone returns; nothing of the program's sends it before that), by
-// sigqueue only; the loop below reports it.
+// sandbox.hpp), its exit status as the value, reported from the handler itself: one write() of
+// a message to a SOCK_SEQPACKET socket is async-signal-safe and atomic, and a report left to the
+// loop below could wait for the next child's exit (a signal between its check and its waitpid).
+// Taken once, from the program's process only (its pid is set once the clone returns; nothing of
+// the program's sends it before that), by sigqueue only.
 volatile sig_atomic_t program_pid = 0;
 volatile sig_atomic_t program_done = 0;
-volatile sig_atomic_t program_done_status = 0;
+volatile sig_atomic_t program_done_fd = -1;
 
 void take_program_done(int, siginfo_t* info, void*) {
   if (program_done || program_pid == 0 || info->si_code != SI_QUEUE || info->si_pid != program_pid)
     return;
-  program_done_status = info->si_value.sival_int;
   program_done = 1;
+  const int saved_errno = errno;
+  // An exit status is 8 bits, as exit(2) takes it.
+  const ChildMessage message{.kind = ChildMessage::ProgramDone,
+                             .wait_status = (info->si_value.sival_int & 0xff) << 8};
+  ssize_t ignored = write(program_done_fd, &message, sizeof message);
+  (void)ignored;
+  errno = saved_errno;
 }
 
-// Without SA_RESTART: the signal ends the init's waitpid() with EINTR, and the loop reports it.
-void catch_program_done() {
+void catch_program_done(const ChildPlan& plan) {
+  program_done_fd = plan.sync_fd;
   struct sigaction action {};
   action.sa_sigaction = take_program_done;
-  action.sa_flags = SA_SIGINFO;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
   sigaction(kProgramDoneSignal, &action, nullptr);
 }
@@ -181,7 +189,8 @@ void catch_program_done() {
 void run_program_under_init(const ChildPlan& plan, const GoMessage& go) {
   // Before the program starts: it may read /proc/1/cmdline as soon as its execve returns.
   hide_command_line();
-  if (plan.program_done_signal) catch_program_done();
+  if (plan.program_done_signal) catch_program_done(plan);
+
     // CLONE_VM | CLONE_VFORK, as posix_spawn does: the program does not get a copy of the address
     // space the init inherited from the supervisor (copying its page tables only for execve to
     // throw them away), and the init sleeps until the execve. Until then the program runs
@@ -210,17 +219,9 @@ void run_program_under_init(const ChildPlan& plan, const GoMessage& go) {
   int keep[kMaxCgroupTasksFds + 1] = {plan.sync_fd};
   if (!leave_now) memcpy(keep + 1, go.parent_tasks_fds, go.parent_tasks_count * sizeof(int));
   close_all_but(keep, leave_now ? 1 : go.parent_tasks_count + 1);
-  bool done_reported = false;
   while (true) {
     int status = 0;
     pid_t reaped = waitpid(-1, &status, 0);
-    if (program_done && !done_reported) {
-      done_reported = true;
-      // An exit status is 8 bits, as exit(2) takes it.
-      const int said = program_done_status;
-      send_message(
-          plan, ChildMessage{.kind = ChildMessage::ProgramDone, .wait_status = (said & 0xff) << 8});
-    }
     if (reaped < 0 && errno == EINTR) continue;
     if (reaped < 0) _exit(125);  // no children: cannot happen before the program is reaped
     if (reaped != program) continue;
