@@ -187,14 +187,13 @@ void catch_program_done(const ChildPlan& plan) {
 }  // namespace
 
 void run_program_under_init(const ChildPlan& plan, const GoMessage& go) {
+  if (plan.program_done_signal) catch_program_done(plan);
   // Before the program starts: it may read /proc/1/cmdline as soon as its execve returns.
   hide_command_line();
-  if (plan.program_done_signal) catch_program_done(plan);
-
-    // CLONE_VM | CLONE_VFORK, as posix_spawn does: the program does not get a copy of the address
-    // space the init inherited from the supervisor (copying its page tables only for execve to
-    // throw them away), and the init sleeps until the execve. Until then the program runs
-    // exec_program() on this stack of its own and touches nothing else of the init's memory.
+  // CLONE_VM | CLONE_VFORK, as posix_spawn does: the program does not get a copy of the address
+  // space the init inherited from the supervisor (copying its page tables only for execve to
+  // throw them away), and the init sleeps until the execve. Until then the program runs
+  // exec_program() on this stack of its own and touches nothing else of the init's memory.
 #if defined(SANDCELL_ASAN)
   // ASan cannot follow a switch to a stack it did not make (it warns on stderr, which the
   // program's callers read): sanitizer builds fork.
