@@ -24,6 +24,8 @@ int verb_index(int argc, char** argv) {
   return -1;
 }
 
+// The static sandcell decides the same before glibc starts (early_forward.cpp, which cannot call
+// this): a change here is a change there.
 bool lean_command(int argc, char** argv) {
   int verb = verb_index(argc, argv);
   if (verb < 0) return false;

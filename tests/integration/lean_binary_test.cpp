@@ -7,13 +7,19 @@
 // network's libraries then runs in `sandcell-net`, the same program linked dynamically
 // (cli/forward.cpp), and the loader's questions are asked of that one.
 #include <elf.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -204,6 +210,78 @@ TEST(LeanBinary, NetworkRunsAndGcAreHandedToSandcellNet) {
     EXPECT_NE(run.err.find(by_twin), std::string::npos)
         << args[0] << ": " << run.err.substr(0, 2000);
   }
+}
+
+// The system calls `sandcell ARGS...` makes between its own execve and the next one (the
+// hand-over to a sibling), in order, the execve included; nullopt when it exited first. Traced
+// with ptrace, system-call entries only (PTRACE_GET_SYSCALL_INFO).
+std::optional<std::vector<long>> calls_before_hand_over(const std::vector<std::string>& args) {
+  std::vector<std::string> words = {sandcell_binary()};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  const pid_t child = fork();
+  if (child == 0) {
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 1);
+    dup2(null, 2);
+    ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+    raise(SIGSTOP);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);  // its SIGSTOP
+  ptrace(PTRACE_SETOPTIONS, child, nullptr,
+         PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL);
+  std::vector<long> calls;
+  int execs = 0;
+  while (true) {
+    ptrace(PTRACE_SYSCALL, child, nullptr, nullptr);
+    if (waitpid(child, &status, 0) != child || WIFEXITED(status) || WIFSIGNALED(status))
+      return std::nullopt;
+    if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+      if (++execs == 2) break;
+      continue;
+    }
+    if (WSTOPSIG(status) != (SIGTRAP | 0x80)) continue;  // another signal: not passed on
+    __ptrace_syscall_info info{};
+    if (ptrace(PTRACE_GET_SYSCALL_INFO, child, sizeof info, &info) > 0 &&
+        info.op == PTRACE_SYSCALL_INFO_ENTRY && execs == 1)
+      calls.push_back(static_cast<long>(info.entry.nr));
+  }
+  kill(child, SIGKILL);
+  waitpid(child, &status, 0);
+  return calls;
+}
+
+// The static sandcell hands a command line for sandcell-images over from its entry point,
+// before glibc starts (cli/early_forward.cpp): one readlink of /proc/self/exe, then the execve.
+// The lean commands start glibc and main() as before: `gc` is handed to sandcell-net only after
+// main() has parsed it (killed at that execve here, so nothing is collected), and `run --rootfs`
+// is not handed over at all.
+TEST(LeanBinary, ImageCommandsAreHandedOverBeforeGlibcStarts) {
+#if !SANDCELL_LEAN_IS_STATIC
+  GTEST_SKIP() << "only the static sandcell has the early entry point";
+#endif
+  const std::vector<long> early = {SYS_readlink, SYS_execve};
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--version"}, std::vector<std::string>{},
+        std::vector<std::string>{"--root", "/nonexistent", "images"},
+        std::vector<std::string>{"--root=/nonexistent", "code", "--help"},
+        std::vector<std::string>{"run", "sandcell/skill-python", "--", "--rootfs"},
+        std::vector<std::string>{"no-such-command"}}) {
+    const std::optional<std::vector<long>> calls = calls_before_hand_over(args);
+    ASSERT_TRUE(calls.has_value()) << testing::PrintToString(args) << " was not handed over";
+    EXPECT_EQ(*calls, early) << testing::PrintToString(args);
+  }
+  const std::optional<std::vector<long>> gc = calls_before_hand_over({"gc"});
+  ASSERT_TRUE(gc.has_value()) << "gc was not handed to sandcell-net";
+  EXPECT_GT(gc->size(), 10u) << "gc is handed over after main(): " << testing::PrintToString(*gc);
+  EXPECT_EQ(calls_before_hand_over({"run", "--rootfs", test_rootfs(), "--", "/bin/true"}),
+            std::nullopt)
+      << "run --rootfs runs in sandcell itself";
 }
 
 // Installed without its twin, a static sandcell still runs `--net none` and says in one line
