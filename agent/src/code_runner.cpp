@@ -265,6 +265,10 @@ namespace {
 // at once: it must fit the pipe's buffer (64 KiB). Larger ones run cold.
 constexpr size_t kMaxPooledStdin = 60000;
 
+// After a pooled answer, how long the member leaves the CPUs to its delivery before it tears the
+// sandbox down (PooledRun::yield_to_the_answer).
+constexpr auto kAnswerDelivery = std::chrono::milliseconds(2);
+
 // The request of a pooled sandbox, shared between the thread that reads it and the supervisor.
 struct PendingRequest {
   std::mutex mutex;
@@ -527,9 +531,19 @@ class PooledRun {
 
   // Answered: what is left in the sandbox is teardown (the program's exit, when it said it was
   // done and is still there, frozen), which should not take the CPU from the server sending that
-  // answer: the sandbox gets the low share back. (This thread's own teardown keeps its priority:
-  // at the lowest, under sustained load the exiting members would pile up.)
-  void yield_to_the_answer() { cpu_share_.lower(cgroup_paths_); }
+  // answer: the sandbox gets the low share back, and the teardown waits kAnswerDelivery, a time
+  // the answer needs to reach the client (the server's thread reads it, writes the reply, the
+  // client reads that). Started at once, the teardown (killing the frozen interpreter, whose
+  // exit unmaps numpy: ~3 ms of a CPU; the cgroups; the workspace) held a CPU that the server's
+  // or the client's thread had just been woken on, and about half the pooled round trips took
+  // 2-5 ms longer (session 35, bench/README.md, "pool.sh"). The sandbox stays frozen meanwhile:
+  // the wait costs no CPU, only the member's end comes that much later. (This thread's own
+  // teardown keeps its priority: at the lowest, under sustained load the exiting members would
+  // pile up.)
+  void yield_to_the_answer() {
+    cpu_share_.lower(cgroup_paths_);
+    std::this_thread::sleep_for(kAnswerDelivery);
+  }
 
   std::shared_ptr<PendingRequest> pending_;
   const Skill& skill_;
