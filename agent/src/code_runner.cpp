@@ -13,7 +13,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -25,6 +24,7 @@
 #include "sandcell/agent/sessions.hpp"
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/base/thread_elsewhere.hpp"
 #include "sandcell/base/workspace_disk.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 
@@ -231,10 +231,12 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   const std::string disk_templates = context.store_root + "/disk-templates";
   // A scratch workspace is made while the image is resolved, the seccomp profile compiled and
   // the user namespace probed: its disk mostly waits on I/O (LOOP_CONFIGURE fsyncs the image
-  // file). A session's waits for its lock and may remove others: only once the call can run.
-  std::future<std::unique_ptr<ScratchWorkspace>> scratch;
+  // file), on another CPU (a thread left to start on this one waited ~1.2 ms for it:
+  // thread_elsewhere.hpp). A session's waits for its lock and may remove others: only once the
+  // call can run.
+  std::optional<ThreadElsewhere<std::unique_ptr<ScratchWorkspace>>> scratch;
   if (!request.session)
-    scratch = std::async(std::launch::async, [&] {
+    scratch.emplace([&] {
       return std::make_unique<ScratchWorkspace>(context.store_root + "/code-runs", disk_templates, disk);
     });
   rootfs_builder::ImageStore store(context.store_root);
@@ -253,7 +255,7 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
                              unbounded.value_or("a session made before disk bounds"), userns.mode,
                              userns.warning});
   }
-  const std::unique_ptr<ScratchWorkspace> workspace = scratch.get();
+  const std::unique_ptr<ScratchWorkspace> workspace = scratch->get();
   return run_in_workspace({skill, request, context, store, image, workspace->dir(), seccomp,
                            workspace->disk(), disk_bytes, unbounded.value_or(""), userns.mode,
                            userns.warning});
