@@ -31,7 +31,7 @@ pthread_t start_elsewhere(ElsewhereStart& start);
 }  // namespace detail
 
 // Runs `work` on such a thread at construction; get() waits for it and returns its value or
-// rethrows what it threw. The destructor waits for it too (and then destroys an unclaimed
+// rethrows what it threw (once). The destructor waits for it too (and then destroys an unclaimed
 // value), as a std::async future's does.
 template <class T>
 class ThreadElsewhere {
