@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <condition_variable>
@@ -88,18 +89,33 @@ rootfs_builder::ImageRecord built_image(rootfs_builder::ImageStore& store, const
   }
 }
 
-// A workspace for one call without a session: <scratch>/<pid>-XXXXXX/disk/workspace on its own
-// filesystem (workspace_disk.hpp; <scratch>/<pid>-XXXXXX/workspace where there is none), removed
-// afterwards. The run directory's lock is held while the disk is mounted, so that
-// unmount_stale_workspace_disks leaves it alone. <scratch> and the run directory are 0700: what the
-// code wrote is owned by host ids (its root's files are host root's), and no other host user may
-// reach it, even for the moment before a phase ends and the privileges are stripped. Only the
-// workspace itself is 0755, for the sandbox's own non-root users. Directories of sandcell processes
-// that died are removed on the way in.
+// A workspace for one call without a session: <run dir>/disk/workspace on its own filesystem
+// (workspace_disk.hpp; <run dir>/workspace where there is none), removed afterwards, where the
+// run directory is <scratch>/<pid>-<random>, named before it is made (new_run_dir) so that a
+// sandbox can be started for the workspace while its disk is still being made. The run directory's
+// lock is held while the disk is mounted, so that unmount_stale_workspace_disks leaves it alone.
+// <scratch> and the run directory are 0700: what the code wrote is owned by host ids (its root's
+// files are host root's), and no other host user may reach it, even for the moment before a phase
+// ends and the privileges are stripped. Only the workspace itself is 0755, for the sandbox's own
+// non-root users. Directories of sandcell processes that died are removed on the way in.
 class ScratchWorkspace {
  public:
-  ScratchWorkspace(const std::string& scratch, const std::string& disk_templates,
-                   std::optional<uint64_t> disk_bytes) {
+  static std::string new_run_dir(const std::string& scratch) {
+    uint64_t random = 0;
+    if (getrandom(&random, sizeof random, 0) != static_cast<ssize_t>(sizeof random))
+      throw Error(errno, "getrandom for a run directory's name");
+    char suffix[17];
+    snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(random));
+    return scratch + "/" + std::to_string(getpid()) + "-" + suffix;
+  }
+  // Where the workspace of new_run_dir()'s run directory will be.
+  static std::string workspace_dir(const std::string& run_dir, bool with_disk) {
+    return run_dir + (with_disk ? "/disk/workspace" : "/workspace");
+  }
+
+  ScratchWorkspace(const std::string& scratch, std::string run_dir,
+                   const std::string& disk_templates, std::optional<uint64_t> disk_bytes)
+      : run_dir_(std::move(run_dir)) {
     fs::create_directories(scratch);
     check(chmod(scratch.c_str(), 0700), "chmod 0700 " + scratch);
     std::error_code ec;
@@ -112,17 +128,16 @@ class ScratchWorkspace {
         if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
       }
     }
-    run_dir_ = scratch + "/" + std::to_string(getpid()) + "-XXXXXX";
-    if (!mkdtemp(run_dir_.data())) throw Error(errno, "mkdtemp " + run_dir_);  // 0700
+    check(mkdir(run_dir_.c_str(), 0700), "mkdir " + run_dir_);  // EEXIST: never another's
     lock_ = UniqueFd(
         open((run_dir_ + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!lock_ || flock(lock_.get(), LOCK_EX) != 0)
       throw Error(errno, "lock " + run_dir_ + "/lock");
+    dir_ = workspace_dir(run_dir_, disk_bytes.has_value());
     if (disk_bytes) {
       disk_ = WorkspaceDisk::scratch(disk_templates, run_dir_ + "/disk", *disk_bytes);
-      dir_ = disk_->workspace();
+      if (disk_->workspace() != dir_) throw Error(EINVAL, "the workspace disk is not at " + dir_);
     } else {
-      dir_ = run_dir_ + "/workspace";
       check(mkdir(dir_.c_str(), 0755), "mkdir " + dir_);
     }
   }
@@ -176,11 +191,12 @@ std::vector<std::string> lost_variables(const Workspace& ws) {
 
 // Install, compile, run: each phase only when the one before succeeded.
 // After each phase, before anything on the host reads the workspace, its privileges go.
-void run_phases(const PhaseContext& ctx, const Workspace& ws, CodeResult& result) {
+// `ws` is empty until the first phase's sandbox has asked for it (PhaseContext::before_binds).
+void run_phases(const PhaseContext& ctx, const std::optional<Workspace>& ws, CodeResult& result) {
   const Skill& skill = ctx.skill;
   auto add = [&](PhaseResult phase) {
     result.phases.push_back(std::move(phase));
-    ws.strip_privileges();
+    if (ws) ws->strip_privileges();
     return result.phases.back().result.status == runtime::Status::Ok;
   };
   if (!ctx.request.packages.empty()) {
@@ -204,18 +220,44 @@ void prepare_workspace(Workspace& ws, const Skill& skill, const CodeRequest& r) 
   ws.make_dirs(skill.artifacts);
 }
 
-CodeResult run_in_workspace(const PhaseContext& ctx) {
-  Workspace ws(ctx.workspace_dir);
-  ws.strip_privileges();  // a session's earlier call may have ended before its strip
-  prepare_workspace(ws, ctx.skill, ctx.request);
+// `late_workspace`, when set, waits until ctx.workspace_dir exists and returns its disk: the first
+// phase's sandbox starts before that, and the request's files are written while its child sets
+// up (PhaseContext::before_binds). What it throws is this call's error, as if it had come first.
+CodeResult run_in_workspace(PhaseContext ctx,
+                            const std::function<const WorkspaceDisk*()>& late_workspace = {}) {
   const CollectBounds& bounds = ctx.runner.bounds;
-  Workspace::Snapshot before = ws.snapshot(ctx.skill.artifacts, bounds);
+  std::optional<Workspace> ws;
+  Workspace::Snapshot before;
+  auto prepare = [&] {
+    if (ws) return;
+    if (late_workspace) ctx.disk = late_workspace();
+    Workspace made(ctx.workspace_dir);
+    made.strip_privileges();  // a session's earlier call may have ended before its strip
+    prepare_workspace(made, ctx.skill, ctx.request);
+    before = made.snapshot(ctx.skill.artifacts, bounds);
+    ws.emplace(std::move(made));
+  };
+  std::exception_ptr late_failure;
+  if (late_workspace)
+    ctx.before_binds = [&] {
+      try {
+        prepare();
+      } catch (...) {
+        late_failure = std::current_exception();
+        throw;
+      }
+    };
+  else
+    prepare();
   CodeResult result{.skill = ctx.skill.name, .session = ctx.request.session};
   run_phases(ctx, ws, result);
+  if (late_failure) std::rethrow_exception(late_failure);
+  prepare();  // a first phase that ended before its sandbox asked for the workspace
   result.error = classify_failure(ctx.skill.errors, result.phases.back());
-  result.artifacts = ws.changed_files(before, ws.snapshot(ctx.skill.artifacts, bounds), bounds);
-  for (const std::string& path : ctx.request.get) result.files.push_back(ws.read_file(path, kMaxGetBytes));
-  if (ctx.request.session) result.lost_variables = lost_variables(ws);
+  result.artifacts = ws->changed_files(before, ws->snapshot(ctx.skill.artifacts, bounds), bounds);
+  for (const std::string& path : ctx.request.get)
+    result.files.push_back(ws->read_file(path, kMaxGetBytes));
+  if (ctx.request.session) result.lost_variables = lost_variables(*ws);
   return result;
 }
 
@@ -232,12 +274,15 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   // A scratch workspace is made while the image is resolved, the seccomp profile compiled and
   // the user namespace probed: its disk mostly waits on I/O (LOOP_CONFIGURE fsyncs the image
   // file), on another CPU (a thread left to start on this one waited ~1.2 ms for it:
-  // thread_elsewhere.hpp). A session's waits for its lock and may remove others: only once the
-  // call can run.
+  // thread_elsewhere.hpp), and while the first phase's sandbox starts: its child sets up its root
+  // and attaches the workspace last (PhaseContext::before_binds). A session's waits for its lock
+  // and may remove others: only once the call can run.
+  const std::string scratch_root = context.store_root + "/code-runs";
+  const std::string run_dir = ScratchWorkspace::new_run_dir(scratch_root);
   std::optional<ThreadElsewhere<std::unique_ptr<ScratchWorkspace>>> scratch;
   if (!request.session)
     scratch.emplace([&] {
-      return std::make_unique<ScratchWorkspace>(context.store_root + "/code-runs", disk_templates, disk);
+      return std::make_unique<ScratchWorkspace>(scratch_root, run_dir, disk_templates, disk);
     });
   rootfs_builder::ImageStore store(context.store_root);
   // Held for the whole call: no prune between the resolve and the last phase's run.
@@ -255,10 +300,15 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
                              unbounded.value_or("a session made before disk bounds"), userns.mode,
                              userns.warning});
   }
-  const std::unique_ptr<ScratchWorkspace> workspace = scratch->get();
-  return run_in_workspace({skill, request, context, store, image, workspace->dir(), seccomp,
-                           workspace->disk(), disk_bytes, unbounded.value_or(""), userns.mode,
-                           userns.warning});
+  std::unique_ptr<ScratchWorkspace> workspace;  // destroyed first: its disk unmounted
+  return run_in_workspace(
+      {skill, request, context, store, image,
+       ScratchWorkspace::workspace_dir(run_dir, disk.has_value()), seccomp, nullptr, disk_bytes,
+       unbounded.value_or(""), userns.mode, userns.warning},
+      [&] {
+        workspace = scratch->get();
+        return workspace->disk();
+      });
 }
 
 namespace {
@@ -604,7 +654,9 @@ PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string
   const std::optional<std::string> unbounded = WorkspaceDisk::unavailable();
   std::optional<uint64_t> disk;  // (not a ?: of optionals: g++ 12 then warns maybe-uninitialized)
   if (!unbounded) disk = disk_bytes;
-  ScratchWorkspace scratch(context.store_root + "/code-runs", context.store_root + "/disk-templates", disk);
+  const std::string scratch_root = context.store_root + "/code-runs";
+  ScratchWorkspace scratch(scratch_root, ScratchWorkspace::new_run_dir(scratch_root),
+                           context.store_root + "/disk-templates", disk);
   Workspace ws(scratch.dir());
   ws.make_dirs(".sandcell");
   // A bootstrap the interpreter loads from a file (node's --require) is there until it is ready.

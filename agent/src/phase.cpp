@@ -28,7 +28,8 @@ runtime::Spec phase_spec(const PhaseContext& ctx) {
   spec.bind_mounts.push_back({.source = ctx.workspace_dir,
                               .destination = "/workspace",
                               .read_only = false,
-                              .idmap = true});
+                              .idmap = true,
+                              .late = static_cast<bool>(ctx.before_binds)});
   return spec;
 }
 
@@ -54,6 +55,7 @@ PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const st
   runtime::RunOptions options;
   options.stdin_fd = stdin_fd;
   options.state_root = ctx.runner.state_root;
+  options.before_binds = ctx.before_binds;
   bool handed_over = false;  // both on the supervisor's thread
   runtime::HandOver hand_over;
   if (pooled) {

@@ -31,6 +31,10 @@ struct PhaseContext {
   std::string disk_unbounded{};
   runtime::UserNamespace user_namespace = runtime::UserNamespace::Host;  // see choose_user_namespace
   std::optional<std::string> warning;  // added to each phase's record
+  // Set: workspace_dir does not exist yet (a scratch disk still being made); each phase's
+  // sandbox calls this before it attaches the workspace (RunOptions::before_binds), with a user
+  // namespace after its clone, so the sandbox's start overlaps the disk's.
+  std::function<void()> before_binds{};
 };
 
 struct UsernsChoice {

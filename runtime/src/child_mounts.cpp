@@ -311,14 +311,17 @@ void attach_tree(const ChildPlan& plan, int tree_fd, int target_fd, const char* 
 
 }  // namespace
 
-void apply_declared_mounts(const ChildPlan& plan) {
+void apply_declared_mounts(const ChildPlan& plan, const LateBinds& late) {
   int rootfd = open_root(plan);
+  size_t next_late = 0;
   for (const PlannedMount& m : plan.mounts) {
     const char* dst = m.destination.c_str();
     bool bind = m.kind == PlannedMount::Kind::Bind;
     int target = open_mount_target(plan, rootfd, dst, bind && !m.source_is_dir);
     if (bind) {
-      if (m.tree_fd >= 0)
+      if (m.late)
+        attach_tree(plan, late.fds[next_late++], target, dst);  // wait_for_late_binds counted them
+      else if (m.tree_fd >= 0)
         attach_tree(plan, m.tree_fd, target, dst);
       else
         mount_at_fd(plan, m.source.c_str(), target, nullptr, MS_BIND | MS_REC, nullptr, dst);

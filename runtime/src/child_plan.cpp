@@ -89,8 +89,11 @@ constexpr const char* kProxyVariables[ProxyEnvPage::kSlots] = {"HTTP_PROXY", "HT
 std::vector<PlannedMount> plan_mounts(const Spec& spec) {
   std::vector<PlannedMount> mounts;
   for (const BindMount& bind : spec.bind_mounts) {
+    // A late source does not exist yet; it is a directory (BindMount::late). Without a user
+    // namespace run_sandbox() made it before the plan.
+    const bool late = bind.late && spec.user_namespace == UserNamespace::Auto;
     struct stat st {};
-    if (stat(bind.source.c_str(), &st) < 0)
+    if (!late && stat(bind.source.c_str(), &st) < 0)
       throw Error::invalid("Spec::bind_mounts source " + bind.source + " does not exist");
     check_sandbox_path(bind.destination, "Spec::bind_mounts destination");
     mounts.push_back({.kind = PlannedMount::Kind::Bind,
@@ -98,9 +101,10 @@ std::vector<PlannedMount> plan_mounts(const Spec& spec) {
                       .destination = bind.destination,
                       .data = {},
                       .read_only = bind.read_only,
-                      .source_is_dir = S_ISDIR(st.st_mode),
+                      .source_is_dir = late || S_ISDIR(st.st_mode),
                       .tree_fd = -1,
-                      .idmap = bind.idmap});
+                      .idmap = bind.idmap,
+                      .late = late});
   }
   for (const TmpfsMount& tmpfs : spec.tmpfs_mounts) {
     check_sandbox_path(tmpfs.destination, "Spec::tmpfs_mounts destination");
@@ -240,6 +244,10 @@ ChildPlanBuilder ChildPlanBuilder::for_sandbox(const Spec& spec, const std::stri
       overlay_options(stacked_layers(spec), plan.upper_dir, plan.work_dir, rootless());
   plan_userns_rootfs(spec, plan);
   plan.mounts = plan_mounts(spec);
+  plan.late_binds = static_cast<size_t>(std::count_if(
+      plan.mounts.begin(), plan.mounts.end(), [](const PlannedMount& m) { return m.late; }));
+  if (plan.late_binds > kMaxLateBinds)
+    throw Error::invalid("at most " + std::to_string(kMaxLateBinds) + " late bind mounts");
   plan.masked_paths = spec.masked_paths;
   plan.readonly_paths = spec.readonly_paths;
   plan.shm_options = "mode=1777,size=" + std::to_string(spec.shm_bytes);

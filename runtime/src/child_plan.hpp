@@ -29,7 +29,11 @@ struct PlannedMount {
   bool source_is_dir = true;
   int tree_fd = -1;    // --userns=auto: a detached clone of the source (detach_bind_sources)
   bool idmap = false;  // --userns=auto: the supervisor idmaps tree_fd (BindMount::idmap)
+  bool late = false;   // --userns=auto: the tree comes after the clone (BindMount::late)
 };
+
+// The most BindMount::late mounts a run may have (their trees travel in one message).
+constexpr size_t kMaxLateBinds = 8;
 
 // The most layers an idmapped rootfs may have: they travel to the child in one SCM_RIGHTS
 // message (the kernel's limit is 253 fds), and Docker's own limit is 127.
@@ -170,6 +174,7 @@ struct ChildPlan {
   // child attaches it at root_dir (userns_mounts.hpp, host_userns_overlay).
   bool overlay_from_supervisor = false;
   std::vector<PlannedMount> mounts;
+  size_t late_binds = 0;  // of `mounts`: the child receives their trees before it mounts them
   std::vector<std::string> masked_paths, readonly_paths;
   std::string shm_options = "mode=1777,size=65536k";  // tmpfs data of /dev/shm (Spec::shm_bytes)
   bool readonly_root = false;  // Spec::rootfs_read_only: "/" remounted read-only, last mount step

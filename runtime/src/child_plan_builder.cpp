@@ -63,7 +63,7 @@ void ChildPlanBuilder::program_done_signal() {
 std::vector<UniqueFd> ChildPlanBuilder::detach_bind_sources() {
   std::vector<UniqueFd> trees;
   for (PlannedMount& m : building().mounts) {
-    if (m.kind != PlannedMount::Kind::Bind) continue;
+    if (m.kind != PlannedMount::Kind::Bind || m.late) continue;  // late: send_late_binds()
     UniqueFd tree(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, m.source.c_str(),
                                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)));
     if (!tree)

@@ -26,7 +26,7 @@ namespace sandcell::runtime {
   switch_to_namespace_root(plan); // --userns=auto: files are created as the mapped root from here
   attach_idmapped_layers(plan, layers);
   mount_rootfs(plan);             // overlay: read-only lowers + tmpfs upper
-  apply_declared_mounts(plan);
+  apply_declared_mounts(plan, wait_for_late_binds(plan));  // late: a workspace still mounting
   mount_proc_dev_sys(plan);
   pivot_into_rootfs(plan);
   mask_and_protect_paths(plan);   // Docker's masked and read-only lists

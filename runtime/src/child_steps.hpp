@@ -33,12 +33,19 @@ struct IdmappedLayers {
 IdmappedLayers wait_for_id_maps(const ChildPlan& plan);
 void switch_to_namespace_root(const ChildPlan& plan);
 void attach_idmapped_layers(const ChildPlan& plan, const IdmappedLayers& layers);
+// BindMount::late: their detached clones, in the plan's order, sent by send_late_binds once the
+// caller has made their sources.
+struct LateBinds {
+  int fds[kMaxLateBinds];
+  size_t count = 0;
+};
+LateBinds wait_for_late_binds(const ChildPlan& plan);
 
 // child_mounts.cpp
 void make_mounts_private(const ChildPlan& plan);
 void mount_scratch(const ChildPlan& plan);
 void mount_rootfs(const ChildPlan& plan);
-void apply_declared_mounts(const ChildPlan& plan);
+void apply_declared_mounts(const ChildPlan& plan, const LateBinds& late);
 void mount_proc_dev_sys(const ChildPlan& plan);
 void pivot_into_rootfs(const ChildPlan& plan);
 void mask_and_protect_paths(const ChildPlan& plan);

@@ -31,6 +31,20 @@ IdmappedLayers wait_for_id_maps(const ChildPlan& plan) {
   return layers;
 }
 
+LateBinds wait_for_late_binds(const ChildPlan& plan) {
+  LateBinds late;
+  if (plan.late_binds == 0) return late;
+  char tag = 0;
+  late.count = receive_from_supervisor(plan, late.fds, kMaxLateBinds,
+                                       "wait for the late bind mounts", nullptr, 0, nullptr, &tag);
+  if (tag != 'b' || late.count != plan.late_binds) {
+    errno = EPROTO;
+    child_fail(plan, "receive %zu late bind mounts (got %zu, tag %d)", plan.late_binds, late.count,
+               tag);
+  }
+  return late;
+}
+
 void switch_to_namespace_root(const ChildPlan& plan) {
   if (!plan.user_namespace) return;
   // Until now the child ran with the supervisor's credentials, host uid 0, which the namespace

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -318,6 +319,8 @@ const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int in
   if (plan.own_user_ns) map_sandbox_ids(pid, sync_fd);
   if (!l.cgroup) l.make_cgroup();  // v1: while the child mounts; it joins after "go"
   const SeccompNotifyPlan* notify = make_seccomp_program(l, result);
+  // The child waits for these only right before its declared mounts.
+  if (plan.late_binds > 0) send_late_binds(pid, plan, sync_fd, l.options.before_binds);
   std::vector<UniqueFd> cgroup_tasks = l.cgroup->open_self_attach_files();
   std::vector<UniqueFd> parent_tasks;
   UniqueFd pids_limit;
@@ -442,6 +445,14 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   std::string state_root = options.state_root.empty() ? default_state_root() : options.state_root;
   std::string run_id = new_run_id();
   // Input errors here and in plan_network().
+  // BindMount::late without a user namespace: the child binds by path, so its sources come first.
+  if (spec.user_namespace != UserNamespace::Auto &&
+      std::any_of(spec.bind_mounts.begin(), spec.bind_mounts.end(),
+                  [](const BindMount& b) { return b.late; })) {
+    if (!options.before_binds)
+      throw Error::invalid("a late bind mount needs RunOptions::before_binds");
+    options.before_binds();
+  }
   ChildPlanBuilder builder = ChildPlanBuilder::for_sandbox(spec, scratch_mount_point(state_root));
   if (options.on_terminal) builder.terminal();
   const ChildPlan& plan = builder.plan();

@@ -72,17 +72,16 @@ UniqueFd idmapped_layer(const std::string& layer, int userns_fd) {
 // A bind the spec asked to idmap (BindMount::idmap): its detached clone, which the child holds
 // too and attaches after this message, gets the sandbox's user namespace as its idmapping. The
 // clone is recursive, and so is the idmapping.
-void idmap_bind_tree(const PlannedMount& bind, int userns_fd) {
+void idmap_bind_tree(const PlannedMount& bind, int tree_fd, int userns_fd) {
   mount_attr attr{};
   attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   attr.userns_fd = static_cast<uint64_t>(userns_fd);
-  if (syscall(SYS_mount_setattr, bind.tree_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
-              sizeof attr) < 0) {
+  if (syscall(SYS_mount_setattr, tree_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) <
+      0) {
     const int err = errno;
     throw Error(err,
                 "idmap the bind mount of " + bind.source + " at " + bind.destination +
-                    " (mount_setattr MOUNT_ATTR_IDMAP" +
-                    idmap_refusal(err, bind.tree_fd, bind.source) +
+                    " (mount_setattr MOUNT_ATTR_IDMAP" + idmap_refusal(err, tree_fd, bind.source) +
                     "; bind it without :idmap, or from a filesystem that takes idmapped mounts)");
   }
 }
@@ -210,13 +209,41 @@ void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPl
   for (const std::string& layer : plan.lower_layers)
     layers.push_back(idmapped_layer(layer, userns.get()));
   for (const PlannedMount& m : plan.mounts)
-    if (m.idmap && m.tree_fd >= 0) idmap_bind_tree(m, userns.get());
+    if (m.idmap && m.tree_fd >= 0) idmap_bind_tree(m, m.tree_fd, userns.get());
   if (plan.overlay_from_supervisor) {
     std::vector<UniqueFd> overlay;
     overlay.push_back(host_userns_overlay_tree(layers, plan, mapping));
     layers = std::move(overlay);
   }
   send_layers(sync_fd, layers);
+}
+
+void send_late_binds(pid_t child, const ChildPlan& plan, int sync_fd,
+                     const std::function<void()>& make) {
+  if (!make) throw Error::invalid("a late bind mount needs RunOptions::before_binds");
+  make();
+  std::string ns_path = "/proc/" + std::to_string(child) + "/ns/user";
+  UniqueFd userns(open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!userns) throw Error(errno, "open " + ns_path);
+  std::vector<UniqueFd> trees;
+  std::vector<int> fds;
+  for (const PlannedMount& m : plan.mounts) {
+    if (!m.late) continue;
+    UniqueFd tree(static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, m.source.c_str(),
+                                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)));
+    if (!tree)
+      throw Error(errno, "open_tree " + m.source + " for the bind mount at " + m.destination);
+    struct stat st {};
+    if (fstat(tree.get(), &st) != 0 || !S_ISDIR(st.st_mode))  // the plan made a directory for it
+      throw Error(ENOTDIR, "the late bind mount's source " + m.source + " is not a directory");
+    if (m.idmap) idmap_bind_tree(m, tree.get(), userns.get());
+    fds.push_back(tree.get());
+    trees.push_back(std::move(tree));
+  }
+  char tag = 'b';
+  iovec data{.iov_base = &tag, .iov_len = 1};
+  static_assert(kMaxLateBinds <= kMaxPassedFds);
+  check(send_with_fds(sync_fd, {&data, 1}, fds), "send the late bind mounts to the child");
 }
 
 std::optional<std::string> userns_overlay_warning(bool rootless) {

@@ -2,6 +2,7 @@
 // The supervisor's side of `--userns=auto`: what only the host's root can do for the child.
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -24,6 +25,13 @@ namespace sandcell::runtime {
 // CAP_SYS_ADMIN over the layer's filesystem, i.e. in the host's namespace: the child cannot.
 void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
                         int sync_fd);
+
+// After map_user_namespace, for a plan with late binds (BindMount::late): `make` (the caller's
+// RunOptions::before_binds) makes their sources, then each gets its detached clone, idmapped as
+// above where asked, and the clones go to the child in one message, in the plan's order. The
+// child waits for it right before its declared mounts, so its own setup overlaps `make`.
+void send_late_binds(pid_t child, const ChildPlan& plan, int sync_fd,
+                     const std::function<void()>& make);
 
 // In a user namespace overlayfs keeps its whiteouts' and opaque directories' marks in user.*
 // xattrs (`userxattr`), and the upper layer is on the sandbox's scratch tmpfs, which has user

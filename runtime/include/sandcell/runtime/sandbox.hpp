@@ -81,6 +81,10 @@ struct RunOptions {
   // starts; no process of the sandbox keeps it. What the program writes then reaches the master
   // and not `output`, and `stdin_fd` is not used (write its input to the master). Must not throw.
   std::function<void(UniqueFd master)> on_terminal;
+  // Required by a spec with a BindMount::late: makes those sources (or waits for them). Called
+  // once, on the supervisor's thread; what it throws ends the run as a runtime error, the child
+  // killed.
+  std::function<void()> before_binds;
 };
 
 // The command line of the process that runs sandboxes, main()'s own argc and argv (unchanged),

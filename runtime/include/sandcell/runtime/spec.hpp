@@ -47,6 +47,11 @@ struct BindMount {
   // writes host uid 0's files there), whatever range the run got. Without it the sandbox's ids
   // are the host's anyway, and this changes nothing.
   bool idmap = false;
+  // The source is still being made when the run starts (a workspace disk mounting): a directory
+  // that exists once RunOptions::before_binds has returned. With UserNamespace::Auto the
+  // supervisor calls it after the clone, while the child sets up its root, and the child waits
+  // for this mount's source right before its declared mounts; otherwise it is called first.
+  bool late = false;
 };
 
 // Always nosuid,nodev. Its pages are charged to the memory cgroup of whoever writes them: the
