@@ -444,15 +444,13 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::string state_root = options.state_root.empty() ? default_state_root() : options.state_root;
   std::string run_id = new_run_id();
+  const bool late_binds = std::any_of(spec.bind_mounts.begin(), spec.bind_mounts.end(),
+                                      [](const BindMount& b) { return b.late; });
+  if (late_binds && !options.before_binds)
+    throw Error::invalid("a late bind mount needs RunOptions::before_binds");
+  // Without a user namespace the child binds by path, so the late sources come first.
+  if (late_binds && spec.user_namespace != UserNamespace::Auto) options.before_binds();
   // Input errors here and in plan_network().
-  // BindMount::late without a user namespace: the child binds by path, so its sources come first.
-  if (spec.user_namespace != UserNamespace::Auto &&
-      std::any_of(spec.bind_mounts.begin(), spec.bind_mounts.end(),
-                  [](const BindMount& b) { return b.late; })) {
-    if (!options.before_binds)
-      throw Error::invalid("a late bind mount needs RunOptions::before_binds");
-    options.before_binds();
-  }
   ChildPlanBuilder builder = ChildPlanBuilder::for_sandbox(spec, scratch_mount_point(state_root));
   if (options.on_terminal) builder.terminal();
   const ChildPlan& plan = builder.plan();

@@ -91,15 +91,19 @@ TEST(LateBind, AFailingHookEndsTheRunBeforeTheProgram) {
 }
 
 TEST(LateBind, ASpecWithALateBindNeedsTheHook) {
-  runtime::Spec spec = runtime::default_spec();
-  spec.rootfs_layers = {test_rootfs()};
-  spec.args = {"/bin/true"};
-  spec.user_namespace = runtime::UserNamespace::Host;
-  spec.bind_mounts.push_back({.source = "/nonexistent-late", .destination = "/late", .late = true});
-  runtime::RunOptions options;
-  options.stdin_fd = -1;
-  options.output = [](runtime::Stream, std::span<const char>) {};
-  EXPECT_THROW(runtime::run_sandbox(spec, options), Error);
+  for (runtime::UserNamespace userns :
+       {runtime::UserNamespace::Host, runtime::UserNamespace::Auto}) {
+    runtime::Spec spec = runtime::default_spec();
+    spec.rootfs_layers = {test_rootfs()};
+    spec.args = {"/bin/true"};
+    spec.user_namespace = userns;
+    spec.bind_mounts.push_back(
+        {.source = "/nonexistent-late", .destination = "/late", .late = true});
+    runtime::RunOptions options;
+    options.stdin_fd = -1;
+    options.output = [](runtime::Stream, std::span<const char>) {};
+    EXPECT_THROW(runtime::run_sandbox(spec, options), Error);
+  }
 }
 
 }  // namespace
