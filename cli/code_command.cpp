@@ -130,8 +130,9 @@ agent::RunnerContext runner_context(const CodeFlags& f, const GlobalOptions& g) 
 int code(const CodeFlags& f, const GlobalOptions& g) {
   bool contract = !f.request_json.empty();
   if (f.stream && !contract) throw Error::invalid("--stream needs --request-json");
-  agent::SkillCatalog catalog(agent::resolve_skills_dir(f.skills_dir));
   agent::CodeRequest request = contract ? request_from_json(f) : request_from_flags(f);
+  const agent::SkillCatalog catalog =
+      agent::SkillCatalog::for_skill(agent::resolve_skills_dir(f.skills_dir), request.skill);
   agent::RunnerContext ctx = runner_context(f, g);
   CodeOutput out(contract ? (f.stream ? CodeOutput::Mode::Stream : CodeOutput::Mode::Contract)
                           : (f.json ? CodeOutput::Mode::Json : CodeOutput::Mode::Plain));
@@ -147,7 +148,8 @@ int code(const CodeFlags& f, const GlobalOptions& g) {
 // `code --request-json [--stream]` prints for the one request stdin brings, or {"pool_refused"}
 // / {"pool_failed"} when nothing of it ran (the server then runs it cold).
 int pool_member(const CodeFlags& f, const GlobalOptions& g) {
-  agent::SkillCatalog catalog(agent::resolve_skills_dir(f.skills_dir));
+  const agent::SkillCatalog catalog =
+      agent::SkillCatalog::for_skill(agent::resolve_skills_dir(f.skills_dir), f.pool_member);
   agent::RunnerContext ctx = runner_context(f, g);
   std::optional<CodeOutput> out;  // the request says which: contract or stream
   runtime::OutputSink sink;

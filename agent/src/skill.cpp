@@ -186,6 +186,26 @@ SkillCatalog::SkillCatalog(std::string dir) : dir_(std::move(dir)) {
   std::sort(skills_.begin(), skills_.end(), [](const Skill& a, const Skill& b) { return a.name < b.name; });
 }
 
+SkillCatalog::SkillCatalog(std::string dir, Skill only) : dir_(std::move(dir)) {
+  skills_.push_back(std::move(only));
+}
+
+SkillCatalog SkillCatalog::for_skill(std::string dir, const std::string& name_or_alias) {
+  std::string key = name_or_alias;
+  std::transform(key.begin(), key.end(), key.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  // A folder name only: nothing a request names may lead the path out of the skills directory.
+  const bool plain =
+      !key.empty() && key[0] != '.' &&
+      key.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.+-") == std::string::npos;
+  std::error_code ec;
+  if (plain && fs::is_regular_file(dir + "/" + key + "/skill.json", ec)) {
+    Skill skill = load_skill(dir + "/" + key);  // its name is the folder's (load_skill checks)
+    return SkillCatalog(std::move(dir), std::move(skill));
+  }
+  return SkillCatalog(std::move(dir));
+}
+
 const Skill& SkillCatalog::find(const std::string& name_or_alias) const {
   std::string key = name_or_alias;
   std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });

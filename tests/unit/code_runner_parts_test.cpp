@@ -1,8 +1,7 @@
 // The code runner's pure parts: requests, code checks, base64, workspace paths, MIME types and
 // the error classes of canned compiler and interpreter output.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include "sandcell/agent/code_request.hpp"
 #include "sandcell/agent/error_classifier.hpp"
 #include "sandcell/agent/sessions.hpp"
+#include "sandcell/agent/skill.hpp"
 #include "sandcell/agent/workspace.hpp"
 #include "sandcell/base/error.hpp"
 
@@ -232,6 +232,44 @@ TEST(CodeRequest, DiskIsALimitOfTheRequest) {
   EXPECT_NE(invalid_message([] { parse_code_request({{"language", "py"}, {"code", "x"}, {"disk", true}}); })
                 .find("disk"),
             std::string::npos);
+}
+
+// A skill folder with a skill.json and a Dockerfile.
+void write_skill(const std::string& dir, const std::string& folder, const std::string& skill_json) {
+  std::filesystem::create_directories(dir + "/" + folder);
+  std::ofstream(dir + "/" + folder + "/skill.json") << skill_json;
+  std::ofstream(dir + "/" + folder + "/Dockerfile") << "FROM scratch\n";
+}
+
+TEST(SkillCatalog, ForSkillReadsOnlyTheFolderItNames) {
+  std::string root = ::testing::TempDir() + "skills-XXXXXX";
+  ASSERT_NE(mkdtemp(root.data()), nullptr);
+  write_skill(
+      root, "python",
+      R"({"name": "python", "aliases": ["py"], "source_file": "main.py", "run": ["python3", "main.py"]})");
+  write_skill(root, "broken", R"({"name": "broken", "no_such_field": 1})");
+  // Every skill is read and checked: the broken one fails the whole catalog.
+  EXPECT_NE(
+      invalid_message([&] { SkillCatalog all(root); }).find("unknown field \"no_such_field\""),
+      std::string::npos);
+  // By its folder's name (any case), only that skill is read; the catalog holds it alone.
+  const SkillCatalog one = SkillCatalog::for_skill(root, "Python");
+  ASSERT_EQ(one.skills().size(), 1u);
+  EXPECT_EQ(one.find("python").name, "python");
+  EXPECT_EQ(one.find("PY").name, "python");
+  // An alias, an unknown name or one that is not a plain folder name reads every skill, as the
+  // full catalog does (and fails here the same way).
+  for (const std::string name : {"py", "nosuch", "../skills", ".", "python/"})
+    EXPECT_NE(invalid_message([&] { SkillCatalog::for_skill(root, name); }).find("no_such_field"),
+              std::string::npos)
+        << name;
+  std::filesystem::remove_all(root + "/broken");
+  EXPECT_EQ(SkillCatalog::for_skill(root, "py").find("py").name, "python");
+  EXPECT_NE(invalid_message([&] {
+              SkillCatalog::for_skill(root, "nosuch").find("nosuch");
+            }).find("unknown skill 'nosuch' (known: python"),
+            std::string::npos);
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
