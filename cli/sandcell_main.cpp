@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/rootless.hpp"
+#include "sandcell/base/timeline.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "spec_terms.hpp"
 #include "unknown_command.hpp"
@@ -124,6 +125,8 @@ void add_commands(CLI::App& app, Action& action, const Globals& globals, const s
 int main(int argc, char** argv) {
   sandcell::runtime::note_command_line(argc, argv);  // for the sandboxes' inits to hide
   ensure_standard_fds_open();
+  sandcell::timeline::start();  // SANDCELL_TIMELINE (bench/timeline.py); after fds 0-2 exist
+  sandcell::timeline::mark("main");
   sandcell::cli::remember_command_line(argv);  // for a hand-over to a sibling after the parse
 #if !SANDCELL_WITH_IMAGES
   sandcell::cli::forward_unless_lean(argc, argv);

@@ -26,6 +26,7 @@
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/thread_elsewhere.hpp"
+#include "sandcell/base/timeline.hpp"
 #include "sandcell/base/workspace_disk.hpp"
 #include "sandcell/seccomp/compiled_cache.hpp"
 
@@ -236,6 +237,7 @@ CodeResult run_in_workspace(PhaseContext ctx,
     prepare_workspace(made, ctx.skill, ctx.request);
     before = made.snapshot(ctx.skill.artifacts, bounds);
     ws.emplace(std::move(made));
+    timeline::mark("workspace");
   };
   std::exception_ptr late_failure;
   if (late_workspace)
@@ -258,12 +260,14 @@ CodeResult run_in_workspace(PhaseContext ctx,
   for (const std::string& path : ctx.request.get)
     result.files.push_back(ws->read_file(path, kMaxGetBytes));
   if (ctx.request.session) result.lost_variables = lost_variables(*ws);
+  timeline::mark("collected");
   return result;
 }
 
 }  // namespace
 
 CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, const RunnerContext& context) {
+  timeline::mark("run_code");
   const Skill& skill = catalog.find(request.skill);
   check_request(skill, request);
   check_request_within(context.ceilings, request);
@@ -282,13 +286,17 @@ CodeResult run_code(const SkillCatalog& catalog, const CodeRequest& request, con
   std::optional<ThreadElsewhere<std::unique_ptr<ScratchWorkspace>>> scratch;
   if (!request.session)
     scratch.emplace([&] {
-      return std::make_unique<ScratchWorkspace>(scratch_root, run_dir, disk_templates, disk);
+      auto made = std::make_unique<ScratchWorkspace>(scratch_root, run_dir, disk_templates, disk);
+      timeline::mark("disk");
+      return made;
     });
   rootfs_builder::ImageStore store(context.store_root);
   // Held for the whole call: no prune between the resolve and the last phase's run.
   rootfs_builder::ImageStore::Lease store_lease = store.lease();
   const rootfs_builder::ImageRecord image = built_image(store, skill);
+  timeline::mark("image");
   const runtime::SeccompSource seccomp = code_seccomp(context);
+  timeline::mark("seccomp");
   UsernsChoice userns = choose_user_namespace(context);
   if (userns.warning && context.on_warning) context.on_warning(*userns.warning);
   if (request.session) {

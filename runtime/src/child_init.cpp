@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "child_steps.hpp"
+#include "sandcell/base/timeline.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 
 namespace sandcell::runtime {
@@ -246,6 +247,7 @@ void exec_program(const ChildPlan& plan) {
     if (ioctl(0, TIOCSCTTY, 0) < 0) child_fail(plan, "make the pty the controlling terminal");
   }
   const char* program = plan.argv[0];
+  timeline::mark("exec");
   if (strchr(program, '/') != nullptr) {
     execve(program, plan.argv.data(), plan.envp.data());
     child_exec_failed(plan, errno, program);

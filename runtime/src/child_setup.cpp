@@ -8,12 +8,14 @@
 #include <cstring>
 
 #include "child_steps.hpp"
+#include "sandcell/base/timeline.hpp"
 
 namespace sandcell::runtime {
 
 // One step per line, the reason in a column beside it.
 // clang-format off
 [[noreturn]] void run_child(const ChildPlan& plan) {
+  timeline::mark("child");        // SANDCELL_TIMELINE only (sandcell/base/timeline.hpp)
   restore_cpu_mask(plan);         // the supervisor cloned pinned to its CPU (cpu_handoff.hpp)
   close(plan.supervisor_sync_fd);  // so a supervisor killed before "go" is a hang-up, not a hang
   const bool pooled_netns = enter_network_namespace(plan);  // --net none: made ahead, or made now
@@ -26,6 +28,7 @@ namespace sandcell::runtime {
   switch_to_namespace_root(plan); // --userns=auto: files are created as the mapped root from here
   attach_idmapped_layers(plan, layers);
   mount_rootfs(plan);             // overlay: read-only lowers + tmpfs upper
+  timeline::mark("child_root");
   apply_declared_mounts(plan, wait_for_late_binds(plan));  // late: a workspace still mounting
   mount_proc_dev_sys(plan);
   pivot_into_rootfs(plan);
@@ -39,7 +42,9 @@ namespace sandcell::runtime {
   make_root_read_only(plan);      // --read-only: after the last step that may create in the root
   // The steps above are sandcell's own code and run while the parent makes the cgroup (v1) and
   // the network; nothing the user gave runs before this point.
+  timeline::mark("child_ready");
   GoMessage go = wait_for_go(plan);
+  timeline::mark("child_go");
   join_cgroup(plan, go);          // v1: its tasks files came with "go"; single-threaded, so cheap
   enter_cgroup_namespace(plan);   // after joining the cgroup, so it is the namespace's root
   const int apparmor_attr = open_apparmor_attr(plan);  // while privileged: a fresh procfs needs it
@@ -52,6 +57,7 @@ namespace sandcell::runtime {
   apply_landlock(plan);           // hosts without AppArmor; needs no_new_privs
   set_not_dumpable(plan);         // for the init; the program's execve makes it dumpable again
   install_seccomp(plan, go);      // last
+  timeline::mark("child_confined");
   run_program_under_init(plan, go);  // the program is pid 2; pid 1 leaves, reaps, reports
 }
 // clang-format on

@@ -31,6 +31,7 @@
 #include "run_state.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/rootless.hpp"
+#include "sandcell/base/timeline.hpp"
 #include "sandcell/runtime/cgroup.hpp"
 #include "spec_checks.hpp"
 #include "supervisor.hpp"
@@ -343,6 +344,7 @@ const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int in
     // No master: the child failed first, and supervise() reports its message.
     if (UniqueFd master = wait_for_terminal(sync_fd, interrupts_fd)) l.options.on_terminal(std::move(master));
   }
+  timeline::mark("go");
   send_go(sync_fd, cgroup_tasks, l.seccomp ? &*l.seccomp : nullptr, parent_tasks, pids_limit);
   // The next run's network namespace, made while this one's program starts (~0.7 ms of the
   // supervisor's otherwise idle time; the child entered the one it took long before "go").
@@ -398,7 +400,9 @@ bool supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
   InterruptSignals interrupts;
   UniqueFd pidfd;
   std::optional<CpuHandOff> handoff;  // kept for the whole run, until supervise_child() returns
+  timeline::mark("clone");
   const pid_t pid = clone_on_cpu_handoff(l, channels, handoff, pidfd);
+  timeline::mark("cloned");
   OutputPump out_pump(std::move(channels.out.read_end), Stream::Stdout,
                       l.spec.limits.output_bytes.value_or(~0ull), l.options.output);
   OutputPump err_pump(std::move(channels.err.read_end), Stream::Stderr,
@@ -426,8 +430,10 @@ bool supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                  },
                  l.options.hand_over};
   SupervisionOutcome outcome = supervise(run);
+  timeline::mark("program_done");
   if (outcome.init_still_exiting) l.exiting_init.hand_over(pid);
   record_run(l, result, outcome, early_usage, out_pump, err_pump, start);
+  timeline::mark("recorded");
   if (!outcome.frozen) return false;
   if (l.options.on_result) l.options.on_result(result);
   kill_sandbox(run);  // the init first: its pid namespace's end kills the rest once thawed
@@ -535,6 +541,7 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     result.status = Status::RuntimeError;
     result.error = e.what();
   }
+  timeline::mark("torn_down");
   // The run's state and cgroup are gone by now.
   if (seccomp_failure) std::rethrow_exception(seccomp_failure);
   return result;
