@@ -17,7 +17,12 @@ Checks (each prints ok or FAIL) and times (medians over --rounds):
   - R's init: pid 1 of its namespace, the supervisor's child, three pid levels (host, P_Z, R);
   - H: pid 2 in R, parent outside R (getppid() 0), R's hostname and id map;
   - an orphan of H is reparented to R's init, not to Z;
-  - Z's fork into R, and H's setns of six namespaces.
+  - Z's fork into R, and H's setns of six namespaces;
+  - H's process-level steps, as sandcell's child takes them after "go" (step 4), from the
+    interpreter through ctypes: a session of its own, the bounding set emptied, an unprivileged
+    user of R, no capabilities, no_new_privs, a Landlock domain, a seccomp filter of ~1000
+    instructions (the size of sandcell's `code` program), fds closed, cwd, umask, signals; then
+    what /proc/self/status says of it, and their time.
 
 Root only. Everything it makes is namespaces of its own processes, which it kills (by pid) and
 reaps before it exits: no mount, cgroup, veth or file is left.
@@ -44,6 +49,17 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+SYS_capset = 126
+SYS_seccomp = 317
+SYS_landlock_create_ruleset = 444
+SYS_landlock_add_rule = 445
+SYS_landlock_restrict_self = 446
+SECCOMP_SET_MODE_FILTER = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+LANDLOCK_ACCESS_FS_ALL_V1 = (1 << 13) - 1  # execute .. make_sym: what ABI 1 handles
+H_UID = 1000  # the request's user inside R (R maps 0-65535)
 SYS_clone = 56
 Z_HOST_BASE = 200000  # U_Z's root is this host uid/gid; unprivileged, 65536 ids
 REST = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWCGROUP
@@ -135,6 +151,65 @@ def run_zygote(channel):
         os._exit(1)
 
 
+class SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+
+def seccomp_program(pairs=500):
+    """A filter the size of sandcell's `code` program (~1000 instructions): the syscall number
+    compared with `pairs` numbers no syscall has (each a jump over an errno return), then allow."""
+    BPF_LD_W_ABS, BPF_JEQ_K, BPF_RET_K = 0x20, 0x15, 0x06
+    SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+    code = [(BPF_LD_W_ABS, 0, 0, 0)]  # seccomp_data.nr
+    for i in range(pairs):
+        code += [(BPF_JEQ_K, 0, 1, 100000 + i), (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | 1)]
+    code.append((BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
+    filters = (SockFilter * len(code))(*[SockFilter(*c) for c in code])
+    return SockFprog(len(code), filters), filters
+
+
+def confine(keep_fd, program):
+    """Step 4: what sandcell's child does between "go" and the program, here from Python."""
+    os.setsid()  # until now H shares Z's process group, which kill(0) would reach
+    last_cap = int(open("/proc/sys/kernel/cap_last_cap").read())
+    for cap in range(last_cap + 1):
+        check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"drop capability {cap} from the bounding set")
+    os.setgroups([])
+    os.setresgid(H_UID, H_UID, H_UID)
+    os.setresuid(H_UID, H_UID, H_UID)  # permitted and effective capabilities go with uid 0
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()
+    check(libc.syscall(SYS_capset, header, data), "capset: none")
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    attr = ctypes.c_uint64(LANDLOCK_ACCESS_FS_ALL_V1)
+    ruleset = check(libc.syscall(SYS_landlock_create_ruleset, ctypes.byref(attr), ctypes.c_size_t(8), 0),
+                    "landlock_create_ruleset")
+    root = os.open("/", os.O_PATH | os.O_CLOEXEC)
+    beneath = struct.pack("=Qi", LANDLOCK_ACCESS_FS_ALL_V1, root)  # packed, as the kernel's struct
+    check(libc.syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, beneath, 0),
+          "landlock_add_rule")
+    check(libc.syscall(SYS_landlock_restrict_self, ruleset, 0), "landlock_restrict_self")
+    os.close(root)
+    os.close(ruleset)
+    check(libc.syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, ctypes.byref(program)), "seccomp")
+    os.closerange(3, keep_fd)
+    os.closerange(keep_fd + 1, 65536)
+    os.chdir("/")
+    os.umask(0o022)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def status_fields(*names):
+    with open("/proc/self/status") as status:
+        fields = dict(line.rstrip("\n").split(":\t", 1) for line in status if ":\t" in line)
+    return {name: fields.get(name, "?").strip() for name in names}
+
+
 def run_request_process(init_fd, report_fd):
     report = {}
     try:
@@ -152,6 +227,12 @@ def run_request_process(init_fd, report_fd):
             os.write(report_fd, f"orphan_ppid={os.getppid()}\n".encode())
             os._exit(0)
         report["orphan"] = orphan
+        program, keep = seccomp_program()
+        start = time.perf_counter()
+        confine(report_fd, program)
+        report["confine_ms"] = (time.perf_counter() - start) * 1e3
+        report["status"] = status_fields("Uid", "CapEff", "CapPrm", "CapBnd", "NoNewPrivs", "Seccomp")
+        report["sid"] = os.getsid(0) == os.getpid()
     except BaseException as e:
         report["error"] = repr(e)
     os.write(report_fd, (repr(report) + "\n").encode())
@@ -231,7 +312,7 @@ def main():
         failures += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {what}")
 
-    fork_ms, setns_ms = [], []
+    fork_ms, setns_ms, confine_ms = [], [], []
     try:
         for round_ in range(args.rounds):
             init, init_fd, levels = make_request_sandbox(zygote)
@@ -248,6 +329,7 @@ def main():
                 break
             fork_ms.append(fork)
             setns_ms.append(report["setns_ms"])
+            confine_ms.append(report["confine_ms"])
             if round_ == 0:
                 expect(levels is not None and levels[-1] == "1",
                        f"R's init: the supervisor's child, pid 1 of its namespace (NSpid {levels})")
@@ -257,6 +339,14 @@ def main():
                 expect(report["uid_map"] == ["0", "0", "65536"], f"H: R's id map, in U_Z's ids ({report['uid_map']})")
                 expect(orphan_ppid == "orphan_ppid=1", f"an orphan of H goes to R's init ({orphan_ppid})")
                 expect(status == 7, f"Z reaps H and has its status ({status})")
+                st = report["status"]
+                zero = "0000000000000000"
+                expect(st["Uid"].split() == [str(H_UID)] * 4 and report["sid"],
+                       f"H: an unprivileged user of R in a session of its own (Uid {st['Uid']})")
+                expect(st["CapEff"] == st["CapPrm"] == st["CapBnd"] == zero,
+                       f"H: no capabilities, none to regain (CapEff {st['CapEff']}, CapBnd {st['CapBnd']})")
+                expect(st["NoNewPrivs"] == "1" and st["Seccomp"] == "2",
+                       f"H: no_new_privs and a seccomp filter (NoNewPrivs {st['NoNewPrivs']}, Seccomp {st['Seccomp']})")
             os.kill(init, signal.SIGKILL)
             os.waitpid(init, 0)
             os.close(init_fd)
@@ -279,6 +369,8 @@ def main():
               f"{statistics.median(fork_ms):.3f} ms over {len(fork_ms)}")
         print(f"H's setns into R's user, mount, uts, ipc, network and cgroup namespaces: median "
               f"{statistics.median(setns_ms):.3f} ms")
+        print(f"H's process-level steps (session, bounding set, user, capabilities, no_new_privs, "
+              f"Landlock, a ~1000-instruction seccomp filter, fds): median {statistics.median(confine_ms):.3f} ms")
     sys.exit(1 if failures else 0)
 
 
