@@ -185,16 +185,44 @@ void catch_program_done(const ChildPlan& plan) {
   sigaction(kProgramDoneSignal, &action, nullptr);
 }
 
+// ChildPlan::outside_program (RunOptions::outside_program): the program is a process the caller
+// makes in this pid namespace, which joins the others and confines itself. The init leaves the
+// run's cgroups as if it had cloned the program (the program is put into them alone, and the
+// pids limit that counted the init is lowered first), says it waits, learns the program's pid
+// (for program_done_signal), and then only reaps: with SIGCHLD ignored the kernel reaps the
+// children it is given (the program's orphans) by itself. The program is not its child, so the
+// supervisor ends the sandbox once the program has exited, and the init with it; a hang-up of
+// the sync socket (the supervisor gone) ends it too.
+[[noreturn]] void await_outside_program(const ChildPlan& plan, const GoMessage& go) {
+  const bool left_cgroups = lower_pids_limit(go) && leave_cgroups(go);
+  close_all_but(&plan.sync_fd, 1);  // the parents' `tasks` files too: it stays if it did not leave
+  signal(SIGCHLD, SIG_IGN);
+  send_message(plan, ChildMessage{.kind = ChildMessage::AwaitingProgram,
+                                  .left_cgroups = left_cgroups ? 1 : 0});
+  pid_t program = 0;
+  ssize_t n;
+  while ((n = read(plan.sync_fd, &program, sizeof program)) < 0 && errno == EINTR) {
+  }
+  if (n != sizeof program || program <= 1) _exit(125);
+  program_pid = program;
+  while (true) {
+    char ignored;
+    const ssize_t got = read(plan.sync_fd, &ignored, sizeof ignored);
+    if (got == 0 || (got < 0 && errno != EINTR)) _exit(0);
+  }
+}
+
 }  // namespace
 
 void run_program_under_init(const ChildPlan& plan, const GoMessage& go) {
   if (plan.program_done_signal) catch_program_done(plan);
   // Before the program starts: it may read /proc/1/cmdline as soon as its execve returns.
   hide_command_line();
-  // CLONE_VM | CLONE_VFORK, as posix_spawn does: the program does not get a copy of the address
-  // space the init inherited from the supervisor (copying its page tables only for execve to
-  // throw them away), and the init sleeps until the execve. Until then the program runs
-  // exec_program() on this stack of its own and touches nothing else of the init's memory.
+  if (plan.outside_program) await_outside_program(plan, go);
+    // CLONE_VM | CLONE_VFORK, as posix_spawn does: the program does not get a copy of the address
+    // space the init inherited from the supervisor (copying its page tables only for execve to
+    // throw them away), and the init sleeps until the execve. Until then the program runs
+    // exec_program() on this stack of its own and touches nothing else of the init's memory.
 #if defined(SANDCELL_ASAN)
   // ASan cannot follow a switch to a stack it did not make (it warns on stderr, which the
   // program's callers read): sanitizer builds fork.

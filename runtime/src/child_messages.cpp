@@ -10,6 +10,7 @@
 
 #include "fd_passing.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell_confine.h"
 
 namespace sandcell::runtime {
 
@@ -39,6 +40,43 @@ std::optional<ReceivedMessage> receive_child_message(int sync_fd) {
     received.fd.reset(fd);
   }
   if (n != sizeof received.message) throw Error(EPROTO, "short message from the sandbox child");
+  return received;
+}
+
+std::optional<ReceivedMessage> receive_outside_report(int report_fd) {
+  sandcell_confine_report report{};
+  iovec data{.iov_base = &report, .iov_len = sizeof report};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr header{};
+  header.msg_iov = &data;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  const ssize_t n = recvmsg(report_fd, &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  ReceivedMessage received;
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+    received.message.kind = -1;
+    return received;
+  }
+  if (n < 0 && errno == ECONNRESET) return std::nullopt;  // it exited with a message unread
+  if (n < 0) throw Error(errno, "receive from the program's confinement");
+  if (n == 0) return std::nullopt;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    int fd = -1;
+    memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    received.fd.reset(fd);
+  }
+  if (report.tag == 'L') {
+    received.message.kind = ChildMessage::SeccompListener;
+  } else {
+    // 'E', or anything else: the confinement did not complete.
+    received.message.kind = ChildMessage::SetupFailed;
+    received.message.err = n == sizeof report ? report.err : EPROTO;
+    const size_t length = n == sizeof report ? strnlen(report.step, sizeof report.step) : 0;
+    snprintf(received.message.step, sizeof received.message.step, "confine the program: %.*s",
+             static_cast<int>(length), length ? report.step : "an unreadable report");
+  }
   return received;
 }
 

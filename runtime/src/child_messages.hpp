@@ -17,6 +17,11 @@ struct ReceivedMessage {
 // socket fails.
 std::optional<ReceivedMessage> receive_child_message(int sync_fd);
 
+// One message of sandcell_confine()'s report socket (RunOptions::outside_program): 'L' comes as
+// ChildMessage::SeccompListener with its fd, anything else as SetupFailed with the step; kind -1
+// when nothing is queued; nullopt at EOF. Throws Error if the socket fails.
+std::optional<ReceivedMessage> receive_outside_report(int report_fd);
+
 // Socket transport, before "go": waits until the child sends its proxy listener and returns it.
 // Returns an empty fd when the child failed or died first: its message stays in the socket for
 // the supervisor loop to report. Throws Error if sandcell is interrupted (`signal_fd` readable).

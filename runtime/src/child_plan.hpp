@@ -228,6 +228,10 @@ struct ChildPlan {
   // program's word that it is done (kProgramDoneSignal) and reports it (ChildMessage::
   // ProgramDone), so the supervisor can freeze the sandbox and answer before the program's exit.
   bool program_done_signal = false;
+  // RunOptions::outside_program: the init starts no program; once confined and out of the run's
+  // cgroups it says so (ChildMessage::AwaitingProgram), learns the program's pid (in its pid
+  // namespace, for program_done_signal) and waits, reaping what the program leaves.
+  bool outside_program = false;
   std::string path_env;  // the PATH the program is searched in
 
   // File descriptors: the child's stdio, and its end of the sync socket. The supervisor's end is
@@ -270,9 +274,10 @@ struct ChildMessage {
     Ready = 3,
     ProgramExited = 4,
     ProxyListener = 5,
-    Terminal = 6,    // the pty master (ChildPlan::terminal)
-    Prepared = 7,    // an OCI init with pause_before_pivot: mounts made, waits to go on
-    ProgramDone = 8  // ChildPlan::program_done_signal: the program said it is done, wait_status
+    Terminal = 6,        // the pty master (ChildPlan::terminal)
+    Prepared = 7,        // an OCI init with pause_before_pivot: mounts made, waits to go on
+    ProgramDone = 8,     // ChildPlan::program_done_signal: the program said it is done, wait_status
+    AwaitingProgram = 9  // ChildPlan::outside_program: the init is confined and out of the cgroups
   };
   int kind = SetupFailed;
   int err = 0;          // errno of the failure

@@ -60,6 +60,10 @@ void ChildPlanBuilder::program_done_signal() {
   building().program_done_signal = true;
 }
 
+void ChildPlanBuilder::outside_program() {
+  building().outside_program = true;
+}
+
 std::vector<UniqueFd> ChildPlanBuilder::detach_bind_sources() {
   std::vector<UniqueFd> trees;
   for (PlannedMount& m : building().mounts) {

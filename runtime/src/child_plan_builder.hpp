@@ -50,6 +50,8 @@ class ChildPlanBuilder {
   void terminal();
   // ChildPlan::program_done_signal.
   void program_done_signal();
+  // ChildPlan::outside_program.
+  void outside_program();
   // --userns=auto: a detached clone (open_tree) of every bind mount's source, which clone hands
   // to the child; the caller owns them and closes its copies once the child has its own.
   std::vector<UniqueFd> detach_bind_sources();

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/signalfd.h>
@@ -22,6 +23,7 @@
 #include "child_messages.hpp"
 #include "child_plan.hpp"
 #include "child_plan_builder.hpp"
+#include "confine_plan.hpp"
 #include "cpu_handoff.hpp"
 #include "netns_pool.hpp"
 #include "network_setup.hpp"
@@ -178,6 +180,7 @@ struct Launch {
   std::optional<SeccompProgram>& seccomp;
   std::exception_ptr& seccomp_failure;
   ExitingInit& exiting_init;
+  std::optional<SeccompProgram> init_seccomp = {};  // seccomp_for_init()
 };
 
 // Spec::seccomp's program, made while the child mounts (a function's: a cached profile is read
@@ -295,9 +298,21 @@ pid_t clone_on_cpu_handoff(Launch& l, ChildChannels& c, std::optional<CpuHandOff
   pid_t pid = clone_child(l.plan.freeze(), l.cgroup.get(), pidfd);
   if (handoff) handoff->leave();
   c.sync_child.reset();
+  if (l.options.outside_program) return pid;  // the program's stdio: kept for its start
   c.out.write_end.reset();
   c.err.write_end.reset();
   return pid;
+}
+
+// The seccomp program the init loads. A program from outside loads its own copy and sends its
+// own listener (the supervisor's denial log is the program's): the init's asks for none.
+const SeccompProgram* seccomp_for_init(Launch& l) {
+  if (!l.seccomp) return nullptr;
+  if (!l.options.outside_program || !(l.seccomp->flags & SECCOMP_FILTER_FLAG_NEW_LISTENER))
+    return &*l.seccomp;
+  l.init_seccomp = *l.seccomp;
+  l.init_seccomp->flags &= ~static_cast<uint32_t>(SECCOMP_FILTER_FLAG_NEW_LISTENER);
+  return &*l.init_seccomp;
 }
 
 // From the clone to "go": what the child waits for, in the order it needs it. Returns the
@@ -345,7 +360,7 @@ const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int in
     if (UniqueFd master = wait_for_terminal(sync_fd, interrupts_fd)) l.options.on_terminal(std::move(master));
   }
   timeline::mark("go");
-  send_go(sync_fd, cgroup_tasks, l.seccomp ? &*l.seccomp : nullptr, parent_tasks, pids_limit);
+  send_go(sync_fd, cgroup_tasks, seccomp_for_init(l), parent_tasks, pids_limit);
   // The next run's network namespace, made while this one's program starts (~0.7 ms of the
   // supervisor's otherwise idle time; the child entered the one it took long before "go").
   if (l.netns) l.netns->replace();
@@ -390,6 +405,55 @@ void record_run(Launch& l, Result& result, const SupervisionOutcome& outcome, co
   result.stderr_truncated = err_pump.truncated();
 }
 
+// A pid as the innermost pid namespace of its process sees it (the last of its pidfd's NSpid).
+pid_t innermost_pid(int pidfd) {
+  std::ifstream info("/proc/self/fdinfo/" + std::to_string(pidfd));
+  for (std::string line; std::getline(info, line);) {
+    if (!line.starts_with("NSpid:")) continue;
+    const size_t last = line.find_last_of(" \t");
+    return last == std::string::npos ? 0 : static_cast<pid_t>(std::atoi(line.c_str() + last + 1));
+  }
+  return 0;
+}
+
+// RunOptions::outside_program, when the init waits: the run's cgroup files, the confinement plan
+// and the program's stdio to the caller's start(); the supervisor's copies go after it.
+OutsideStarted start_outside_program(Launch& l, int init_pidfd, ChildChannels& channels) {
+  std::vector<UniqueFd> cgroup_files;
+  for (const std::string& dir : l.cgroup->paths()) {
+    UniqueFd file(open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));  // v1
+    if (!file) file.reset(open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+    if (!file) throw Error(errno, "open the cgroup files of " + dir + " for the program");
+    cgroup_files.push_back(std::move(file));
+  }
+  std::vector<int> cgroup_fds;
+  for (const UniqueFd& file : cgroup_files) cgroup_fds.push_back(file.get());
+  const std::vector<unsigned char> plan =
+      confine_plan_for(l.plan.plan(), l.seccomp ? &*l.seccomp : nullptr, current_umask());
+  UniqueFd null_input;
+  if (l.options.stdin_fd < 0) {
+    null_input.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!null_input) throw Error(errno, "open /dev/null for the program's stdin");
+  }
+  int report[2];
+  check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, report), "socketpair");
+  UniqueFd ours(report[0]), theirs(report[1]);
+  const OutsideEntry entry{.init_pidfd = init_pidfd,
+                           .cgroup_fds = cgroup_fds,
+                           .plan = plan,
+                           .stdin_fd = null_input ? null_input.get() : l.options.stdin_fd,
+                           .stdout_fd = channels.out.write_end.get(),
+                           .stderr_fd = channels.err.write_end.get(),
+                           .report_fd = theirs.get()};
+  UniqueFd program = l.options.outside_program->start(entry);
+  channels.out.write_end.reset();  // the program's copies are the only ones: EOF at its end
+  channels.err.write_end.reset();
+  if (!program) throw Error(EINVAL, "the program from outside has no pidfd");
+  const pid_t pid = innermost_pid(program.get());
+  return OutsideStarted{
+      .pidfd = std::move(program), .pid_in_sandbox = pid, .report = std::move(ours)};
+}
+
 // The parent's side of a run, in order (the child's is child_setup.cpp): its channels, the
 // clone, the release up to "go", the supervision until the program is done, the record. True
 // when the record was given to RunOptions::on_result here: a pooled program that said it was
@@ -429,6 +493,10 @@ bool supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                    if (init_left_cgroups) early_usage = usage_if_removed_early(cgroup);
                  },
                  l.options.hand_over};
+  if (l.options.outside_program) {
+    run.start_outside = [&] { return start_outside_program(l, pidfd.get(), channels); };
+    run.outside_wait_status = [&l] { return l.options.outside_program->wait_status(); };
+  }
   SupervisionOutcome outcome = supervise(run);
   timeline::mark("program_done");
   if (outcome.init_still_exiting) l.exiting_init.hand_over(pid);
@@ -463,6 +531,13 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
   if (options.on_terminal) builder.terminal();
   const ChildPlan& plan = builder.plan();
   NetworkPlan network_plan = plan_network(spec);
+  if (options.outside_program) {
+    if (options.on_terminal || !plan.apparmor_profile.empty() ||
+        network_plan.mode == NetworkMode::Allow)
+      throw Error::invalid(
+          "a program from outside takes no terminal, AppArmor profile or allow network yet");
+    builder.outside_program();
+  }
 
   Result result;
   result.limits = spec.limits;

@@ -2,6 +2,7 @@
 
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 
 #include "child_messages.hpp"
 #include "denied_syscall_log.hpp"
@@ -108,6 +110,10 @@ class Loop {
       }
     } else if (fd == run_.pidfd) {
       reap();
+    } else if (outside_ && fd == outside_->pidfd.get()) {
+      outside_exited();
+    } else if (outside_ && fd == outside_->report.get()) {
+      outside_report(events);
     } else if (run_.hand_over && fd == run_.hand_over->fd) {
       hand_over();
     } else if (fd == wall_.get()) {
@@ -182,7 +188,8 @@ class Loop {
     if (received->message.kind == ChildMessage::ProgramExited)
       program_exited(received->message);
     else if (received->message.kind != ChildMessage::SeccompListener &&
-             received->message.kind != ChildMessage::ProgramDone)
+             received->message.kind != ChildMessage::ProgramDone &&
+             received->message.kind != ChildMessage::AwaitingProgram)
       outcome_.child_failure = received->message;
   }
 
@@ -202,6 +209,8 @@ class Loop {
       program_exited(received->message);
     } else if (received->message.kind == ChildMessage::ProgramDone) {
       program_done(received->message);
+    } else if (received->message.kind == ChildMessage::AwaitingProgram) {
+      start_outside();
     } else if (received->message.kind == ChildMessage::SetupFailed ||
                received->message.kind == ChildMessage::ExecFailed) {
       outcome_.child_failure = received->message;
@@ -246,6 +255,66 @@ class Loop {
       if (pump->truncated()) outcome_.output_limit = true;
     }
     notify_program_exit(false);
+  }
+
+  // RunOptions::outside_program: the init is confined, out of the run's cgroups, and waits.
+  void start_outside() {
+    if (outside_ || killed_ || reaped_) return;
+    try {
+      if (!run_.start_outside) throw Error(EPROTO, "the init waits for a program from outside");
+      outside_ = run_.start_outside();
+      if (!outside_->pidfd) throw Error(EINVAL, "no pidfd for the program from outside");
+    } catch (const Error& e) {
+      fail_setup(e.code().value(), e.what());
+      return;
+    }
+    // The init honours the program's word (program_done_signal) from this pid only.
+    const pid_t pid = outside_->pid_in_sandbox;
+    if (send(run_.sync_fd, &pid, sizeof pid, MSG_NOSIGNAL) < 0 && errno != EPIPE)
+      throw Error(errno, "tell the init the program's pid");
+    watch(epoll_.get(), outside_->pidfd.get());
+    watch(epoll_.get(), outside_->report.get());
+  }
+
+  // The program from outside has exited: its status stands for the init's report, and the
+  // sandbox ends (what the program left running with it), as the init would end it.
+  void outside_exited() {
+    unwatch(epoll_.get(), outside_->pidfd.get());
+    if (program_wait_status_) return;
+    program_wait_status_ = run_.outside_wait_status ? run_.outside_wait_status() : 0;
+    notify_program_exit(false);
+    kill_sandbox(run_);
+  }
+
+  // sandcell_confine()'s report: the seccomp listener, or the step that failed.
+  void outside_report(uint32_t events) {
+    std::optional<ReceivedMessage> received;
+    try {
+      received = receive_outside_report(outside_->report.get());
+    } catch (const Error&) {
+    }
+    if (!received) {  // EOF: the program runs (or is gone)
+      unwatch(epoll_.get(), outside_->report.get());
+      return;
+    }
+    if (received->message.kind < 0) {  // nothing queued
+      if (events & (EPOLLHUP | EPOLLERR)) unwatch(epoll_.get(), outside_->report.get());
+      return;
+    }
+    if (received->message.kind == ChildMessage::SeccompListener && received->fd && run_.notify) {
+      denials_.emplace(std::move(received->fd), *run_.notify);
+      watch(epoll_.get(), denials_->fd());
+    } else if (received->message.kind == ChildMessage::SetupFailed) {
+      outcome_.child_failure = received->message;
+      stop([] {});
+    }
+  }
+
+  void fail_setup(int err, const std::string& step) {
+    ChildMessage message{.kind = ChildMessage::SetupFailed, .err = err};
+    snprintf(message.step, sizeof message.step, "%s", step.c_str());
+    outcome_.child_failure = message;
+    stop([] {});
   }
 
   void notify_program_exit(bool init_left_cgroups) {
@@ -297,6 +366,7 @@ class Loop {
   SupervisionOutcome outcome_;
   std::optional<DeniedSyscallLog> denials_;
   std::optional<int> program_wait_status_;
+  std::optional<OutsideStarted> outside_;
   bool reaped_ = false, killed_ = false, sync_closed_ = false, exit_notified_ = false;
   bool tree_ended_ = false;  // the init's report: it ended and reaped the rest of the tree
   std::chrono::steady_clock::time_point drain_deadline_;

@@ -17,6 +17,13 @@
 
 namespace sandcell::runtime {
 
+// A program from outside (RunOptions::outside_program), once made.
+struct OutsideStarted {
+  UniqueFd pidfd;
+  pid_t pid_in_sandbox = 0;  // for the init (program_done_signal)
+  UniqueFd report;           // sandcell_confine()'s report socket: the listener, or a failure
+};
+
 struct Supervised {
   pid_t pid;  // pid 1 of the sandbox's pid namespace
   int pidfd;
@@ -34,6 +41,12 @@ struct Supervised {
   std::function<void(bool init_left_cgroups)> on_program_exit = {};
   // Set: a pooled run; the wall and CPU-time timers wait for it (RunOptions::hand_over).
   const HandOver* hand_over = nullptr;
+  // RunOptions::outside_program: called when the init says it waits (ChildMessage::
+  // AwaitingProgram); makes the program and returns what to watch of it. Its exit (the pidfd
+  // readable) then stands for the init's report: its status from outside_wait_status, and the
+  // sandbox is ended (the init is killed, and its pid namespace with it).
+  std::function<OutsideStarted()> start_outside = {};
+  std::function<int()> outside_wait_status = {};
 };
 
 struct SupervisionOutcome {

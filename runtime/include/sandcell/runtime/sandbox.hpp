@@ -53,6 +53,38 @@ struct HandOver {
   std::function<void()> go;
 };
 
+// What a process made outside the sandbox needs to become its program
+// (RunOptions::outside_program): the arguments of sandcell_confine()
+// (runtime/confine/sandcell_confine.h). Every fd is the supervisor's, open only during the call.
+struct OutsideEntry {
+  int init_pidfd = -1;  // the sandbox's init: its pid namespace to fork into, setns()'s target
+  // The run's cgroups (v1: each hierarchy's `tasks`; v2: `cgroup.procs`): the process writes
+  // "0" to each before it runs anything of the program's.
+  std::span<const int> cgroup_fds;
+  std::span<const unsigned char> plan;  // struct sandcell_confine_plan and what follows it
+  int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
+  // The confinement's report socket (SOCK_SEQPACKET): the seccomp listener ('L', SCM_RIGHTS),
+  // or a failed step ('E', sandcell_confine_failure), which ends the run as a runtime error.
+  int report_fd = -1;
+};
+
+// Design B of docs/architecture.md ("A program from outside"): the sandbox is made as for any
+// run, up to the init's confinement, but the init starts no program; a process the caller makes
+// becomes the program instead (a fork of a skill's zygote). The supervisor watches that process
+// as it would the init's child: its exit, the limits, the output, the record.
+struct OutsideProgram {
+  // Called once on the supervisor's thread when the init is confined and waits: makes the
+  // process, in the init's pid namespace (setns(init_pidfd, CLONE_NEWPID), then a fork), which
+  // calls sandcell_confine() with `entry` and then runs the program. Returns its pidfd (it is
+  // pid 2 of the sandbox: the first process after the init). What it throws ends the run as a
+  // runtime error.
+  std::function<UniqueFd(const OutsideEntry& entry)> start;
+  // Called once, when that pidfd says the process has exited: its wait status. Its parent is
+  // the caller's (the caller's own child, or the zygote's), so the caller reaps it. Must not
+  // throw.
+  std::function<int()> wait_status;
+};
+
 struct RunOptions {
   OutputSink output;        // required
   int stdin_fd = 0;         // passed to the program as its fd 0; -1 gives it /dev/null
@@ -85,6 +117,10 @@ struct RunOptions {
   // once, on the supervisor's thread; what it throws ends the run as a runtime error, the child
   // killed.
   std::function<void()> before_binds;
+  // Set: the program comes from outside (OutsideProgram); the spec's args are not run. Not with
+  // a terminal, an AppArmor profile (the confinement library has no AppArmor step yet), or an
+  // allow network (its proxy environment is the program's to take).
+  const OutsideProgram* outside_program = nullptr;
 };
 
 // The command line of the process that runs sandboxes, main()'s own argc and argv (unchanged),
