@@ -147,6 +147,12 @@ static int filters_check_out(const struct sandcell_confine_plan* plan) {
   return 1;
 }
 
+/* SANDCELL_CONFINE_NS_*'s flags, in their order. */
+static const uint32_t kNamespaceFlag[SANDCELL_CONFINE_NS_COUNT] = {
+    CLONE_NEWUSER, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWNET, CLONE_NEWCGROUP, CLONE_NEWNS};
+static const char kSetnsStep[SANDCELL_CONFINE_NS_COUNT][24] = {
+    "setns user", "setns ipc", "setns uts", "setns net", "setns cgroup", "setns mnt"};
+
 /* Never CLONE_NEWPID: the caller was forked into the pid namespace, and a setns to it would
  * move only its future children. */
 static const uint32_t kJoinable =
@@ -180,7 +186,8 @@ static int fds_check_out(const struct sandcell_confine_plan* plan,
     if (fds->cgroup_fds[i] < 0) return 0;
   for (int i = 0; i < 3; ++i)
     if (fds->stdio[i] < -1) return 0;
-  if (plan->join_namespaces != 0 && fds->init_pidfd < 0) return 0;
+  for (int i = 0; i < SANDCELL_CONFINE_NS_COUNT; ++i)
+    if ((plan->join_namespaces & kNamespaceFlag[i]) && fds->namespace_fds[i] < 0) return 0;
   if (plan->filter_count > 0 && (filters(plan)[0].flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) &&
       fds->report_fd < 0)
     return 0;
@@ -232,8 +239,13 @@ static int join_cgroups(const struct run* r) {
 }
 
 static int join_namespaces(const struct run* r) {
-  if (r->plan->join_namespaces == 0) return 0;
-  return checked(r, sys2(__NR_setns, r->fds->init_pidfd, r->plan->join_namespaces), "setns");
+  for (int i = 0; i < SANDCELL_CONFINE_NS_COUNT; ++i) {
+    if (!(r->plan->join_namespaces & kNamespaceFlag[i])) continue;
+    int err =
+        checked(r, sys2(__NR_setns, r->fds->namespace_fds[i], kNamespaceFlag[i]), kSetnsStep[i]);
+    if (err) return err;
+  }
+  return 0;
 }
 
 static int enter_working_directory(const struct run* r) {

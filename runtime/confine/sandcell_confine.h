@@ -45,8 +45,8 @@ struct sandcell_confine_plan {
   uint32_t magic;   /* SANDCELL_CONFINE_MAGIC */
   uint32_t version; /* SANDCELL_CONFINE_VERSION */
   uint32_t size;    /* of the whole buffer, header included */
-  /* CLONE_NEW* flags to join with one setns() on the sandbox init's pidfd (never CLONE_NEWPID:
-   * the caller was forked into the pid namespace). 0: join nothing. */
+  /* CLONE_NEW* flags of the namespaces to join, each by its fd in sandcell_confine_fds (never
+   * CLONE_NEWPID: the caller was forked into the pid namespace). 0: join nothing. */
   uint32_t join_namespaces;
 
   /* The user: setgroups (unless setgroups_denied), setresgid, setresuid, all three ids. */
@@ -85,8 +85,22 @@ struct sandcell_confine_plan {
 };
 
 /* The fds the caller gives (numbers in its own table); -1 where there is none. */
+enum {
+  SANDCELL_CONFINE_NS_USER,
+  SANDCELL_CONFINE_NS_IPC,
+  SANDCELL_CONFINE_NS_UTS,
+  SANDCELL_CONFINE_NS_NET,
+  SANDCELL_CONFINE_NS_CGROUP,
+  SANDCELL_CONFINE_NS_MNT,
+  SANDCELL_CONFINE_NS_COUNT
+};
+
 struct sandcell_confine_fds {
-  int32_t init_pidfd; /* the sandbox init's pidfd: setns() target (join_namespaces) */
+  /* The sandbox's namespaces, /proc/<init>/ns/<name> opened by the supervisor, joined in this
+   * order (user first: it decides what the others may do; mount last: it changes the root),
+   * each whose flag join_namespaces has; -1 for the others. Not the init's pidfd: setns() on a
+   * pidfd needs ptrace access to the init, which is not dumpable. */
+  int32_t namespace_fds[SANDCELL_CONFINE_NS_COUNT];
   /* Written "0" each, before the namespaces are joined: the run's cgroups (v1: each hierarchy's
    * `tasks`; v2: `cgroup.procs`), opened by the supervisor. */
   int32_t cgroup_fds[8];
@@ -111,7 +125,7 @@ struct sandcell_confine_report {
 
 /* Runs the plan on the calling thread (the caller must be single-threaded: credentials are
  * changed by the raw system calls, for this thread alone), in this order:
- *   check the plan -> setsid -> cgroups -> setns(init_pidfd, join_namespaces) -> chdir(cwd) ->
+ *   check the plan -> setsid -> cgroups -> setns() each namespace fd -> chdir(cwd) ->
  *   stdio -> close the other fds -> rlimits -> umask -> bounding set -> KEEPCAPS, groups, gid,
  *   uid -> capset -> ambient -> PR_SET_DUMPABLE 1 -> no_new_privs -> Landlock -> signal mask
  *   emptied -> seccomp (listener sent over report_fd, then closed) -> report_fd closed.

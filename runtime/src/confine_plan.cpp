@@ -62,15 +62,15 @@ uint64_t flag_mask(cap_t state, cap_flag_t flag) {
   return mask;
 }
 
+}  // namespace
+
 // The namespaces run_child()'s clone made (and its cgroup namespace, unshared after "go").
-uint32_t namespaces_of(const ChildPlan& plan) {
+uint32_t confine_namespaces(const ChildPlan& plan) {
   uint32_t flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP;
   if (!plan.host_network) flags |= CLONE_NEWNET;
   if (plan.user_namespace || plan.own_user_ns) flags |= CLONE_NEWUSER;
   return flags;
 }
-
-}  // namespace
 
 std::vector<unsigned char> confine_plan_for(const ChildPlan& plan, const SeccompProgram* program,
                                             mode_t umask) {
@@ -84,7 +84,7 @@ std::vector<unsigned char> confine_plan_for(const ChildPlan& plan, const Seccomp
     sandcell_confine_plan& h = writer.header();
     h.magic = SANDCELL_CONFINE_MAGIC;
     h.version = SANDCELL_CONFINE_VERSION;
-    h.join_namespaces = namespaces_of(plan);
+    h.join_namespaces = confine_namespaces(plan);
     h.uid = plan.uid;
     h.gid = plan.gid;
     h.group_count = static_cast<uint32_t>(plan.groups.size());

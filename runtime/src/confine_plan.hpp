@@ -16,6 +16,9 @@ namespace sandcell::runtime {
 std::vector<unsigned char> confine_plan_for(const ChildPlan& plan, const SeccompProgram* program,
                                             mode_t umask);
 
+// The CLONE_NEW* flags of the namespaces such a program joins: those the sandbox's init made.
+uint32_t confine_namespaces(const ChildPlan& plan);
+
 // The process's umask, read without changing it (/proc/self/status); 022 if it cannot be read.
 mode_t current_umask();
 

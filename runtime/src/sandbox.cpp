@@ -25,6 +25,7 @@
 #include "child_plan_builder.hpp"
 #include "confine_plan.hpp"
 #include "cpu_handoff.hpp"
+#include "nested_clone.hpp"
 #include "netns_pool.hpp"
 #include "network_setup.hpp"
 #include "proc_handle.hpp"
@@ -101,7 +102,8 @@ void throw_if_user_namespace_refused(int err) {
   throw Error::invalid(message);
 }
 
-pid_t clone_child(const ChildPlan& plan, const Cgroup* cgroup, UniqueFd& pidfd) {
+pid_t clone_child(const ChildPlan& plan, const Cgroup* cgroup, const Nesting* nest,
+                  UniqueFd& pidfd) {
   int pidfd_raw = -1;
   clone_args args{};
   args.flags = kNamespaces | CLONE_PIDFD;
@@ -109,6 +111,10 @@ pid_t clone_child(const ChildPlan& plan, const Cgroup* cgroup, UniqueFd& pidfd) 
   // --userns=auto: one clone makes the user namespace and the others, so it owns them and the
   // child, its root, may mount, set the hostname and bring up lo in them.
   if (plan.user_namespace || plan.own_user_ns) args.flags |= CLONE_NEWUSER;  // and rootless
+  // Under a zygote's namespaces; v2's cgroup is joined after the clone (release_child), as the
+  // zygote's root may not write to it.
+  if (nest != nullptr)
+    return clone_nested(plan, args.flags & ~static_cast<uint64_t>(CLONE_PIDFD), *nest, pidfd);
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd_raw);
   args.exit_signal = SIGCHLD;
   if (cgroup != nullptr && cgroup->clone_into_fd() >= 0) {
@@ -295,7 +301,7 @@ ChildChannels make_child_channels(Launch& l) {
 pid_t clone_on_cpu_handoff(Launch& l, ChildChannels& c, std::optional<CpuHandOff>& handoff, UniqueFd& pidfd) {
   if (!has_network_to_make(l.network)) handoff.emplace();
   if (handoff && handoff->original()) l.plan.restore_cpus(*handoff->original());
-  pid_t pid = clone_child(l.plan.freeze(), l.cgroup.get(), pidfd);
+  pid_t pid = clone_child(l.plan.freeze(), l.cgroup.get(), l.options.nest_under, pidfd);
   if (handoff) handoff->leave();
   c.sync_child.reset();
   if (l.options.outside_program) return pid;  // the program's stdio: kept for its start
@@ -330,7 +336,9 @@ const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int in
     builder.emplace(network, l.network, std::move(sandbox));
   // The id maps first: the child waits for them before its mounts, and only "go" waits for
   // the cgroup. (After the cgroup, the child of a `sandcell code` sat idle ~0.2 ms here.)
-  if (l.userns) map_user_namespace(pid, *l.userns, plan, sync_fd);  // the child waits for it
+  if (l.userns)
+    map_user_namespace(pid, *l.userns, plan, sync_fd,
+                       l.options.nest_under != nullptr);  // the child waits for it
   l.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
   if (plan.own_user_ns) map_sandbox_ids(pid, sync_fd);
   // The child waits for these right before its declared mounts, which it reached before the
@@ -348,7 +356,8 @@ const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int in
   }
   l.state.record(pid, l.cgroup->paths());
   if (l.options.on_started) l.options.on_started(pid, l.cgroup->paths());
-  if (l.cgroup->clone_into_fd() < 0 && cgroup_tasks.empty()) l.cgroup->add_process(pid);
+  if ((l.cgroup->clone_into_fd() < 0 || l.options.nest_under) && cgroup_tasks.empty())
+    l.cgroup->add_process(pid);
   if (builder) builder->finish();
   if (has_network_to_make(l.network) && network_needs_the_childs_listener(l.network)) {
     sandbox.proxy_listener = wait_for_proxy_listener(sync_fd, interrupts_fd);
@@ -418,7 +427,25 @@ pid_t innermost_pid(int pidfd) {
 
 // RunOptions::outside_program, when the init waits: the run's cgroup files, the confinement plan
 // and the program's stdio to the caller's start(); the supervisor's copies go after it.
-OutsideStarted start_outside_program(Launch& l, int init_pidfd, ChildChannels& channels) {
+OutsideStarted start_outside_program(Launch& l, pid_t init, ChildChannels& channels) {
+  const uint32_t joined = confine_namespaces(l.plan.plan());
+  static const std::pair<const char*, int> kNamespaces[] = {
+      {"user", CLONE_NEWUSER}, {"ipc", CLONE_NEWIPC},       {"uts", CLONE_NEWUTS},
+      {"net", CLONE_NEWNET},   {"cgroup", CLONE_NEWCGROUP}, {"mnt", CLONE_NEWNS}};
+  auto open_namespace = [init](const char* name) {
+    const std::string path = "/proc/" + std::to_string(init) + "/ns/" + name;
+    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) throw Error(errno, "open " + path);
+    return fd;
+  };
+  std::vector<UniqueFd> namespaces;
+  std::array<int, 6> namespace_fds{-1, -1, -1, -1, -1, -1};
+  for (size_t i = 0; i < std::size(kNamespaces); ++i) {
+    if (!(joined & static_cast<uint32_t>(kNamespaces[i].second))) continue;
+    namespaces.push_back(open_namespace(kNamespaces[i].first));
+    namespace_fds[i] = namespaces.back().get();
+  }
+  const UniqueFd pid_namespace = open_namespace("pid");
   std::vector<UniqueFd> cgroup_files;
   for (const std::string& dir : l.cgroup->paths()) {
     UniqueFd file(open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));  // v1
@@ -438,7 +465,8 @@ OutsideStarted start_outside_program(Launch& l, int init_pidfd, ChildChannels& c
   int report[2];
   check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, report), "socketpair");
   UniqueFd ours(report[0]), theirs(report[1]);
-  const OutsideEntry entry{.init_pidfd = init_pidfd,
+  const OutsideEntry entry{.pid_namespace_fd = pid_namespace.get(),
+                           .namespace_fds = namespace_fds,
                            .cgroup_fds = cgroup_fds,
                            .plan = plan,
                            .stdin_fd = null_input ? null_input.get() : l.options.stdin_fd,
@@ -494,7 +522,7 @@ bool supervise_child(Launch& l, Result& result, const std::chrono::steady_clock:
                  },
                  l.options.hand_over};
   if (l.options.outside_program) {
-    run.start_outside = [&] { return start_outside_program(l, pidfd.get(), channels); };
+    run.start_outside = [&] { return start_outside_program(l, pid, channels); };
     run.outside_wait_status = [&l] { return l.options.outside_program->wait_status(); };
   }
   SupervisionOutcome outcome = supervise(run);
@@ -559,9 +587,14 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
       builder.proxy_listener(*port);
     std::optional<UsernsClaim> userns;
     std::vector<UniqueFd> bind_trees;
+    if (options.nest_under && !plan.user_namespace)
+      throw Error::invalid(
+          "a sandbox nested under a zygote needs a user namespace of its own (userns auto)");
+    if (options.nest_under && plan.overlay_from_supervisor)
+      throw Error::invalid("a sandbox nested under a zygote needs overlayfs in user namespaces");
     if (plan.user_namespace) {
-      userns.emplace(userns_pool(), state_root, run_id);
-      result.isolation.userns = userns->mapping();
+      if (!options.nest_under) userns.emplace(userns_pool(), state_root, run_id);
+      result.isolation.userns = options.nest_under ? options.nest_under->host : userns->mapping();
       if (std::optional<std::string> warning = userns_overlay_warning(false))
         result.warnings.push_back(*warning);
       bind_trees = builder.detach_bind_sources();
@@ -603,7 +636,9 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
                   make_cgroup,
                   network_plan,
                   run_id,
-                  userns ? &userns->mapping() : nullptr,
+                  userns               ? &userns->mapping()
+                  : options.nest_under ? &options.nest_under->host
+                                       : nullptr,
                   netns ? &*netns : nullptr,
                   network,
                   seccomp,

@@ -199,9 +199,11 @@ bool host_userns_overlay() {
 }
 
 void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
-                        int sync_fd) {
-  write_id_map(child, "uid_map", mapping.uid_base, mapping.size);
-  write_id_map(child, "gid_map", mapping.gid_base, mapping.size);
+                        int sync_fd, bool maps_written) {
+  if (!maps_written) {
+    write_id_map(child, "uid_map", mapping.uid_base, mapping.size);
+    write_id_map(child, "gid_map", mapping.gid_base, mapping.size);
+  }
   std::string ns_path = "/proc/" + std::to_string(child) + "/ns/user";
   UniqueFd userns(open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!userns) throw Error(errno, "open " + ns_path);

@@ -23,8 +23,10 @@ namespace sandcell::runtime {
 // to the child, which waits for this message before anything else. Binds with `idmap` are
 // idmapped the same way, writable. Idmapping a mount needs
 // CAP_SYS_ADMIN over the layer's filesystem, i.e. in the host's namespace: the child cannot.
+// `maps_written`: the maps are in place already (RunOptions::nest_under: written from the parent
+// user namespace by clone_nested()); only the layers are made and sent.
 void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
-                        int sync_fd);
+                        int sync_fd, bool maps_written = false);
 
 // After map_user_namespace, for a plan with late binds (BindMount::late): `make` (the caller's
 // RunOptions::before_binds) makes their sources, then each gets its detached clone, idmapped as

@@ -133,7 +133,8 @@ PlanBuilder unprivileged_plan() {
 // No fds but `report` (the report pipe, kept open): the child writes its lines there.
 sandcell_confine_fds fds_keeping(int report) {
   sandcell_confine_fds fds{};
-  fds.init_pidfd = fds.report_fd = -1;
+  fds.report_fd = -1;
+  for (int32_t& fd : fds.namespace_fds) fd = -1;
   fds.stdio[0] = fds.stdio[1] = fds.stdio[2] = -1;
   fds.keep[0] = report;
   fds.keep_count = 1;
@@ -249,8 +250,12 @@ class NamespaceTarget {
     }
     close(ready[1]);
     char ack = 0;
-    if (pid_ > 0 && read(ready[0], &ack, 1) == 1)
-      pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, pid_, 0)));
+    if (pid_ > 0 && read(ready[0], &ack, 1) == 1) {
+      const std::string dir = "/proc/" + std::to_string(pid_) + "/ns/";
+      ipc_.reset(open((dir + "ipc").c_str(), O_RDONLY | O_CLOEXEC));
+      uts_.reset(open((dir + "uts").c_str(), O_RDONLY | O_CLOEXEC));
+      net_.reset(open((dir + "net").c_str(), O_RDONLY | O_CLOEXEC));
+    }
     close(ready[0]);
   }
   ~NamespaceTarget() {
@@ -261,14 +266,20 @@ class NamespaceTarget {
   NamespaceTarget(const NamespaceTarget&) = delete;
   NamespaceTarget& operator=(const NamespaceTarget&) = delete;
 
-  int pidfd() const { return pidfd_.get(); }
+  bool ready() const { return ipc_ && uts_ && net_; }
+  // Its namespaces, as the supervisor gives a sandbox's to the library.
+  void give(sandcell_confine_fds& fds) const {
+    fds.namespace_fds[SANDCELL_CONFINE_NS_IPC] = ipc_.get();
+    fds.namespace_fds[SANDCELL_CONFINE_NS_UTS] = uts_.get();
+    fds.namespace_fds[SANDCELL_CONFINE_NS_NET] = net_.get();
+  }
   std::string ns(const char* name) const {
     return link_target("/proc/" + std::to_string(pid_) + "/ns/" + name);
   }
 
  private:
   pid_t pid_ = -1;
-  UniqueFd pidfd_;
+  UniqueFd ipc_, uts_, net_;
 };
 
 // A v1 pids cgroup of the test's own under /sys/fs/cgroup/pids/sandcell (and that parent, if
@@ -316,7 +327,7 @@ TEST(ConfineLibrary, FullPlan_JoinsTheNamespacesAndLeavesAConfinedUnprivilegedPr
   const int abi = landlock_abi();
   if (abi <= 0) GTEST_SKIP() << "no Landlock on this kernel";
   NamespaceTarget target("sc-confine-target");
-  ASSERT_GE(target.pidfd(), 0);
+  ASSERT_TRUE(target.ready());
   TempTree writable("sc-confine-writable"), elsewhere("sc-confine-elsewhere");
   // Both the plan user's, so that only Landlock can refuse the write elsewhere.
   ASSERT_EQ(chown(writable.path.c_str(), kUnprivileged, kUnprivileged), 0);
@@ -340,7 +351,7 @@ TEST(ConfineLibrary, FullPlan_JoinsTheNamespacesAndLeavesAConfinedUnprivilegedPr
   ChildReport r = run_in_child([&](int report) {
     const int unlisted = open("/dev/null", O_RDONLY);
     sandcell_confine_fds fds = fds_keeping(report);
-    fds.init_pidfd = target.pidfd();
+    target.give(fds);
     fds.stdio[0] = stdin_end.get();
     fds.stdio[1] = fds.stdio[2] = report;
     const char* step = nullptr;

@@ -16,9 +16,9 @@ namespace sandcell::test {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kCg = "/sys/fs/cgroup";
+const std::string kCgroupFs = "/sys/fs/cgroup";
 
-std::string trimmed(const std::string& path) {
+std::string read_trimmed(const std::string& path) {
   std::string text = read_text(path);
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
@@ -51,7 +51,7 @@ TEST(OciSystemdCgroup, Scope_HoldsTheInit_LimitsInItsFilesAndProperties_UpdateCh
   ASSERT_NO_FATAL_FAILURE(require_systemd_host());
   const std::string id = "sd" + std::to_string(getpid());
   const std::string unit = "sandcell-test-" + id + ".scope";
-  const std::string dir = kCg + "/system.slice/" + unit;
+  const std::string dir = kCgroupFs + "/system.slice/" + unit;
   OciBundle b;
   b.config["process"]["args"] = {"sleep", "1000"};
   b.config["linux"]["cgroupsPath"] = "system.slice:sandcell-test:" + id;
@@ -62,12 +62,12 @@ TEST(OciSystemdCgroup, Scope_HoldsTheInit_LimitsInItsFilesAndProperties_UpdateCh
   CliRun create = b.oci({"--systemd-cgroup", "create", "-b", b.dir(), id});
   ASSERT_EQ(create.exit_code, 0) << create.err;
   const std::string pid = std::to_string(b.oci({"state", id}).record["pid"].get<int>());
-  EXPECT_EQ(trimmed(dir + "/cgroup.procs"), pid) << "the init is the scope's only process";
-  EXPECT_EQ(trimmed("/proc/" + pid + "/cgroup"), "0::/system.slice/" + unit);
-  EXPECT_EQ(trimmed(dir + "/memory.max"), std::to_string(64 << 20));
-  EXPECT_EQ(trimmed(dir + "/pids.max"), "32");
-  EXPECT_EQ(trimmed(dir + "/cpu.weight"), "39") << "runc's shares → weight";
-  EXPECT_EQ(trimmed(dir + "/cpu.max"), "50000 100000");
+  EXPECT_EQ(read_trimmed(dir + "/cgroup.procs"), pid) << "the init is the scope's only process";
+  EXPECT_EQ(read_trimmed("/proc/" + pid + "/cgroup"), "0::/system.slice/" + unit);
+  EXPECT_EQ(read_trimmed(dir + "/memory.max"), std::to_string(64 << 20));
+  EXPECT_EQ(read_trimmed(dir + "/pids.max"), "32");
+  EXPECT_EQ(read_trimmed(dir + "/cpu.weight"), "39") << "runc's shares → weight";
+  EXPECT_EQ(read_trimmed(dir + "/cpu.max"), "50000 100000");
   EXPECT_EQ(systemctl({"is-active", unit}), "active\n");
   std::string shown = unit_show(unit, "MemoryMax,TasksMax,CPUWeight,Delegate,Slice,CPUQuotaPerSecUSec");
   for (const char* line :
@@ -79,12 +79,12 @@ TEST(OciSystemdCgroup, Scope_HoldsTheInit_LimitsInItsFilesAndProperties_UpdateCh
   EXPECT_EQ(b.status(id), "running");
   CliRun update = b.oci({"--systemd-cgroup", "update", "--memory", "96m", "--pids-limit", "40", id});
   ASSERT_EQ(update.exit_code, 0) << update.err;
-  EXPECT_EQ(trimmed(dir + "/memory.max"), std::to_string(96 << 20));
-  EXPECT_EQ(trimmed(dir + "/pids.max"), "40");
+  EXPECT_EQ(read_trimmed(dir + "/memory.max"), std::to_string(96 << 20));
+  EXPECT_EQ(read_trimmed(dir + "/pids.max"), "40");
   shown = unit_show(unit, "MemoryMax,TasksMax");
   EXPECT_EQ(shown, "MemoryMax=100663296\nTasksMax=40\n") << "systemd's view follows update";
   ASSERT_EQ(b.oci({"--systemd-cgroup", "pause", id}).exit_code, 0);
-  EXPECT_EQ(trimmed(dir + "/cgroup.freeze"), "1");
+  EXPECT_EQ(read_trimmed(dir + "/cgroup.freeze"), "1");
   ASSERT_EQ(b.oci({"--systemd-cgroup", "resume", id}).exit_code, 0);
 
   CliRun del = b.oci({"--systemd-cgroup", "delete", "--force", id});
@@ -105,7 +105,7 @@ TEST(OciSystemdCgroup, MemoryLimit_FiresAsOomInEvents_ThenDeleteLeavesNothing) {
   b.config["linux"]["resources"] = {{"memory", {{"limit", 32 << 20}, {"swap", 32 << 20}}}};
   b.write();
   ASSERT_EQ(b.oci({"--systemd-cgroup", "create", "-b", b.dir(), id}).exit_code, 0);
-  EXPECT_EQ(trimmed(kCg + "/system.slice/" + unit + "/memory.swap.max"), "0");
+  EXPECT_EQ(read_trimmed(kCgroupFs + "/system.slice/" + unit + "/memory.swap.max"), "0");
   ASSERT_EQ(b.oci({"--systemd-cgroup", "start", id}).exit_code, 0);
   CliRun stream = run_program({"/usr/bin/timeout", "120", oci_binary(), "--root", b.state_root(),
                                "--systemd-cgroup", "events", "--interval", "60s", id});
@@ -116,7 +116,7 @@ TEST(OciSystemdCgroup, MemoryLimit_FiresAsOomInEvents_ThenDeleteLeavesNothing) {
   CliRun del = b.oci({"--systemd-cgroup", "delete", id});
   ASSERT_EQ(del.exit_code, 0) << del.err;
   EXPECT_TRUE(unit_gone(unit)) << systemctl({"list-units", "--all", unit});
-  EXPECT_FALSE(fs::exists(kCg + "/system.slice/" + unit));
+  EXPECT_FALSE(fs::exists(kCgroupFs + "/system.slice/" + unit));
 }
 
 // containerd's path under the kubelet's systemd driver: the pod's slice nests by dashes, systemd
@@ -127,8 +127,7 @@ TEST(OciSystemdCgroup, KubepodsStyleSlice_NestsAsSystemdDoes_DeleteStopsOnlyTheS
   const std::string id = "sdpod" + std::to_string(getpid());
   const std::string pod = "kubepods-burstable-podsc" + std::to_string(getpid()) + ".slice";
   const std::string unit = "cri-sandcell-" + id + ".scope";
-  const std::string slice_dir =
-      kCg + "/kubepods.slice/kubepods-burstable.slice/" + pod;
+  const std::string slice_dir = kCgroupFs + "/kubepods.slice/kubepods-burstable.slice/" + pod;
   OciBundle b;
   b.config["process"]["args"] = {"sleep", "1000"};
   b.config["linux"]["cgroupsPath"] = pod + ":cri-sandcell:" + id;
@@ -137,8 +136,8 @@ TEST(OciSystemdCgroup, KubepodsStyleSlice_NestsAsSystemdDoes_DeleteStopsOnlyTheS
   CliRun run = b.oci({"--systemd-cgroup", "run", "-d", "-b", b.dir(), id});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string pid = std::to_string(b.oci({"state", id}).record["pid"].get<int>());
-  EXPECT_EQ(trimmed(slice_dir + "/" + unit + "/cgroup.procs"), pid);
-  EXPECT_EQ(trimmed(slice_dir + "/" + unit + "/pids.max"), "16");
+  EXPECT_EQ(read_trimmed(slice_dir + "/" + unit + "/cgroup.procs"), pid);
+  EXPECT_EQ(read_trimmed(slice_dir + "/" + unit + "/pids.max"), "16");
   EXPECT_NE(unit_show(unit, "Slice").find("Slice=" + pod), std::string::npos);
   CliRun del = b.oci({"--systemd-cgroup", "delete", "--force", id});
   // CI's VM once saw 125 here, then a pass when run again; the message says why next time.
@@ -148,7 +147,7 @@ TEST(OciSystemdCgroup, KubepodsStyleSlice_NestsAsSystemdDoes_DeleteStopsOnlyTheS
   EXPECT_TRUE(fs::is_directory(slice_dir)) << "the pod's slice is the caller's";
 
   systemctl({"stop", "kubepods.slice"});  // what the kubelet does when the last pod goes
-  EXPECT_FALSE(fs::exists(kCg + "/kubepods.slice"));
+  EXPECT_FALSE(fs::exists(kCgroupFs + "/kubepods.slice"));
   EXPECT_TRUE(unit_gone(pod));
   EXPECT_TRUE(unit_gone("kubepods.slice"));
 }
@@ -159,7 +158,7 @@ TEST(OciSystemdCgroup, NameEndingInSlice_MakesThatSliceWithTheInit_DeleteStopsIt
   ASSERT_NO_FATAL_FAILURE(require_systemd_host());
   const std::string id = "sdslice" + std::to_string(getpid());
   const std::string slice = "sctest-" + id + ".slice";
-  const std::string dir = kCg + "/sctest.slice/" + slice;
+  const std::string dir = kCgroupFs + "/sctest.slice/" + slice;
   OciBundle b;
   b.config["process"]["args"] = {"sleep", "1000"};
   b.config["linux"]["cgroupsPath"] = "system.slice:ignored:" + slice;
@@ -168,8 +167,8 @@ TEST(OciSystemdCgroup, NameEndingInSlice_MakesThatSliceWithTheInit_DeleteStopsIt
   CliRun run = b.oci({"--systemd-cgroup", "run", "-d", "-b", b.dir(), id});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string pid = std::to_string(b.oci({"state", id}).record["pid"].get<int>());
-  EXPECT_EQ(trimmed("/proc/" + pid + "/cgroup"), "0::/sctest.slice/" + slice);
-  EXPECT_EQ(trimmed(dir + "/memory.max"), std::to_string(48 << 20));
+  EXPECT_EQ(read_trimmed("/proc/" + pid + "/cgroup"), "0::/sctest.slice/" + slice);
+  EXPECT_EQ(read_trimmed(dir + "/memory.max"), std::to_string(48 << 20));
   EXPECT_EQ(unit_show(slice, "Wants,ActiveState"), "Wants=system.slice\nActiveState=active\n");
   ASSERT_EQ(b.oci({"--systemd-cgroup", "delete", "--force", id}).exit_code, 0);
   EXPECT_TRUE(unit_gone(slice));

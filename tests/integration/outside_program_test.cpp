@@ -83,7 +83,8 @@ class TestZygote {
     if (plan_kind_ == Plan::Corrupted)
       reinterpret_cast<sandcell_confine_plan*>(plan_.data())->magic = 0;
     sandcell_confine_fds fds{};
-    fds.init_pidfd = entry.init_pidfd;
+    for (size_t i = 0; i < entry.namespace_fds.size(); ++i)
+      fds.namespace_fds[i] = entry.namespace_fds[i];
     fds.cgroup_count = static_cast<uint32_t>(entry.cgroup_fds.size());
     for (size_t i = 0; i < entry.cgroup_fds.size() && i < 8; ++i)
       fds.cgroup_fds[i] = entry.cgroup_fds[i];
@@ -95,7 +96,7 @@ class TestZygote {
     static char* const kNoEnv[] = {const_cast<char*>("PATH=/bin:/usr/bin"), nullptr};
 
     runtime::UniqueFd own_pid_ns(open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
-    if (!own_pid_ns || setns(entry.init_pidfd, CLONE_NEWPID) < 0)
+    if (!own_pid_ns || setns(entry.pid_namespace_fd, CLONE_NEWPID) < 0)
       throw Error(errno, "join the sandbox's pid namespace for the next child");
     int pidfd = -1;
     clone_args args{};

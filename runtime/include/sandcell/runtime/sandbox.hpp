@@ -4,6 +4,7 @@
 // deadlines and output, kills the whole tree, cleans up and returns the Result.
 #include <sys/types.h>
 
+#include <array>
 #include <functional>
 #include <span>
 #include <string>
@@ -57,7 +58,11 @@ struct HandOver {
 // (RunOptions::outside_program): the arguments of sandcell_confine()
 // (runtime/confine/sandcell_confine.h). Every fd is the supervisor's, open only during the call.
 struct OutsideEntry {
-  int init_pidfd = -1;  // the sandbox's init: its pid namespace to fork into, setns()'s target
+  int pid_namespace_fd = -1;  // the sandbox's: setns(fd, CLONE_NEWPID), then fork
+  // The sandbox's other namespaces to join, in sandcell_confine_fds::namespace_fds' order (user,
+  // ipc, uts, net, cgroup, mnt), -1 where the sandbox shares the caller's. Namespace fds, not
+  // the init's pidfd: setns() on a pidfd needs ptrace access to the init, which is not dumpable.
+  std::array<int, 6> namespace_fds{-1, -1, -1, -1, -1, -1};
   // The run's cgroups (v1: each hierarchy's `tasks`; v2: `cgroup.procs`): the process writes
   // "0" to each before it runs anything of the program's.
   std::span<const int> cgroup_fds;
@@ -74,8 +79,8 @@ struct OutsideEntry {
 // as it would the init's child: its exit, the limits, the output, the record.
 struct OutsideProgram {
   // Called once on the supervisor's thread when the init is confined and waits: makes the
-  // process, in the init's pid namespace (setns(init_pidfd, CLONE_NEWPID), then a fork), which
-  // calls sandcell_confine() with `entry` and then runs the program. Returns its pidfd (it is
+  // process, in the init's pid namespace (setns(pid_namespace_fd, CLONE_NEWPID), then a fork),
+  // which calls sandcell_confine() with `entry` and then runs the program. Returns its pidfd (it is
   // pid 2 of the sandbox: the first process after the init). What it throws ends the run as a
   // runtime error.
   std::function<UniqueFd(const OutsideEntry& entry)> start;
@@ -83,6 +88,20 @@ struct OutsideProgram {
   // the caller's (the caller's own child, or the zygote's), so the caller reaps it. Must not
   // throw.
   std::function<int()> wait_status;
+};
+
+// Design B of docs/architecture.md, step 3: the sandbox's user and pid namespaces are made as
+// children of a zygote's (U_Z, P_Z), so that the zygote, which holds capabilities in U_Z, may
+// join the sandbox and fork into it (RunOptions::outside_program). Everything else is as in any
+// run with a user namespace of its own (Spec::user_namespace Auto, which it needs); its init is
+// still the supervisor's child.
+struct Nesting {
+  int userns_fd = -1;  // U_Z (/proc/PID/ns/user of a process in it); its ids 0 must be mapped
+  int pidns_fd = -1;   // P_Z
+  // The sandbox's ids 0..size-1 map to ids base..base+size-1 of U_Z, uids and gids alike: a
+  // range of its own, not U_Z's root (the program's ids must not be the zygote's).
+  uint32_t base = 0, size = 65536;
+  UsernsMapping host;  // the same ids as the host sees them: for the record (Isolation::userns)
 };
 
 struct RunOptions {
@@ -121,6 +140,8 @@ struct RunOptions {
   // a terminal, an AppArmor profile (the confinement library has no AppArmor step yet), or an
   // allow network (its proxy environment is the program's to take).
   const OutsideProgram* outside_program = nullptr;
+  // Set: the sandbox's user and pid namespaces are nested under a zygote's (Nesting).
+  const Nesting* nest_under = nullptr;
 };
 
 // The command line of the process that runs sandboxes, main()'s own argc and argv (unchanged),
