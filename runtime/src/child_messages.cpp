@@ -16,44 +16,30 @@ namespace sandcell::runtime {
 
 std::optional<ReceivedMessage> receive_child_message(int sync_fd) {
   ReceivedMessage received;
-  iovec data{.iov_base = &received.message, .iov_len = sizeof received.message};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr header{};
-  header.msg_iov = &data;
-  header.msg_iovlen = 1;
-  header.msg_control = control;
-  header.msg_controllen = sizeof control;
-  ssize_t n = recvmsg(sync_fd, &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  int fd = -1;
+  ssize_t n =
+      receive_with_fd(sync_fd, &received.message, sizeof received.message, MSG_DONTWAIT, &fd);
   // A child that exits with our "go" unread resets the connection. The kernel reports the reset
   // before the messages the child sent first, and clears it: read again to get them.
-  if (n < 0 && errno == ECONNRESET) n = recvmsg(sync_fd, &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  if (n < 0 && errno == ECONNRESET)
+    n = receive_with_fd(sync_fd, &received.message, sizeof received.message, MSG_DONTWAIT, &fd);
+  received.fd.reset(fd);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
     received.message.kind = -1;  // nothing yet; callers poll first, so this is rare
     return received;
   }
   if (n < 0) throw Error(errno, "receive from the sandbox child");
   if (n == 0) return std::nullopt;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    int fd = -1;
-    memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    received.fd.reset(fd);
-  }
   if (n != sizeof received.message) throw Error(EPROTO, "short message from the sandbox child");
   return received;
 }
 
 std::optional<ReceivedMessage> receive_outside_report(int report_fd) {
   sandcell_confine_report report{};
-  iovec data{.iov_base = &report, .iov_len = sizeof report};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr header{};
-  header.msg_iov = &data;
-  header.msg_iovlen = 1;
-  header.msg_control = control;
-  header.msg_controllen = sizeof control;
-  const ssize_t n = recvmsg(report_fd, &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  int fd = -1;
+  const ssize_t n = receive_with_fd(report_fd, &report, sizeof report, MSG_DONTWAIT, &fd);
   ReceivedMessage received;
+  received.fd.reset(fd);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
     received.message.kind = -1;
     return received;
@@ -61,12 +47,6 @@ std::optional<ReceivedMessage> receive_outside_report(int report_fd) {
   if (n < 0 && errno == ECONNRESET) return std::nullopt;  // it exited with a message unread
   if (n < 0) throw Error(errno, "receive from the program's confinement");
   if (n == 0) return std::nullopt;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    int fd = -1;
-    memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    received.fd.reset(fd);
-  }
   if (report.tag == 'L') {
     received.message.kind = ChildMessage::SeccompListener;
   } else {
@@ -112,9 +92,8 @@ UniqueFd wait_for_terminal(int sync_fd, int signal_fd) {
   return wait_for_fd(sync_fd, signal_fd, ChildMessage::Terminal, "pty master");
 }
 
-void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks,
-             const SeccompProgram* program, const std::vector<UniqueFd>& parent_tasks,
-             const UniqueFd& pids_max) {
+void send_go(int sync_fd, const std::vector<UniqueFd>& cgroup_tasks, const SeccompProgram* program,
+             const std::vector<UniqueFd>& parent_tasks, const UniqueFd& pids_max) {
   if (!parent_tasks.empty() && parent_tasks.size() != cgroup_tasks.size())
     throw Error(EINVAL, "a parent cgroup for each hierarchy the child joins");
   const bool limit = pids_max && !parent_tasks.empty();

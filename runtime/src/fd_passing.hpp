@@ -19,4 +19,9 @@ constexpr size_t kMaxPassedFds = 128;
 // sendmsg returns, errno set on failure (E2BIG for more than kMaxPassedFds fds).
 ssize_t send_with_fds(int socket, std::span<const iovec> data, std::span<const int> fds);
 
+// recvmsg of one message into `data` (`size` bytes) with at most one fd attached, which lands in
+// `*fd` (close-on-exec; -1 when none came; any more are closed by the kernel). `flags`: recvmsg's
+// (MSG_DONTWAIT, say). Returns what recvmsg returns, errno set on failure.
+ssize_t receive_with_fd(int socket, void* data, size_t size, int flags, int* fd);
+
 }  // namespace sandcell::runtime

@@ -164,26 +164,15 @@ pid_t clone_nested(const ChildPlan& plan, uint64_t flags, const Nesting& nest, U
   bool mapped = false;
   while (!mapped && !failed) {
     NestReport report;
-    iovec data{.iov_base = &report, .iov_len = sizeof report};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr header{};
-    header.msg_iov = &data;
-    header.msg_iovlen = 1;
-    header.msg_control = control;
-    header.msg_controllen = sizeof control;
-    ssize_t got = recvmsg(ours.get(), &header, MSG_CMSG_CLOEXEC);
+    int fd = -1;
+    const ssize_t got = receive_with_fd(ours.get(), &report, sizeof report, 0, &fd);
+    if (fd >= 0) pidfd.reset(fd);
     if (got < 0 && errno == EINTR) continue;
     if (got != sizeof report) {
       failed = true;
       failure.err = got < 0 ? errno : EPIPE;
       snprintf(failure.step, sizeof failure.step, "the helpers that nest the sandbox stopped");
       break;
-    }
-    for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      int fd = -1;
-      memcpy(&fd, CMSG_DATA(c), sizeof fd);
-      pidfd.reset(fd);
     }
     if (report.kind == NestReport::Helper) second = report.pid;
     if (report.kind == NestReport::Init) init = report.pid;

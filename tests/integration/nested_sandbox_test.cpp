@@ -4,7 +4,6 @@
 // process then joins and confines itself (RunOptions::outside_program, libsandcell-confine.so).
 // The zygote here is C++, a fork of the test in a user namespace U_Z and a pid namespace P_Z of
 // its own, serving one request at a time on a socket, as a skill's zygote will.
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/nsfs.h>
@@ -24,30 +23,19 @@
 #include <optional>
 #include <sstream>
 
+#include "outside_support.hpp"
 #include "run_state.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
 #include "sandcell/runtime/result.hpp"
 #include "sandcell/runtime/sandbox.hpp"
-#include "sandcell/seccomp/profile.hpp"
 #include "sandcell_cli.hpp"
-#include "sandcell_confine.h"
 #include "userns_pool.hpp"
 
 namespace sandcell::test {
 namespace {
 
 namespace fs = std::filesystem;
-using ConfineFn = int (*)(const sandcell_confine_plan*, const sandcell_confine_fds*, const char**);
-
-ConfineFn confine_function() {
-  static ConfineFn fn = [] {
-    void* library = dlopen(SANDCELL_CONFINE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    return library ? reinterpret_cast<ConfineFn>(dlsym(library, "sandcell_confine")) : nullptr;
-  }();
-  return fn;
-}
-
 // A request to the zygote: the plan's size, which of the sandbox's namespaces come (bit i:
 // namespace_fds[i]) and how many cgroup fds. Its fds, in order: the pid namespace, stdin,
 // stdout, stderr, the report socket, the namespaces, the cgroups; the plan's bytes follow.
@@ -304,7 +292,7 @@ ino_t namespace_inode(const std::string& path) {
 }
 
 // The host's view of a process: its uid line and its namespaces' parents.
-struct Observed {
+struct Seen {
   runtime::Result result;
   std::string out, err;
   pid_t init = 0;
@@ -319,17 +307,12 @@ std::string uid_line(pid_t pid) {
   return "";
 }
 
-const char* kSelfPortrait =
-    "echo pid $$; grep -E '^(Uid|Gid|Groups|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|"
-    "Seccomp_filters):' /proc/self/status; echo umask $(umask); echo cwd $(pwd); "
-    "ls /proc/self/fd | tr '\\n' ' '; echo; cat /proc/self/cgroup; hostname; ulimit -n; "
-    "(echo x > /etc/probe) 2>&1; ls -ln /bin/busybox | cut -c1-24; touch /tmp/f && ls -ln /tmp/f "
-    "| cut -c1-24; echo ready; read line; echo after $line";
+const std::string kNestedPortrait =
+    self_portrait("ls -ln /bin/busybox | cut -c1-24; touch /tmp/f && ls -ln /tmp/f | cut -c1-24; ");
 
-Observed run(const std::string& script, CppZygote* zygote, bool from_outside) {
-  Observed r;
-  runtime::Spec spec = runtime::default_spec();
-  spec.seccomp = seccomp::compile(seccomp::builtin_profile(), seccomp::CompileOptions{});
+Seen run_nested(const std::string& script, CppZygote* zygote, bool from_outside) {
+  Seen r;
+  runtime::Spec spec = spec_with_seccomp();
   spec.user_namespace = runtime::UserNamespace::Auto;
   spec.rootfs_layers = {test_rootfs()};
   spec.args = {"/bin/sh", "-c", script};
@@ -373,18 +356,18 @@ Observed run(const std::string& script, CppZygote* zygote, bool from_outside) {
 
 TEST(NestedSandbox, ItsNamespacesAreTheZygotesChildrenAndItsProgramSeesWhatAColdOneSees) {
   ASSERT_NE(confine_function(), nullptr) << dlerror();
-  Observed cold = run(kSelfPortrait, nullptr, false);
-  CppZygote zygote({"/bin/sh", "-c", kSelfPortrait});
-  Observed nested = run(kSelfPortrait, &zygote, false);
-  Observed forked = run(kSelfPortrait, &zygote, true);
-  for (const Observed* r : {&cold, &nested, &forked})
+  Seen cold = run_nested(kNestedPortrait, nullptr, false);
+  CppZygote zygote({"/bin/sh", "-c", kNestedPortrait});
+  Seen nested = run_nested(kNestedPortrait, &zygote, false);
+  Seen forked = run_nested(kNestedPortrait, &zygote, true);
+  for (const Seen* r : {&cold, &nested, &forked})
     ASSERT_EQ(r->result.status, runtime::Status::Ok) << r->result.error << r->err;
   EXPECT_EQ(nested.out, cold.out);
   EXPECT_EQ(forked.out, cold.out);
   EXPECT_EQ(forked.err, cold.err);
   EXPECT_NE(cold.out.find("Uid:\t0\t0\t0\t0\n"), std::string::npos) << cold.out;
   EXPECT_NE(cold.out.find("after go\n"), std::string::npos) << cold.out;
-  for (const Observed* r : {&nested, &forked}) {
+  for (const Seen* r : {&nested, &forked}) {
     EXPECT_TRUE(r->user_parent_is_zygotes);
     EXPECT_TRUE(r->pid_parent_is_zygotes);
     EXPECT_TRUE(r->init_is_our_child);

@@ -5,7 +5,6 @@
 // calls the library (loaded before the fork, through dlopen, as the zygote's interpreter will
 // load it) and execs. What the program sees of its sandbox, and what the record says, must be a
 // cold run's.
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/sched.h>
@@ -22,29 +21,17 @@
 #include <fstream>
 #include <sstream>
 
+#include "outside_support.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
 #include "sandcell/runtime/result.hpp"
 #include "sandcell/runtime/sandbox.hpp"
-#include "sandcell/seccomp/profile.hpp"
 #include "sandcell_cli.hpp"
-#include "sandcell_confine.h"
 
 namespace sandcell::test {
 namespace {
 
 namespace fs = std::filesystem;
-using ConfineFn = int (*)(const sandcell_confine_plan*, const sandcell_confine_fds*, const char**);
-
-ConfineFn confine_function() {
-  static ConfineFn fn = [] {
-    void* library = dlopen(SANDCELL_CONFINE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) return ConfineFn{};
-    return reinterpret_cast<ConfineFn>(dlsym(library, "sandcell_confine"));
-  }();
-  return fn;
-}
-
 // How the test's program is started from outside: as given, or with a plan the library refuses.
 enum class Plan { AsGiven, Corrupted };
 
@@ -125,13 +112,6 @@ class TestZygote {
   pid_t pid_ = -1;
 };
 
-// The built-in profile, its denials reported: the program's own listener reaches the supervisor.
-runtime::Spec spec_with_seccomp() {
-  runtime::Spec spec = runtime::default_spec();
-  spec.seccomp = seccomp::compile(seccomp::builtin_profile(), seccomp::CompileOptions{});
-  return spec;
-}
-
 struct Observed {
   runtime::Result result;
   std::string out, err;
@@ -207,14 +187,7 @@ Observed run(const std::string& script, TestZygote* zygote,
   return r;
 }
 
-// What the program can see of who and where it is: its pid, ids, capabilities, no_new_privs,
-// seccomp, umask, cwd, fds, cgroups, hostname, limits, where it may write (Landlock).
-const char* kSelfPortrait =
-    "echo pid $$; grep -E '^(Uid|Gid|Groups|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|"
-    "Seccomp_filters):' /proc/self/status; echo umask $(umask); echo cwd $(pwd); "
-    "ls /proc/self/fd | tr '\\n' ' '; echo; cat /proc/self/cgroup; hostname; ulimit -n; "
-    "(echo x > /etc/probe) 2>&1; (echo x > /dev/shm/probe) 2>&1; "
-    "echo ready; read line; echo after $line";
+const std::string kSelfPortrait = self_portrait();
 
 TEST(OutsideProgram, SeesTheSandboxAColdProgramSees) {
   ASSERT_NE(confine_function(), nullptr) << dlerror();
@@ -249,8 +222,7 @@ TEST(OutsideProgram, SeesTheSandboxAColdProgramSeesInAUserNamespaceAsAnotherUser
   spec.capabilities = {"CAP_NET_BIND_SERVICE"};
   spec.cwd = "/tmp";
   spec.rlimits = {{.resource = RLIMIT_NOFILE, .soft = 100, .hard = 200}};
-  const std::string script =
-      std::string(kSelfPortrait) + "; touch /tmp/mine && ls -n /tmp/mine | cut -c1-30";
+  const std::string script = kSelfPortrait + "; touch /tmp/mine && ls -n /tmp/mine | cut -c1-30";
   Observed cold = run(script, nullptr, spec);
   TestZygote zygote({"/bin/sh", "-c", script});
   Observed outside = run(script, &zygote, spec);
