@@ -23,6 +23,7 @@
 #include <optional>
 #include <sstream>
 
+#include "fd_passing.hpp"
 #include "outside_support.hpp"
 #include "run_state.hpp"
 #include "sandcell/base/error.hpp"
@@ -116,18 +117,7 @@ constexpr size_t kMaxFds = kFixedFds + SANDCELL_CONFINE_NS_COUNT + 8;
     if (child < 0) zygote_exit(5);
     char byte = 'p';
     iovec answer{.iov_base = &byte, .iov_len = 1};
-    alignas(cmsghdr) char answer_control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr reply{};
-    reply.msg_iov = &answer;
-    reply.msg_iovlen = 1;
-    reply.msg_control = answer_control;
-    reply.msg_controllen = sizeof answer_control;
-    cmsghdr* c = CMSG_FIRSTHDR(&reply);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &pidfd, sizeof pidfd);
-    if (sendmsg(channel, &reply, MSG_NOSIGNAL) < 0) zygote_exit(6);
+    if (runtime::send_with_fds(channel, {&answer, 1}, {&pidfd, 1}) < 0) zygote_exit(6);
     close(pidfd);
     int status = 0;
     while (waitpid(static_cast<pid_t>(child), &status, 0) < 0 && errno == EINTR) {
@@ -224,27 +214,11 @@ class CppZygote {
     iovec data[2] = {
         {.iov_base = &request, .iov_len = sizeof request},
         {.iov_base = const_cast<unsigned char*>(entry.plan.data()), .iov_len = entry.plan.size()}};
-    std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
-    msghdr header{};
-    header.msg_iov = data;
-    header.msg_iovlen = 2;
-    header.msg_control = control.data();
-    header.msg_controllen = control.size();
-    cmsghdr* c = CMSG_FIRSTHDR(&header);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-    check(sendmsg(channel_.get(), &header, MSG_NOSIGNAL), "ask the zygote for a program");
+    check(runtime::send_with_fds(channel_.get(), data, fds), "ask the zygote for a program");
     char byte = 0;
-    iovec answer{.iov_base = &byte, .iov_len = 1};
-    alignas(cmsghdr) char answer_control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr reply{};
-    reply.msg_iov = &answer;
-    reply.msg_iovlen = 1;
-    reply.msg_control = answer_control;
-    reply.msg_controllen = sizeof answer_control;
-    const ssize_t got = recvmsg(channel_.get(), &reply, MSG_CMSG_CLOEXEC);
+    int pidfd = -1;
+    const ssize_t got = runtime::receive_with_fd(channel_.get(), &byte, 1, 0, &pidfd);
+    runtime::UniqueFd program(pidfd);
     if (got != 1 || byte != 'p') {
       const int err = errno;
       int status = 0;
@@ -258,9 +232,6 @@ class CppZygote {
                       (gone ? ", its wait status " + std::to_string(status) : ", still running") +
                       ")");
     }
-    int pidfd = -1;
-    memcpy(&pidfd, CMSG_DATA(CMSG_FIRSTHDR(&reply)), sizeof pidfd);
-    runtime::UniqueFd program(pidfd);
     std::ifstream info("/proc/self/fdinfo/" + std::to_string(pidfd));
     for (std::string line; std::getline(info, line);)
       if (line.starts_with("Pid:")) child_host_pid_ = std::stoi(line.substr(4));
