@@ -301,7 +301,10 @@ class Loop {
       if (events & (EPOLLHUP | EPOLLERR)) unwatch(epoll_.get(), outside_->report.get());
       return;
     }
-    if (received->message.kind == ChildMessage::SeccompListener && received->fd && run_.notify) {
+    // One listener, the first: the library sends it once and closes the socket before the
+    // program runs.
+    if (received->message.kind == ChildMessage::SeccompListener && received->fd && run_.notify &&
+        !denials_) {
       denials_.emplace(std::move(received->fd), *run_.notify);
       watch(epoll_.get(), denials_->fd());
     } else if (received->message.kind == ChildMessage::SetupFailed) {

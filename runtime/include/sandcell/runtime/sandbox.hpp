@@ -85,8 +85,8 @@ struct OutsideProgram {
   // runtime error.
   std::function<UniqueFd(const OutsideEntry& entry)> start;
   // Called once, when that pidfd says the process has exited: its wait status. Its parent is
-  // the caller's (the caller's own child, or the zygote's), so the caller reaps it. Must not
-  // throw.
+  // the caller's (the caller's own child, or the zygote's), so the caller reaps it. It blocks
+  // the supervisor's loop, so it must come at once (the process has exited). Must not throw.
   std::function<int()> wait_status;
 };
 
