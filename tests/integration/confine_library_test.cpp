@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "fd_passing.hpp"
 #include "sandcell/base/unique_fd.hpp"
 #include "sandcell_confine.h"
 #include "temp_tree.hpp"
@@ -409,18 +410,8 @@ TEST(ConfineLibrary, FullPlan_JoinsTheNamespacesAndLeavesAConfinedUnprivilegedPr
 // The fd SCM_RIGHTS carried in one byte read from `socket`, and that byte.
 std::pair<UniqueFd, char> receive_fd(int socket) {
   char byte = 0;
-  iovec iov{.iov_base = &byte, .iov_len = 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  if (recvmsg(socket, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1) return {};
-  const cmsghdr* rights = CMSG_FIRSTHDR(&message);
-  if (rights == nullptr || rights->cmsg_type != SCM_RIGHTS) return {UniqueFd(), byte};
   int fd = -1;
-  std::memcpy(&fd, CMSG_DATA(rights), sizeof fd);
+  if (runtime::receive_with_fd(socket, &byte, 1, MSG_DONTWAIT, &fd) != 1) return {};
   return {UniqueFd(fd), byte};
 }
 
