@@ -16,6 +16,7 @@
 #include "request_ceiling_flags.hpp"
 #include "sandcell/agent/code_runner.hpp"
 #include "sandcell/agent/sessions.hpp"
+#include "sandcell/agent/zygote.hpp"
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
@@ -30,6 +31,9 @@ struct CodeFlags {
   std::string skill, file, session, packages, request_json, stdin_file, report, skills_dir, sessions_dir;
   std::string seccomp = "code", artifacts_dir;
   std::string pool_member;  // the warm pool's prepared sandbox of this skill (hidden)
+  std::string zygote;       // with pool_member: the skill's zygote's directory (hidden)
+  std::string pool_zygote;  // the warm pool's zygote of this skill (hidden)
+  uint32_t zygote_slots = 8;
   std::optional<std::string> net, userns;
   std::optional<double> session_ttl;
   std::optional<std::string> sessions_max, sessions_max_bytes;
@@ -177,7 +181,8 @@ int pool_member(const CodeFlags& f, const GlobalOptions& g) {
           dup2(null.get(), STDERR_FILENO);
         }
       }};
-  agent::PoolMemberOutcome outcome = agent::run_pool_member(catalog, f.pool_member, ctx, STDIN_FILENO, hooks);
+  agent::PoolMemberOutcome outcome =
+      agent::run_pool_member(catalog, f.pool_member, ctx, STDIN_FILENO, hooks, f.zygote);
   if (outcome.answered) return 0;
   if (outcome.result && out)
     return out->finish(*outcome.result, {}, {"", catalog.find(f.pool_member).artifacts, false});
@@ -187,7 +192,29 @@ int pool_member(const CodeFlags& f, const GlobalOptions& g) {
   return 0;
 }
 
+// `code --pool-zygote SKILL`, started by a server's warm pool (sandcell/agent/zygote.hpp): stdout
+// says {"ready": true, "zygote": DIR} once the zygote waits for its members' requests; it runs
+// until stdin closes, then prints how the zygote's run ended ({"ended": ...}).
+int pool_zygote(const CodeFlags& f, const GlobalOptions& g) {
+  const agent::SkillCatalog catalog =
+      agent::SkillCatalog::for_skill(agent::resolve_skills_dir(f.skills_dir), f.pool_zygote);
+  agent::RunnerContext ctx = runner_context(f, g);
+  ctx.on_warning = [](const std::string& warning) {
+    std::cerr << "sandcell: warning: " << warning << "\n";
+  };
+  const runtime::Result result =
+      agent::run_zygote(catalog, f.pool_zygote, ctx, f.zygote_slots, STDIN_FILENO,
+                        {.on_ready = [](const std::string& dir) {
+                          std::cout << json{{"ready", true}, {"zygote", dir}}.dump() << std::endl;
+                        }});
+  const std::string how = result.error.empty() ? runtime::to_string(result.status) : result.error;
+  std::cout << json{{"ended", how}}.dump(-1, ' ', false, json::error_handler_t::replace)
+            << std::endl;
+  return 0;
+}
+
 int code_or_error(const CodeFlags& f, const GlobalOptions& g) {
+  if (!f.pool_zygote.empty()) return pool_zygote(f, g);
   if (!f.pool_member.empty()) return pool_member(f, g);
   if (f.request_json.empty()) return code(f, g);
   try {
@@ -247,6 +274,10 @@ void add_code_command(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("--request-json", f->request_json, "Read one JSON request (FILE or -) and print one JSON result "
                                                      "(the agent contract; agent/README.md)");
   cmd->add_option("--pool-member", f->pool_member, "")->group("");  // a server's warm pool starts it
+  cmd->add_option("--zygote", f->zygote, "")->group("");            // with --pool-member
+  cmd->add_option("--pool-zygote", f->pool_zygote, "")
+      ->group("");  // a server's warm pool starts it
+  cmd->add_option("--zygote-slots", f->zygote_slots, "")->group("")->check(CLI::Range(1u, 128u));
   cmd->add_flag("--stream", f->stream, "With --request-json: newline-delimited JSON events as output arrives");
   cmd->add_option("--skills-dir", f->skills_dir, "Skills directory [$SANDCELL_SKILLS, the source tree, /usr/share/sandcell/skills]");
   cmd->add_option("--sessions-dir", f->sessions_dir, "Sessions directory [$SANDCELL_SESSIONS, ROOT/sessions]");

@@ -23,6 +23,7 @@
 #include "phase.hpp"
 #include "sandcell/agent/error_classifier.hpp"
 #include "sandcell/agent/sessions.hpp"
+#include "sandcell/agent/zygote.hpp"
 #include "sandcell/base/bounded_json.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/thread_elsewhere.hpp"
@@ -77,17 +78,6 @@ void check_request(const Skill& skill, const CodeRequest& r) {
 runtime::SeccompSource code_seccomp(const RunnerContext& context) {
   return seccomp::cached_profile(context.seccomp, {}, {.report_denials = true}, context.seccomp_cache_dir)
       .program();
-}
-
-// The skill's image, resolved once for every phase (under the caller's store lease).
-rootfs_builder::ImageRecord built_image(rootfs_builder::ImageStore& store, const Skill& skill) {
-  try {
-    return store.resolve(skill.image());
-  } catch (const Error& e) {
-    if (!e.not_found())  // built, but broken: its own message says how
-      throw Error::invalid("skill '" + skill.name + "' image " + skill.image() + ": " + e.what());
-    throw Error::invalid("skill '" + skill.name + "' is not built: run `sandcell skills build " + skill.name + "`");
-  }
 }
 
 // A workspace for one call without a session: <run dir>/disk/workspace on its own filesystem
@@ -649,14 +639,20 @@ PoolMemberOutcome finish_pool_member(PendingRequest& pending, std::thread& reade
 }  // namespace
 
 PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string& skill_name,
-                                  const RunnerContext& context, int request_fd, const PoolMemberHooks& hooks) {
+                                  const RunnerContext& context, int request_fd,
+                                  const PoolMemberHooks& hooks, const std::string& zygote_dir) {
   const Skill& skill = catalog.find(skill_name);
   const std::vector<std::string> argv = pool_command(skill);
+  std::optional<ZygoteClient> zygote;
+  if (!zygote_dir.empty()) zygote.emplace(zygote_dir);
   rootfs_builder::ImageStore store(context.store_root);
   rootfs_builder::ImageStore::Lease store_lease = store.lease();
   const rootfs_builder::ImageRecord image = built_image(store, skill);
   const runtime::SeccompSource seccomp = code_seccomp(context);
   UsernsChoice userns = choose_user_namespace(context);
+  if (zygote && userns.mode != runtime::UserNamespace::Auto)
+    throw Error::invalid(
+        "a zygote's member needs a user namespace of its own (userns auto, as root)");
   const CodeRequest defaults{.skill = skill.name};
   const uint64_t disk_bytes = disk_bound(context, skill, defaults);
   const std::optional<std::string> unbounded = WorkspaceDisk::unavailable();
@@ -677,7 +673,11 @@ PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string
   PooledRun run(pending, skill, context, ws, hooks, script_in_workspace);
   std::thread reader(read_pooled_request,
                      RequestReader{pending, request_fd, run.event_fd(), catalog, context, skill, ws, hooks, disk_bytes});
-  const PooledPhase pooled = run.phase();
+  PooledPhase pooled = run.phase();
+  if (zygote) {
+    pooled.nest_under = zygote->nesting();
+    pooled.outside_program = zygote->program();
+  }
   PhaseResult phase = run_phase(ctx, "run", argv, run.stdin_fd(), true, &pooled);
   return finish_pool_member(*pending, reader, run, std::move(phase));
 }

@@ -66,6 +66,8 @@ PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const st
     };
     options.hand_over = &hand_over;
     options.on_started = pooled->on_started;
+    options.nest_under = pooled->nest_under;
+    options.outside_program = pooled->outside_program;
   }
   options.output = [&](runtime::Stream s, std::span<const char> data) {
     if (pooled && !handed_over) return pooled->before(s, data);
@@ -87,6 +89,17 @@ PhaseResult run_phase(const PhaseContext& ctx, const std::string& name, const st
   phase.result = runtime::run_sandbox(spec, options);
   complete(phase.result);
   return phase;
+}
+
+rootfs_builder::ImageRecord built_image(rootfs_builder::ImageStore& store, const Skill& skill) {
+  try {
+    return store.resolve(skill.image());
+  } catch (const Error& e) {
+    if (!e.not_found())  // built, but broken: its own message says how
+      throw Error::invalid("skill '" + skill.name + "' image " + skill.image() + ": " + e.what());
+    throw Error::invalid("skill '" + skill.name + "' is not built: run `sandcell skills build " +
+                         skill.name + "`");
+  }
 }
 
 UsernsChoice choose_user_namespace(const RunnerContext& runner) {

@@ -45,6 +45,10 @@ struct UsernsChoice {
 // kernel refuses this process a user namespace (then Host, and why, as a warning).
 UsernsChoice choose_user_namespace(const RunnerContext& runner);
 
+// The skill's image, resolved once for every phase (under the caller's store lease); throws
+// Error::invalid naming the skill when it is not built or broken.
+rootfs_builder::ImageRecord built_image(rootfs_builder::ImageStore& store, const Skill& skill);
+
 // A phase in a prepared sandbox of the warm pool (docs/architecture.md, "The warm pool").
 struct PooledPhase {
   runtime::HandOver hand_over;
@@ -53,6 +57,10 @@ struct PooledPhase {
   std::function<void(pid_t init, const std::vector<std::string>& cgroup_paths)> on_started;
   // The phase's result before the sandbox's teardown (RunOptions::on_result); supervisor thread.
   std::function<void(const PhaseResult&)> on_result;
+  // Set: the program is a fork of the skill's zygote, in a sandbox nested under it
+  // (sandcell/agent/zygote.hpp), instead of the pool command started in it.
+  const runtime::Nesting* nest_under = nullptr;
+  const runtime::OutsideProgram* outside_program = nullptr;
 };
 
 // stdin_fd: -1 for /dev/null. `stream`: pass output to runner.on_output as it arrives.

@@ -22,7 +22,7 @@ using nlohmann::json;
 const std::vector<std::string> kSkillFields = {
     "name",        "description", "aliases", "source_file", "compile",   "run",
     "session_run", "install",     "limits",  "network",     "artifacts", "errors",
-    "pool_run",    "pool_script", "preload", "env"};
+    "pool_run",    "pool_script", "preload", "env",         "zygote_run"};
 
 std::string text_field(const json& j, const char* key, const std::string& file, bool required) {
   if (!j.contains(key)) {
@@ -114,6 +114,7 @@ Skill load_skill(const std::string& dir) {
   if (std::string e = text_field(j, "errors", file, false); !e.empty()) s.errors = e;
   s.pool_run = words_field(j, "pool_run", file);
   s.pool_script = text_field(j, "pool_script", file, false);
+  s.zygote_run = words_field(j, "zygote_run", file);
   if (s.pool_script.find('/') != std::string::npos || s.pool_script.rfind(".", 0) == 0)
     throw Error::invalid(file + ": \"pool_script\" must be a plain file name in the skill's folder");
   s.preload = words_field(j, "preload", file);
@@ -155,13 +156,17 @@ bool pool_script_in_workspace(const Skill& skill) {
   return std::find(skill.pool_run.begin(), skill.pool_run.end(), "{script_path}") != skill.pool_run.end();
 }
 
-std::vector<std::string> pool_command(const Skill& skill) {
-  if (skill.pool_run.empty())
-    throw Error::invalid("skill '" + skill.name + "' cannot be pooled (skill.json has no \"pool_run\")");
-  if (!skill.compile.empty())
-    throw Error::invalid("skill '" + skill.name + "' cannot be pooled: it has a compile phase");
+namespace {
+
+std::vector<std::string> expand_pool_words(const Skill& skill,
+                                           const std::vector<std::string>& words,
+                                           const std::string& library) {
   std::vector<std::string> argv;
-  for (const std::string& word : skill.pool_run) {
+  for (const std::string& word : words) {
+    if (word == "{library}") {
+      argv.push_back(library);
+      continue;
+    }
     if (word == "{preload}") {
       argv.insert(argv.end(), skill.preload.begin(), skill.preload.end());
     } else if (word == "{script}") {
@@ -174,6 +179,25 @@ std::vector<std::string> pool_command(const Skill& skill) {
     }
   }
   return argv;
+}
+
+}  // namespace
+
+std::vector<std::string> pool_command(const Skill& skill) {
+  if (skill.pool_run.empty())
+    throw Error::invalid("skill '" + skill.name +
+                         "' cannot be pooled (skill.json has no \"pool_run\")");
+  if (!skill.compile.empty())
+    throw Error::invalid("skill '" + skill.name + "' cannot be pooled: it has a compile phase");
+  return expand_pool_words(skill, skill.pool_run, "");
+}
+
+std::vector<std::string> zygote_command(const Skill& skill, const std::string& library) {
+  pool_command(skill);  // a pooled skill, or none
+  if (skill.zygote_run.empty())
+    throw Error::invalid("skill '" + skill.name +
+                         "' has no zygote (skill.json has no \"zygote_run\")");
+  return expand_pool_words(skill, skill.zygote_run, library);
 }
 
 SkillCatalog::SkillCatalog(std::string dir) : dir_(std::move(dir)) {

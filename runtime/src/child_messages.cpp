@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "fd_passing.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/runtime/fd_passing.hpp"
 #include "sandcell_confine.h"
 
 namespace sandcell::runtime {

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "child_steps.hpp"
-#include "fd_passing.hpp"
+#include "sandcell/runtime/fd_passing.hpp"
 
 namespace sandcell::runtime {
 

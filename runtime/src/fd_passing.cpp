@@ -1,4 +1,4 @@
-#include "fd_passing.hpp"
+#include "sandcell/runtime/fd_passing.hpp"
 
 #include <sys/socket.h>
 

@@ -23,8 +23,8 @@
 #include <cstring>
 
 #include "child_steps.hpp"
-#include "fd_passing.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/runtime/fd_passing.hpp"
 
 namespace sandcell::runtime {
 namespace {

@@ -178,7 +178,7 @@ struct Launch {
   const std::function<void()>& make_cgroup;
   const NetworkPlan& network;
   const std::string& run_id;
-  const UsernsMapping* userns;  // --userns=auto
+  std::span<const UsernsMapping> userns;  // --userns=auto: the run's range, then extra slots
   NetnsClaim* netns;            // --net none as root without a user namespace (netns_pool.hpp)
   std::optional<SandboxNetwork>& sandbox_network;
   // Spec::seccomp's program, made while the child mounts, and what making it threw (for
@@ -336,8 +336,8 @@ const SeccompNotifyPlan* release_child(Launch& l, pid_t pid, int sync_fd, int in
     builder.emplace(network, l.network, std::move(sandbox));
   // The id maps first: the child waits for them before its mounts, and only "go" waits for
   // the cgroup. (After the cgroup, the child of a `sandcell code` sat idle ~0.2 ms here.)
-  if (l.userns)
-    map_user_namespace(pid, *l.userns, plan, sync_fd,
+  if (!l.userns.empty())
+    map_user_namespace(pid, l.userns, plan, sync_fd,
                        l.options.nest_under != nullptr);  // the child waits for it
   l.bind_trees.clear();  // the child has its copies (idmapped ones: once it has the maps)
   if (plan.own_user_ns) map_sandbox_ids(pid, sync_fd);
@@ -586,15 +586,34 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
     if (std::optional<uint16_t> port = proxy_listener_port(network_plan))
       builder.proxy_listener(*port);
     std::optional<UsernsClaim> userns;
+    std::vector<std::unique_ptr<UsernsClaim>> extra_slots;
+    std::vector<UsernsMapping> slots;  // userns's range, then extra_slots'
     std::vector<UniqueFd> bind_trees;
     if (options.nest_under && !plan.user_namespace)
       throw Error::invalid(
           "a sandbox nested under a zygote needs a user namespace of its own (userns auto)");
     if (options.nest_under && plan.overlay_from_supervisor)
       throw Error::invalid("a sandbox nested under a zygote needs overlayfs in user namespaces");
+    if (options.extra_userns_slots > 0 && !plan.user_namespace)
+      throw Error::invalid(
+          "extra id slots need a user namespace of the sandbox's own (userns auto)");
+    if (options.extra_userns_slots > kMaxExtraUsernsSlots)
+      throw Error::invalid("at most " + std::to_string(kMaxExtraUsernsSlots) + " extra id slots");
     if (plan.user_namespace) {
-      if (!options.nest_under) userns.emplace(userns_pool(), state_root, run_id);
-      result.isolation.userns = options.nest_under ? options.nest_under->host : userns->mapping();
+      if (options.nest_under && options.extra_userns_slots > 0)
+        throw Error::invalid("a sandbox nested under a zygote has no id slots to give out");
+      if (!options.nest_under) {
+        userns.emplace(userns_pool(), state_root, run_id);
+        slots.push_back(userns->mapping());
+        for (uint32_t i = 0; i < options.extra_userns_slots; ++i) {
+          extra_slots.push_back(std::make_unique<UsernsClaim>(userns_pool(), state_root, run_id));
+          slots.push_back(extra_slots.back()->mapping());
+        }
+      } else {
+        slots.push_back(options.nest_under->host);
+      }
+      result.isolation.userns = slots.front();
+      if (options.on_userns) options.on_userns(slots);
       if (std::optional<std::string> warning = userns_overlay_warning(false))
         result.warnings.push_back(*warning);
       bind_trees = builder.detach_bind_sources();
@@ -636,9 +655,7 @@ Result run_sandbox(const Spec& spec, const RunOptions& options) {
                   make_cgroup,
                   network_plan,
                   run_id,
-                  userns               ? &userns->mapping()
-                  : options.nest_under ? &options.nest_under->host
-                                       : nullptr,
+                  slots,
                   netns ? &*netns : nullptr,
                   network,
                   seccomp,

@@ -17,20 +17,28 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "fd_passing.hpp"
 #include "proc_handle.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/runtime/fd_passing.hpp"
 
 namespace sandcell::runtime {
 namespace {
 
-void write_id_map(pid_t child, const char* file, uint32_t base, uint32_t size) {
+// One line per slot: slot i's host ids at the sandbox's i*size (RunOptions::extra_userns_slots).
+void write_id_map(pid_t child, const char* file, std::span<const UsernsMapping> slots, bool uid) {
   std::string path = std::to_string(child) + "/" + file;
-  std::string map = "0 " + std::to_string(base) + " " + std::to_string(size) + "\n";
+  std::string map;
+  uint64_t inside = 0;
+  for (const UsernsMapping& slot : slots) {
+    map += std::to_string(inside) + " " + std::to_string(uid ? slot.uid_base : slot.gid_base) +
+           " " + std::to_string(slot.size) + "\n";
+    inside += slot.size;
+  }
   UniqueFd fd = open_host_proc_file(path, O_WRONLY);  // checked procfs (proc_handle.hpp)
   // The kernel takes a map in one write only.
   if (write(fd.get(), map.data(), map.size()) != static_cast<ssize_t>(map.size()))
@@ -198,11 +206,12 @@ bool host_userns_overlay() {
   return chosen;
 }
 
-void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
+void map_user_namespace(pid_t child, std::span<const UsernsMapping> slots, const ChildPlan& plan,
                         int sync_fd, bool maps_written) {
+  const UsernsMapping& mapping = slots.front();
   if (!maps_written) {
-    write_id_map(child, "uid_map", mapping.uid_base, mapping.size);
-    write_id_map(child, "gid_map", mapping.gid_base, mapping.size);
+    write_id_map(child, "uid_map", slots, true);
+    write_id_map(child, "gid_map", slots, false);
   }
   std::string ns_path = "/proc/" + std::to_string(child) + "/ns/user";
   UniqueFd userns(open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));

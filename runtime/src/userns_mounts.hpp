@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "child_plan.hpp"
@@ -25,7 +26,9 @@ namespace sandcell::runtime {
 // CAP_SYS_ADMIN over the layer's filesystem, i.e. in the host's namespace: the child cannot.
 // `maps_written`: the maps are in place already (RunOptions::nest_under: written from the parent
 // user namespace by clone_nested()); only the layers are made and sent.
-void map_user_namespace(pid_t child, const UsernsMapping& mapping, const ChildPlan& plan,
+// `slots`: the run's own range first, then RunOptions::extra_userns_slots' (each a line of the
+// maps after the one before it).
+void map_user_namespace(pid_t child, std::span<const UsernsMapping> slots, const ChildPlan& plan,
                         int sync_fd, bool maps_written = false);
 
 // After map_user_namespace, for a plan with late binds (BindMount::late): `make` (the caller's

@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "fd_passing.hpp"
 #include "sandcell/base/unique_fd.hpp"
+#include "sandcell/runtime/fd_passing.hpp"
 #include "sandcell_confine.h"
 #include "temp_tree.hpp"
 

@@ -23,11 +23,11 @@
 #include <optional>
 #include <sstream>
 
-#include "fd_passing.hpp"
 #include "outside_support.hpp"
 #include "run_state.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/base/unique_fd.hpp"
+#include "sandcell/runtime/fd_passing.hpp"
 #include "sandcell/runtime/result.hpp"
 #include "sandcell/runtime/sandbox.hpp"
 #include "sandcell_cli.hpp"

@@ -2,16 +2,21 @@
 # `python3 -c <this text> MODULE...` in a prepared sandbox: imports the skill's preloads, says
 # "ready" with one NUL byte on stdout, waits for the go byte on stdin, then runs
 # /workspace/main.py as `python3 /workspace/main.py` would. Not in the image (passed with -c), so
-# changing it needs no rebuild. Everything lives in one function: its names are locals, and the
+# changing it needs no rebuild. Everything lives in functions: their names are locals, and the
 # globals it clears are __main__'s, which the code gets fresh.
+#
+# `python3 -c <this text> --zygote LIBRARY MODULE...`: the skill's zygote instead
+# (docs/architecture.md, "The zygote"): imports the preloads once, then forks each pooled
+# program into a sandbox the engine made for it, on requests from the pool's members
+# (_sandcell_zygote).
 def _sandcell_pool_run():
     import gc
-    import importlib.machinery
     import os
-    import signal
     import sys
 
     del sys.path[0]  # '' (the cwd, /workspace): no preload may come from the workspace
+    if sys.argv[1:2] == ["--zygote"]:
+        return _sandcell_zygote(sys.argv[2], sys.argv[3:])
     for name in sys.argv[1:]:
         __import__(name)
     # What exists now (the interpreter's and the preloads' objects: ~100k with numpy) goes to the
@@ -21,6 +26,16 @@ def _sandcell_pool_run():
     # program can see of it is gc.get_freeze_count() (0 in a cold run).
     done = _sandcell_done_signal_caught()
     gc.freeze()
+    _sandcell_run_when_told(done)
+
+
+# Says "ready" (one NUL byte on stdout), waits for the go byte on stdin, runs /workspace/main.py.
+def _sandcell_run_when_told(done):
+    import importlib.machinery
+    import os
+    import signal
+    import sys
+
     os.write(1, b"\0")
     if os.read(0, 1) != b"\0":  # the member cancelled (EOF): nothing to run
         os._exit(0)
@@ -129,6 +144,152 @@ def _sandcell_done_signal_caught():
     except (OSError, ValueError, AttributeError):
         pass
     return None
+
+
+# The skill's zygote (docs/architecture.md, "The zygote"), pid 2 of a sandbox of its own that
+# keeps its capabilities in its user namespace. Imports the preloads once and says "ready"; then,
+# per request of a pool member (a SOCK_SEQPACKET connection accepted on fd 0), forks a child into
+# the member's sandbox, which that sandbox's engine made nested under this one's namespaces. The
+# child joins and confines itself with LIBRARY (libsandcell-confine.so, bound read-only from
+# sandcell's install), becomes pid 2 there with the program's stdio, and goes on as a pooled
+# program (_sandcell_run_when_told). The zygote answers the child's pidfd, and once the child
+# has exited its wait status. It runs none of a request's code.
+#
+# A request: 12 bytes (the plan's size, which of the sandbox's namespaces come: bit i for
+# sandcell_confine_fds.namespace_fds[i], how many cgroup fds), then the plan; its fds, in order:
+# the sandbox's pid namespace, stdin, stdout, stderr, the report socket, the namespaces, the
+# cgroup files (sandcell/agent/zygote.hpp writes it).
+def _sandcell_zygote(library, modules):
+    import ctypes
+    import gc
+    import os
+    import selectors
+    import socket
+    import struct
+    import sys
+
+    for name in modules:
+        __import__(name)
+    libc = ctypes.CDLL(None, use_errno=True)
+    confine = ctypes.CDLL(library).sandcell_confine
+    confine.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p)]
+    confine.restype = ctypes.c_int
+
+    class Fds(ctypes.Structure):  # struct sandcell_confine_fds
+        _fields_ = [("namespace_fds", ctypes.c_int32 * 6), ("cgroup_fds", ctypes.c_int32 * 8),
+                    ("cgroup_count", ctypes.c_uint32), ("stdio", ctypes.c_int32 * 3),
+                    ("report_fd", ctypes.c_int32), ("keep", ctypes.c_int32 * 8),
+                    ("keep_count", ctypes.c_uint32)]
+
+    clone_newpid = 0x20000000
+    own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    listener = socket.socket(fileno=0)  # stays fd 0: the children take theirs from the library
+    listener.setblocking(False)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    gc.freeze()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.write(1, b"\0")
+    max_plan = 1 << 20
+    max_fds = 5 + 6 + 8
+
+    def fork_into(connection, header, plan, fds):
+        plan_size, namespaces, cgroup_count = struct.unpack("=III", header)
+        entry = Fds()
+        next_fd = 5
+        for i in range(6):
+            entry.namespace_fds[i] = -1
+            if namespaces >> i & 1:
+                entry.namespace_fds[i] = fds[next_fd]
+                next_fd += 1
+        if plan_size != len(plan) or cgroup_count > 8 or len(fds) != next_fd + cgroup_count:
+            raise ValueError("a malformed request")
+        entry.cgroup_count = cgroup_count
+        for i in range(cgroup_count):
+            entry.cgroup_fds[i] = fds[next_fd + i]
+        entry.stdio[0], entry.stdio[1], entry.stdio[2] = fds[1], fds[2], fds[3]
+        entry.report_fd = fds[4]
+        plan_buffer = ctypes.create_string_buffer(plan, len(plan))  # malloc's: 16-byte aligned
+        if libc.setns(fds[0], clone_newpid) != 0:
+            raise OSError(ctypes.get_errno(), "setns into the sandbox's pid namespace")
+        pid = -1
+        try:
+            pid = os.fork()
+        finally:
+            if pid != 0:  # the zygote's next children are its own namespace's again
+                libc.setns(own_pid_ns, clone_newpid)
+        if pid == 0:
+            _sandcell_zygote_child(confine, plan_buffer, entry)
+        return pid
+
+    children = {}  # pidfd → (pid, the connection that asked)
+    while True:
+        for key, _ in selector.select():
+            source = key.fileobj
+            if source is listener:
+                try:
+                    connection, _ = listener.accept()
+                except BlockingIOError:
+                    continue
+                selector.register(connection, selectors.EVENT_READ)
+            elif isinstance(source, int):  # a child's pidfd: it has exited
+                pid, connection = children.pop(source)
+                selector.unregister(source)
+                os.close(source)
+                _, status = os.waitpid(pid, 0)
+                try:
+                    connection.send(struct.pack("=i", status))
+                except OSError:
+                    pass  # the member is gone
+            else:
+                try:
+                    data, fds, flags, _ = socket.recv_fds(source, 12 + max_plan, max_fds)
+                except OSError:
+                    data, fds, flags = b"", [], 0
+                if not data:
+                    selector.unregister(source)
+                    source.close()  # its children's statuses go nowhere; they are still reaped
+                    continue
+                try:
+                    if len(data) < 12 or len(fds) < 5 or flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+                        raise ValueError("a malformed request")
+                    pid = fork_into(source, data[:12], data[12:], fds)
+                    pidfd = os.pidfd_open(pid)
+                    children[pidfd] = (pid, source)
+                    selector.register(pidfd, selectors.EVENT_READ)
+                    socket.send_fds(source, [b"p"], [pidfd])
+                except Exception as e:  # this request fails; the zygote serves the next
+                    try:
+                        source.send(b"e" + repr(e).encode()[:200])
+                    except OSError:
+                        pass
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+
+
+# The zygote's child, in the sandbox's pid namespace: confines itself (the library joins the
+# sandbox's namespaces and cgroups and takes the program's stdio), then is a pooled program.
+# What it shares with its siblings, being a copy of one process: the address layout and the
+# `str` hash seed (the record says so); `random` is reseeded by Python at the fork, numpy's
+# global generator here.
+def _sandcell_zygote_child(confine, plan_buffer, entry):
+    import ctypes
+    import os
+    import sys
+
+    try:
+        step = ctypes.c_char_p()
+        if confine(plan_buffer, ctypes.byref(entry), ctypes.byref(step)) != 0:
+            os._exit(125)  # said over the report socket; the run records a runtime error
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.random.seed()
+        done = _sandcell_done_signal_caught()
+    except BaseException:
+        os._exit(125)
+    _sandcell_run_when_told(done)
 
 
 _sandcell_pool_run()

@@ -68,7 +68,10 @@ struct PoolMemberOutcome {
   std::string refused;  // the request was not run (run it cold): why
   std::string failed;   // no request ran: the prepared sandbox ended or was cancelled first
 };
-PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string& skill, const RunnerContext& context,
-                                  int request_fd, const PoolMemberHooks& hooks);
+// `zygote_dir`: the skill's zygote (sandcell/agent/zygote.hpp) whose fork the program is; empty:
+// the pool command starts the interpreter in the sandbox.
+PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string& skill,
+                                  const RunnerContext& context, int request_fd,
+                                  const PoolMemberHooks& hooks, const std::string& zygote_dir = "");
 
 }  // namespace sandcell::agent

@@ -32,6 +32,10 @@ struct Skill {
   std::vector<std::string> pool_run{};
   std::string pool_script{};
   std::vector<std::string> preload{};
+  // The skill's zygote (sandcell/agent/zygote.hpp): pool_run's placeholders, and "{library}" for
+  // where the zygote finds libsandcell-confine.so; empty: the pool starts each member's
+  // interpreter itself.
+  std::vector<std::string> zygote_run{};
   // NAME=VALUE set in every phase over the image's (the request's own env wins); "{cpus}" in a
   // value is the run's CPU limit rounded up, and an entry with it is left out without one.
   std::vector<std::string> env{};
@@ -45,6 +49,9 @@ std::vector<std::string> skill_env(const Skill& skill, std::optional<double> cpu
 
 // skill.pool_run with its placeholders expanded; throws Error::invalid when the skill has none.
 std::vector<std::string> pool_command(const Skill& skill);
+// skill.zygote_run expanded, "{library}" to `library`; throws Error::invalid when the skill has
+// none or cannot be pooled.
+std::vector<std::string> zygote_command(const Skill& skill, const std::string& library);
 // The skill folder's pool_script; throws Error::invalid when it cannot be read.
 std::string pool_script_text(const Skill& skill);
 // Whether pool_run loads the script from a file ("{script_path}"), and where in the workspace

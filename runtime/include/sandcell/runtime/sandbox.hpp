@@ -104,6 +104,9 @@ struct Nesting {
   UsernsMapping host;  // the same ids as the host sees them: for the record (Isolation::userns)
 };
 
+// A uid_map takes 340 lines; a zygote's pool needs far fewer.
+constexpr uint32_t kMaxExtraUsernsSlots = 128;
+
 struct RunOptions {
   OutputSink output;        // required
   int stdin_fd = 0;         // passed to the program as its fd 0; -1 gives it /dev/null
@@ -142,6 +145,15 @@ struct RunOptions {
   const OutsideProgram* outside_program = nullptr;
   // Set: the sandbox's user and pid namespaces are nested under a zygote's (Nesting).
   const Nesting* nest_under = nullptr;
+  // With a user namespace of its own (Spec::user_namespace Auto, not nest_under): this many more
+  // slots of sandcell's id pool are claimed for the run and mapped after its own, extra slot i
+  // (from 1) at the sandbox's ids i*65536..i*65536+65535. A zygote's sandbox: each sandbox
+  // nested under it takes one of them (Nesting::base), so that no two of them, and none of them
+  // and the zygote, share a host id.
+  uint32_t extra_userns_slots = 0;  // at most kMaxExtraUsernsSlots
+  // Called once, on the supervisor's thread, before the clone, with the host ranges of every
+  // slot mapped: the run's own first, then the extra ones. Must not throw.
+  std::function<void(const std::vector<UsernsMapping>& slots)> on_userns;
 };
 
 // The command line of the process that runs sandboxes, main()'s own argc and argv (unchanged),
