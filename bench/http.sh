@@ -2,14 +2,15 @@
 # Benchmark (not a test): HTTP throughput and latency of `sandcell serve` under load, with
 # Apache's `ab` (Debian's apache2-utils) as the load generator: python print(1) POSTed to /v1/run
 # at each concurrency of CONCURRENCY, against serve without a pool (every run cold) and with
-# --pool python=POOL. Before each ab run the server rests REST seconds (its pool is full again);
+# --pool python=POOL, and with --pool-zygote too (the pool's interpreters forked from one per
+# skill: SERVERS="cold pool zygote"). Before each ab run the server rests REST seconds (its pool is full again);
 # under load the pool drains and refills beside the requests, which is counted: "refill included".
 # --max-running stays at its default (the CPU count), so requests beyond it queue.
 #
 # Usage: sudo bench/http.sh [BUILD_DIR]
 # Environment: ROOT (image store with the python skill; default the build's SANDCELL_TEST_STORE,
 #   else $BUILD/test-store), CONCURRENCY ("1 8 32"), REQUESTS (requests per ab run, one per
-#   concurrency: "40 96 160"), POOL (4), REST (4 s), SERVERS ("cold pool"), OUT (directory for
+#   concurrency: "40 96 160"), POOL (4), REST (4 s), SERVERS ("cold pool"; also: zygote), OUT (directory for
 #   http.json; default $BUILD/bench)
 # Prints one line per server and concurrency: requests/s, mean, p50 and p99 in ms (from ab's
 # per-request times, -g), and the count of non-2xx answers (must be 0). ab counts every answer whose length
@@ -80,7 +81,8 @@ for kind in "${SERVERS[@]}"; do
   case $kind in
     cold) ;;
     pool) flags=(--pool "python=$POOL") ;;
-    *) die "SERVERS: no server called '$kind' (cold, pool)" ;;
+    zygote) flags=(--pool "python=$POOL" --pool-zygote) ;;
+    *) die "SERVERS: no server called '$kind' (cold, pool, zygote)" ;;
   esac
   "$SANDCELL" --root "$ROOT" serve --listen "127.0.0.1:$port" --token bench "${flags[@]}" 2>"$TMP/serve-$kind.log" &
   server=$!
@@ -117,7 +119,7 @@ for i in range(0, len(rest), 4):
     column = lines[0].split("\t").index("ttime")
     times = sorted(float(line.split("\t")[column]) for line in lines[1:])
     pct = {q: times[round(q / 100 * (len(times) - 1))] for q in (50, 99, 100)}
-    row = {"server": kind, "pool": pool if kind == "pool" else 0, "concurrency": c,
+    row = {"server": kind, "pool": pool if kind in ("pool", "zygote") else 0, "concurrency": c,
            "requests": int(number("Complete requests")), "rps": number("Requests per second"),
            "mean_ms": number(r"Time per request", None), "p50_ms": pct[50], "p99_ms": pct[99],
            "max_ms": pct[100], "non_2xx": int(number("Non-2xx responses", 0))}

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sandcell/agent/skill.hpp"
+#include "sandcell/agent/zygote.hpp"
 #include "sandcell/agent_service/executor.hpp"
 #include "sandcell/base/error.hpp"
 #include "sandcell/runtime/spec.hpp"
@@ -15,6 +16,7 @@ struct PoolFlags {
   std::string sizes;
   std::string memory = "1g";
   unsigned idle_seconds = 600;
+  bool zygote = false;
 };
 
 inline void add_pool_flags(CLI::App* cmd, PoolFlags& f) {
@@ -25,6 +27,10 @@ inline void add_pool_flags(CLI::App* cmd, PoolFlags& f) {
   cmd->add_option("--pool-idle", f.idle_seconds, "Replace a prepared sandbox after this many seconds unused")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_flag(
+      "--pool-zygote", f.zygote,
+      "Fork the prepared sandboxes' interpreters from one per skill that has imported the preloads "
+      "(skills with a zygote: python), instead of starting one per sandbox");
 }
 
 // Throws Error::invalid for a bad --pool or --pool-memory, or a skill that cannot be pooled.
@@ -37,6 +43,7 @@ inline agent_service::PoolOptions pool_options(const PoolFlags& f) {
     const agent::Skill& skill = catalog.find(name);
     if (skill.name != name) throw Error::invalid("--pool " + name + ": name the skill, '" + skill.name + "'");
     agent::pool_command(skill);  // no pool_run, or a compile phase
+    if (f.zygote && agent::skill_has_zygote(skill)) options.zygotes.insert(name);
   }
   options.memory_bytes = runtime::parse_size(f.memory, "--pool-memory");
   options.idle = std::chrono::seconds(f.idle_seconds);

@@ -128,7 +128,7 @@ def _sandcell_exit(status, namespace, done):
 # pooled run whose cgroup can be frozen), and libc's sigqueue when the preloads imported ctypes
 # already (numpy does; else it is looked up at the end, not to add a module the program would
 # see in sys.modules); None when the init takes no such word.
-def _sandcell_done_signal_caught():
+def _sandcell_done_signal_caught(sigqueue=None):
     import signal
     import sys
 
@@ -139,7 +139,8 @@ def _sandcell_done_signal_caught():
                     if not int(line.split()[1], 16) >> (signal.SIGRTMAX - 1) & 1:
                         return None
                     ctypes = sys.modules.get("ctypes")
-                    sigqueue = ctypes.CDLL(None, use_errno=True).sigqueue if ctypes else None
+                    if sigqueue is None and ctypes:
+                        sigqueue = ctypes.CDLL(None, use_errno=True).sigqueue
                     return signal.SIGRTMAX, sigqueue
     except (OSError, ValueError, AttributeError):
         pass
@@ -170,10 +171,17 @@ def _sandcell_zygote(library, modules):
 
     for name in modules:
         __import__(name)
+    # What each child's way to the program imports, once here: a child importing `signal` (its
+    # enums) spent ~8 ms of page faults and bytecode on it. The members' interpreters have them
+    # too before their program.
+    import _signal, atexit, importlib.machinery, signal, threading  # noqa: F401
+    with open("/proc/self/status") as warm:  # the io stack's first text file
+        warm.readline()
     libc = ctypes.CDLL(None, use_errno=True)
     confine = ctypes.CDLL(library).sandcell_confine
     confine.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p)]
     confine.restype = ctypes.c_int
+    sigqueue = libc.sigqueue  # looked up once: in each child, a dlopen's page faults cost ~10 ms
 
     class Fds(ctypes.Structure):  # struct sandcell_confine_fds
         _fields_ = [("namespace_fds", ctypes.c_int32 * 6), ("cgroup_fds", ctypes.c_int32 * 8),
@@ -220,7 +228,7 @@ def _sandcell_zygote(library, modules):
             if pid != 0:  # the zygote's next children are its own namespace's again
                 libc.setns(own_pid_ns, clone_newpid)
         if pid == 0:
-            _sandcell_zygote_child(confine, plan_buffer, entry)
+            _sandcell_zygote_child(confine, sigqueue, plan_buffer, entry)
         return pid
 
     children = {}  # pidfd → (pid, the connection that asked)
@@ -274,7 +282,7 @@ def _sandcell_zygote(library, modules):
 # What it shares with its siblings, being a copy of one process: the address layout and the
 # `str` hash seed (the record says so); `random` is reseeded by Python at the fork, numpy's
 # global generator here.
-def _sandcell_zygote_child(confine, plan_buffer, entry):
+def _sandcell_zygote_child(confine, sigqueue, plan_buffer, entry):
     import ctypes
     import os
     import sys
@@ -286,7 +294,7 @@ def _sandcell_zygote_child(confine, plan_buffer, entry):
         numpy = sys.modules.get("numpy")
         if numpy is not None:
             numpy.random.seed()
-        done = _sandcell_done_signal_caught()
+        done = _sandcell_done_signal_caught(sigqueue)
     except BaseException:
         os._exit(125)
     _sandcell_run_when_told(done)

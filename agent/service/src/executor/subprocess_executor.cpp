@@ -59,11 +59,20 @@ class SubprocessExecutor final : public Executor {
  public:
   explicit SubprocessExecutor(SubprocessExecutorOptions options) : options_(std::move(options)) {
     if (!options_.pool.sizes.empty())
-      pool_.emplace(options_.pool, [this](const std::string& skill) {
-        std::vector<std::string> args = argv({"code", "--pool-member", skill});
-        args.insert(args.end(), options_.code_flags.begin(), options_.code_flags.end());
-        return args;
-      });
+      pool_.emplace(
+          options_.pool,
+          [this](const std::string& skill, const std::string& zygote) {
+            std::vector<std::string> args = argv({"code", "--pool-member", skill});
+            if (!zygote.empty()) args.insert(args.end(), {"--zygote", zygote});
+            args.insert(args.end(), options_.code_flags.begin(), options_.code_flags.end());
+            return args;
+          },
+          [this](const std::string& skill, uint32_t slots) {
+            std::vector<std::string> args =
+                argv({"code", "--pool-zygote", skill, "--zygote-slots", std::to_string(slots)});
+            args.insert(args.end(), options_.code_flags.begin(), options_.code_flags.end());
+            return args;
+          });
   }
 
   Json run(const Json& asked, std::stop_token stop) override {

@@ -53,9 +53,10 @@ std::map<std::string, int> parse_pool_sizes(const std::string& text) {
   return sizes;
 }
 
-WarmPool::WarmPool(PoolOptions options, MemberArgv member_argv)
+WarmPool::WarmPool(PoolOptions options, MemberArgv member_argv, ZygoteArgv zygote_argv)
     : options_(std::move(options)),
       member_argv_(std::move(member_argv)),
+      zygote_argv_(std::move(zygote_argv)),
       wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       thread_([this](std::stop_token stop) { maintain(stop); }) {
   if (!wake_) throw Error(errno, "eventfd for the warm pool");
@@ -70,6 +71,8 @@ WarmPool::~WarmPool() {
   for (Member& m : members_) reap(m.child);
   for (StartedChild& c : ending_) reap(c);
   for (StartedChild& c : exiting_) reap(c);
+  // Last: a zygote's sandbox ends only once the sandboxes nested in it are reaped, by the members.
+  for (auto& [skill, z] : zygotes_) reap(z.child);
 }
 
 void WarmPool::reap_when_exited(StartedChild member) {
@@ -91,6 +94,11 @@ std::optional<StartedChild> WarmPool::take(const std::string& skill) {
     // has answered (reap_when_exited), or at the pool thread's next round (within a second).
     StartedChild child = std::move(it->child);
     members_.erase(it);
+    if (options_.zygotes.contains(skill)) {  // a fork's start is cheap: refill now
+      uint64_t one = 1;
+      ssize_t ignored = write(wake_.get(), &one, sizeof one);
+      (void)ignored;
+    }
     return child;
   }
   return std::nullopt;
@@ -127,17 +135,25 @@ size_t WarmPool::ready_count(const std::string& skill) const {
 // a request runs cold for want of a member (ColdRun). Decided under mutex_; the start itself
 // (start_member) is not: a spawn costs ~1-3 ms, which a request answering meanwhile
 // (reap_when_exited) or taking a member would otherwise wait for.
-std::optional<std::string> WarmPool::skill_to_start(Clock::time_point now) {
-  if (cold_runs_ > 0) return std::nullopt;  // ColdRun
+//
+// A zygote's members are another matter: a start is a sandbox and a fork (~15 ms of CPU, not an
+// interpreter's ~130), less than the cold run a request takes without one, so they start while
+// requests run cold and while members answer, several at a time (each waits for its sandbox,
+// mostly), up to the count.
+std::optional<std::string> WarmPool::skill_to_start(Clock::time_point now, bool answering) {
   uint64_t memory = 0;
   std::map<std::string, int> count;
+  bool starting = false;
   for (const Member& m : members_) {
-    if (!m.ready) return std::nullopt;  // one is starting
+    starting = starting || (!m.ready && !options_.zygotes.contains(m.skill));
     memory += m.memory_bytes;
     ++count[m.skill];
   }
   for (const auto& [skill, size] : options_.sizes) {
-    if (count[skill] >= size) continue;
+    const bool forked = options_.zygotes.contains(skill);
+    if (!forked && (cold_runs_ > 0 || starting || answering))
+      continue;  // ColdRun; one start at a time
+    if (count[skill] >= size || !zygote_of(skill)) continue;
     if (auto retry = retry_after_.find(skill); retry != retry_after_.end() && now < retry->second) continue;
     if (memory + memory_estimate_[skill] > options_.memory_bytes) continue;
     return skill;
@@ -148,7 +164,13 @@ std::optional<std::string> WarmPool::skill_to_start(Clock::time_point now) {
 // Only the pool's thread starts members, so the decision above still holds here.
 void WarmPool::start_member(const std::string& skill, Clock::time_point now) {
   try {
-    StartedChild child = start_child(member_argv_(skill));
+    std::optional<std::string> zygote;
+    {
+      std::lock_guard lock(mutex_);
+      zygote = zygote_of(skill);
+    }
+    if (!zygote) return;  // it ended meanwhile
+    StartedChild child = start_child(member_argv_(skill, *zygote));
     std::lock_guard lock(mutex_);
     members_.push_back({.skill = skill,
                         .child = std::move(child),
@@ -162,6 +184,55 @@ void WarmPool::start_member(const std::string& skill, Clock::time_point now) {
     std::lock_guard lock(mutex_);
     retry_after_[skill] = now + kRetryAfterFailure;
   }
+}
+
+std::optional<std::string> WarmPool::zygote_of(const std::string& skill) const {
+  if (!options_.zygotes.contains(skill)) return "";
+  auto it = zygotes_.find(skill);
+  if (it == zygotes_.end() || !it->second.ready) return std::nullopt;
+  return it->second.dir;
+}
+
+// Only the pool's thread starts zygotes; one per skill, after a failure not before retry_after_.
+void WarmPool::start_zygote(const std::string& skill, Clock::time_point now) {
+  // Ids for every member at once: the ready ones, the one starting, and those taken by requests
+  // and still running or tearing down.
+  const int size = options_.sizes.at(skill);
+  const uint32_t slots = static_cast<uint32_t>(std::min(128, 2 * size + 2));
+  try {
+    StartedChild child = start_child(zygote_argv_(skill, slots));
+    std::lock_guard lock(mutex_);
+    zygotes_[skill] = Zygote{.child = std::move(child), .ready = false, .dir = {}, .line = {}};
+  } catch (const Error& e) {
+    std::cerr << "sandcell: warm pool: cannot start the " << skill << " zygote: " << e.what()
+              << "\n";
+    std::lock_guard lock(mutex_);
+    retry_after_[skill] = now + kRetryAfterFailure;
+  }
+}
+
+// Its ready line; anything else (its "ended" line, EOF) says it has ended.
+bool WarmPool::read_zygote(const std::string& skill, Zygote& z) {
+  char buffer[512];
+  ssize_t n = read(z.child.stdout_read.get(), buffer, sizeof buffer);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  if (n > 0) z.line.append(buffer, static_cast<size_t>(n));
+  const size_t nl = z.line.find('\n');
+  if (n > 0 && nl == std::string::npos) return z.line.size() < kMaxReadyLine;
+  if (n > 0 && !z.ready) {
+    Json said = parse_bounded_json_or_discarded(std::string_view(z.line).substr(0, nl));
+    if (nl + 1 == z.line.size() && said.is_object() && said.value("ready", false) &&
+        said.contains("zygote") && said["zygote"].is_string()) {
+      z.ready = true;
+      z.dir = said["zygote"].get<std::string>();
+      z.line.clear();
+      return true;
+    }
+  }
+  std::cerr << "sandcell: warm pool: the " << skill
+            << " zygote ended: " << z.line.substr(0, kMaxReadyLine)
+            << (z.line.empty() || z.line.back() != '\n' ? "\n" : "");
+  return false;
 }
 
 bool WarmPool::read_member(Member& m) {
@@ -208,16 +279,26 @@ void WarmPool::maintain(std::stop_token stop) {
           ++it;
         }
       }
+      for (const std::string& skill : options_.zygotes)
+        if (!zygotes_.contains(skill) &&
+            !(retry_after_.contains(skill) && now < retry_after_[skill]))
+          zygotes_to_start_.push_back(skill);
       const bool answering = !exiting_.empty() && now < quiet_until_;
-      if (!answering) start = skill_to_start(now);
+      start = skill_to_start(now, answering);
       timeout_ms = answering ? static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(quiet_until_ - now).count()) : 1000;
+      if (start && options_.zygotes.contains(*start)) timeout_ms = 0;  // another may start at once
     }
     for (StartedChild& c : ending_) reap(c);  // only this thread adds to it
     ending_.clear();
+    for (const std::string& skill : zygotes_to_start_)
+      start_zygote(skill, now);  // only this thread
+    zygotes_to_start_.clear();
     if (start) start_member(*start, now);
     std::vector<pollfd> fds{{wake_.get(), POLLIN, 0}};
     std::vector<pid_t> polled;
-    size_t first_member = 1;  // fds: the wake-up, the exiting members' pidfds, the members' stdouts
+    std::vector<std::string> polled_zygotes;
+    // fds: the wake-up, the exiting members' pidfds, the members' stdouts, the zygotes' stdouts
+    size_t first_member = 1, first_zygote = 1;
     {
       std::lock_guard lock(mutex_);
       for (const StartedChild& c : exiting_) fds.push_back({c.pidfd.get(), POLLIN, 0});
@@ -225,6 +306,11 @@ void WarmPool::maintain(std::stop_token stop) {
       for (const Member& m : members_) {
         fds.push_back({m.child.stdout_read.get(), POLLIN, 0});
         polled.push_back(m.child.pid);
+      }
+      first_zygote = fds.size();
+      for (const auto& [skill, z] : zygotes_) {
+        fds.push_back({z.child.stdout_read.get(), POLLIN, 0});
+        polled_zygotes.push_back(skill);
       }
     }
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) return;
@@ -234,7 +320,15 @@ void WarmPool::maintain(std::stop_token stop) {
       (void)ignored;
     }
     std::lock_guard lock(mutex_);
-    for (size_t i = first_member; i < fds.size(); ++i) {
+    for (size_t i = first_zygote; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      auto it = zygotes_.find(polled_zygotes[i - first_zygote]);  // only this thread erases them
+      if (it == zygotes_.end() || read_zygote(it->first, it->second)) continue;
+      retry_after_[it->first] = Clock::now() + kRetryAfterFailure;
+      ending_.push_back(std::move(it->second.child));
+      zygotes_.erase(it);
+    }
+    for (size_t i = first_member; i < first_zygote; ++i) {
       if (!fds[i].revents) continue;
       // Taken meanwhile: its pipe is the taker's now (and the fd number may be another's).
       auto it = std::find_if(members_.begin(), members_.end(),

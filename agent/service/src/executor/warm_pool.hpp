@@ -22,9 +22,17 @@ namespace sandcell::agent_service {
 
 class WarmPool {
  public:
-  using MemberArgv = std::function<std::vector<std::string>(const std::string& skill)>;
-  WarmPool(PoolOptions options, MemberArgv member_argv);
-  // Cancels every member (closes its stdin: it kills its sandbox and cleans up) and reaps it.
+  // A member's command line; `zygote`: the directory of the skill's zygote whose fork its
+  // program is to be (PoolOptions::zygotes), empty for the others.
+  using MemberArgv =
+      std::function<std::vector<std::string>(const std::string& skill, const std::string& zygote)>;
+  // A zygote's (`sandcell code --pool-zygote SKILL --zygote-slots N`): it says
+  // {"ready": true, "zygote": DIR} and runs until its stdin closes.
+  using ZygoteArgv =
+      std::function<std::vector<std::string>(const std::string& skill, uint32_t slots)>;
+  WarmPool(PoolOptions options, MemberArgv member_argv, ZygoteArgv zygote_argv = {});
+  // Cancels every member (closes its stdin: it kills its sandbox and cleans up) and reaps it,
+  // then each zygote.
   ~WarmPool();
   WarmPool(const WarmPool&) = delete;
   WarmPool& operator=(const WarmPool&) = delete;
@@ -67,14 +75,31 @@ class WarmPool {
     std::string line;  // its stdout so far, before the ready line ends
   };
 
+  // A skill's zygote (PoolOptions::zygotes): its members start once it is ready; when it ends,
+  // they fail (their sandboxes were nested in it), and another is started.
+  struct Zygote {
+    StartedChild child;
+    bool ready = false;
+    std::string dir;
+    std::string line;
+  };
+
   void maintain(std::stop_token stop);
-  std::optional<std::string> skill_to_start(std::chrono::steady_clock::time_point now);
+  // The zygote a member of `skill` is to fork from: "" without one (or not ready: nullopt).
+  std::optional<std::string> zygote_of(const std::string& skill) const;
+  void start_zygote(const std::string& skill, std::chrono::steady_clock::time_point now);
+  bool read_zygote(const std::string& skill, Zygote& z);
+  std::optional<std::string> skill_to_start(std::chrono::steady_clock::time_point now,
+                                            bool answering);
   void start_member(const std::string& skill, std::chrono::steady_clock::time_point now);
   // Reads what `m` printed; false when it is to be dropped (failed, exited or garbage).
   bool read_member(Member& m);
 
   const PoolOptions options_;
   const MemberArgv member_argv_;
+  const ZygoteArgv zygote_argv_;
+  std::map<std::string, Zygote> zygotes_;      // under mutex_
+  std::vector<std::string> zygotes_to_start_;  // decided under mutex_, started outside it
   mutable std::mutex mutex_;
   std::list<Member> members_;
   std::vector<StartedChild> ending_;  // cancelled, to be reaped outside the lock

@@ -4,11 +4,12 @@
 // spawns that command per call, tests substitute their own.
 #include <chrono>
 #include <filesystem>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -49,6 +50,10 @@ struct PoolOptions {
   std::map<std::string, int> sizes{};  // skill, as requests name it → prepared sandboxes
   uint64_t memory_bytes = 1ull << 30;  // the prepared sandboxes' memory together
   std::chrono::seconds idle{600};      // one prepared longer ago is replaced
+  // The skills whose members are forks of the skill's zygote (sandcell/agent/zygote.hpp): one
+  // interpreter per skill with the preloads imported, started before the members; the others
+  // start an interpreter per member.
+  std::set<std::string> zygotes{};
 };
 // "python=4,node=1" (`--pool`); throws Error::invalid.
 std::map<std::string, int> parse_pool_sizes(const std::string& text);
