@@ -477,10 +477,16 @@ void read_pooled_request(RequestReader r) {
 // result once the program is gone.
 class PooledRun {
  public:
-  PooledRun(std::shared_ptr<PendingRequest> pending, const Skill& skill, const RunnerContext& context,
-            Workspace& ws, const PoolMemberHooks& hooks, bool script_in_workspace)
-      : pending_(std::move(pending)), skill_(skill), context_(context), ws_(ws), hooks_(hooks),
-        script_in_workspace_(script_in_workspace) {
+  PooledRun(std::shared_ptr<PendingRequest> pending, const Skill& skill,
+            const RunnerContext& context, Workspace& ws, const PoolMemberHooks& hooks,
+            bool script_in_workspace, const ZygoteClient* zygote)
+      : pending_(std::move(pending)),
+        skill_(skill),
+        context_(context),
+        ws_(ws),
+        hooks_(hooks),
+        script_in_workspace_(script_in_workspace),
+        zygote_(zygote) {
     int fds[2];
     check(pipe2(fds, O_CLOEXEC), "pipe for the pooled program's stdin");
     stdin_read_ = UniqueFd(fds[0]);
@@ -490,6 +496,7 @@ class PooledRun {
   }
 
   int stdin_fd() const { return stdin_read_.get(); }
+  bool zygote_lost() const { return zygote_ && zygote_->lost(); }
   int event_fd() const { return event_.get(); }
   bool answered() const { return answered_; }
 
@@ -510,6 +517,9 @@ class PooledRun {
   // The request's result from the pooled phase's: once the program is gone, or at the end.
   CodeResult result_of(PhaseResult phase) {
     const CodeRequest& request = *pending_->request;  // set: the phase was handed over
+    // A zygote's fork shares its layout (ASLR is per exec) and the interpreter's hash seed with
+    // its siblings; random states are reseeded in the child (pool_boot.py).
+    if (zygote_) phase.result.shared_with_siblings = {"address_layout", "str_hash_seed"};
     phase.result.pool_wait_ms = static_cast<uint64_t>(std::max<int64_t>(
         0, std::chrono::duration_cast<std::chrono::milliseconds>(pending_->handed_at - pending_->ready_at).count()));
     CodeResult result{.skill = skill_.name, .session = std::nullopt};
@@ -569,7 +579,8 @@ class PooledRun {
 
   // The result as soon as the program is gone, before the sandbox's teardown (hooks.on_result).
   void answer_early(const PhaseResult& phase) {
-    if (!phase.result.pooled) return;  // nothing ran: the outcome says why
+    // Nothing ran, or not as asked (zygote_lost): the outcome says why.
+    if (!phase.result.pooled || zygote_lost()) return;
     try {
       hooks_.on_result(result_of(phase));
       answered_ = true;
@@ -601,6 +612,7 @@ class PooledRun {
   Workspace& ws_;
   const PoolMemberHooks& hooks_;
   const bool script_in_workspace_;
+  const ZygoteClient* zygote_;  // set: the program is a fork of the skill's zygote
   UniqueFd stdin_read_, stdin_write_, event_;
   std::vector<std::string> cgroup_paths_;
   CpuShare cpu_share_;
@@ -632,6 +644,17 @@ PoolMemberOutcome finish_pool_member(PendingRequest& pending, std::thread& reade
     return outcome;
   }
   outcome.answered = run.answered();
+  if (!outcome.answered && run.zygote_lost()) {
+    // Killed with its zygote, not by anything of its own: a plain request runs again, cold (the
+    // server does that for a failed member); a streamed one has sent output, and says why it ended.
+    const std::string why = "the zygote this sandbox was forked from ended during the run";
+    if (!pending.stream) {
+      outcome.failed = why;
+      return outcome;
+    }
+    phase.result.status = runtime::Status::RuntimeError;
+    phase.result.error = why;
+  }
   if (!outcome.answered) outcome.result = run.result_of(std::move(phase));
   return outcome;
 }
@@ -670,7 +693,8 @@ PoolMemberOutcome run_pool_member(const SkillCatalog& catalog, const std::string
                          scratch.disk(), disk_bytes, unbounded.value_or(""), userns.mode, userns.warning};
 
   auto pending = std::make_shared<PendingRequest>();
-  PooledRun run(pending, skill, context, ws, hooks, script_in_workspace);
+  PooledRun run(pending, skill, context, ws, hooks, script_in_workspace,
+                zygote ? &*zygote : nullptr);
   std::thread reader(read_pooled_request,
                      RequestReader{pending, request_fd, run.event_fd(), catalog, context, skill, ws, hooks, disk_bytes});
   PooledPhase pooled = run.phase();

@@ -285,6 +285,7 @@ struct ZygoteClient::State {
   UniqueFd slot_lock, userns, pidns, connection;
   runtime::Nesting nesting;
   runtime::OutsideProgram program;
+  std::atomic<bool> lost{false};
 
   runtime::UniqueFd start(const runtime::OutsideEntry& entry);
   int wait_status();
@@ -344,6 +345,10 @@ ZygoteClient::~ZygoteClient() = default;
 const runtime::Nesting* ZygoteClient::nesting() const {
   return &state_->nesting;
 }
+bool ZygoteClient::lost() const {
+  return state_->lost;
+}
+
 const runtime::OutsideProgram* ZygoteClient::program() const {
   return &state_->program;
 }
@@ -387,7 +392,10 @@ int ZygoteClient::State::wait_status() {
   for (;;) {
     const ssize_t n = recv(connection.get(), &status, sizeof status, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n != sizeof status) return SIGKILL;  // the zygote is gone, and its child with it
+    if (n != sizeof status) {  // the zygote is gone, and its child with it
+      lost = true;
+      return SIGKILL;
+    }
     return status;
   }
 }

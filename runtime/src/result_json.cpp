@@ -113,6 +113,8 @@ nlohmann::json to_json(const Result& r) {
     j["pooled"] = true;
     j["pool_wait_ms"] = optional_json(r.pool_wait_ms);
   }
+  if (!r.shared_with_siblings.empty())
+    j["zygote"] = {{"shares_with_siblings", r.shared_with_siblings}};
   // Invalid UTF-8 from the program is replaced, not fatal: the record must always serialise.
   if (r.stdout_text) j["stdout"] = *r.stdout_text;
   if (r.stderr_text) j["stderr"] = *r.stderr_text;

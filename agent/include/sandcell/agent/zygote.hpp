@@ -61,6 +61,10 @@ class ZygoteClient {
   // For RunOptions::nest_under and RunOptions::outside_program; valid while this lives.
   const runtime::Nesting* nesting() const;
   const runtime::OutsideProgram* program() const;
+  // The zygote ended while the program ran: it gave no wait status (the program was killed with
+  // the zygote's pid namespace, which the sandbox is nested in), so the run's outcome is not the
+  // program's.
+  bool lost() const;
 
  private:
   struct State;

@@ -95,6 +95,10 @@ struct Result {
   // caller's (how long the prepared sandbox waited). Both in the record only when pooled.
   bool pooled = false;
   std::optional<uint64_t> pool_wait_ms;
+  // A pooled program forked from a zygote (sandcell/agent/zygote.hpp): what it has in common with
+  // every other program forked from the same zygote, being a copy of one process ("address_layout",
+  // "str_hash_seed"). In the record as report.zygote.shares_with_siblings only when set.
+  std::vector<std::string> shared_with_siblings;
   std::optional<uint64_t>
       disk_usage_bytes;  // "usage.disk_bytes": used on the bounded filesystem at the end
   // "limits.tmpfs_bytes" (only when there are any): each tmpfs mount's size by its destination
