@@ -12,8 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
+#include "sandcell/runtime/sandbox.hpp"
 #include "sandcell_cli.hpp"
 #include "userns_pool.hpp"
 
@@ -404,6 +406,66 @@ TEST(UsernsHostile, WithoutSeccompCapabilitiesAloneStopMountTricks) {
             "mount-refused\nunshare-refused\nremount-refused\numount-refused\n"
             "sethostname errno=EPERM\ncapset-raise errno=EPERM\n")
       << details(r);
+}
+
+}  // namespace
+}  // namespace sandcell::test
+
+namespace sandcell::test {
+namespace {
+
+// RunOptions::extra_userns_slots (a zygote's sandbox, sandcell/agent/zygote.hpp): more slots of
+// the pool, claimed for the run and mapped after its own at 65536 each, as on_userns reports them;
+// refused without a user namespace of the sandbox's own.
+TEST(Userns, ExtraSlotsAreClaimedAndMappedAfterTheRunsOwn) {
+  runtime::Spec spec = runtime::default_spec();
+  spec.rootfs_layers = {test_rootfs()};
+  spec.user_namespace = runtime::UserNamespace::Auto;
+  spec.args = {"/bin/cat", "/proc/self/uid_map", "/proc/self/gid_map"};
+  spec.limits.wall_s = 20;
+  std::string out;
+  std::vector<runtime::UsernsMapping> slots;
+  runtime::RunOptions options;
+  options.stdin_fd = -1;
+  options.extra_userns_slots = 2;
+  options.on_userns = [&](const std::vector<runtime::UsernsMapping>& all) { slots = all; };
+  options.output = [&](runtime::Stream s, std::span<const char> data) {
+    if (s == runtime::Stream::Stdout) out.append(data.data(), data.size());
+  };
+  runtime::Result result = runtime::run_sandbox(spec, options);
+  ASSERT_EQ(result.status, runtime::Status::Ok) << result.error << out;
+  ASSERT_EQ(slots.size(), 3u);
+  ASSERT_TRUE(result.isolation.userns);
+  EXPECT_EQ(result.isolation.userns->uid_base, slots[0].uid_base);
+  std::set<uint32_t> distinct;
+  std::string uid_map, gid_map;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    distinct.insert(slots[i].uid_base);
+    EXPECT_EQ(slots[i].size, runtime::kUsernsSize);
+    uid_map += std::to_string(i * 65536) + " " + std::to_string(slots[i].uid_base) + " 65536\n";
+    gid_map += std::to_string(i * 65536) + " " + std::to_string(slots[i].gid_base) + " 65536\n";
+  }
+  EXPECT_EQ(distinct.size(), 3u);
+  // The kernel's own format pads the columns; compare the numbers.
+  std::istringstream seen(out);
+  std::string expected = uid_map + gid_map, line, numbers;
+  for (int i = 0; i < 6 && std::getline(seen, line); ++i) {
+    std::istringstream words(line);
+    std::string a, b, c;
+    words >> a >> b >> c;
+    numbers += a + " " + b + " " + c + "\n";
+  }
+  EXPECT_EQ(numbers, expected);
+  // Released with the run: none of the three slots is claimed now.
+  for (const runtime::UsernsMapping& slot : slots)
+    EXPECT_FALSE(fs::exists(kPool + "/" + slot_of(slot.uid_base))) << slot.uid_base;
+
+  runtime::Spec host = spec;
+  host.user_namespace = runtime::UserNamespace::Host;
+  runtime::Result refused = runtime::run_sandbox(host, options);
+  EXPECT_EQ(refused.status, runtime::Status::RuntimeError);
+  EXPECT_NE(refused.error.find("extra id slots need a user namespace"), std::string::npos)
+      << refused.error;
 }
 
 }  // namespace

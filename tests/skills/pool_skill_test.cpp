@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "sandcell/agent/skill.hpp"
+#include "sandcell/agent/zygote.hpp"
 #include "sandcell/base/error.hpp"
 
 namespace sandcell::test {
@@ -45,6 +46,27 @@ TEST_F(PoolSkill, ScriptPathNamesTheBootstrapsPlaceInTheWorkspace) {
   EXPECT_EQ(agent::pool_script_text(s), "// boot\n");
   EXPECT_FALSE(agent::pool_script_in_workspace(load(R"(, "pool_run": ["python3", "-c", "{script}"], "pool_script": "boot.js")")));
   EXPECT_THROW(agent::pool_command(load(R"(, "pool_run": ["node", "-r", "{script_path}"], "pool_script": "missing.js")")), Error);
+}
+
+// zygote_run (sandcell/agent/zygote.hpp): pool_run's placeholders and "{library}"; only for a
+// pooled skill.
+TEST_F(PoolSkill, ZygoteRunExpandsTheLibraryToo) {
+  std::ofstream(dir / "probe/boot.py") << "print('boot')\n";
+  agent::Skill s =
+      load(R"(, "pool_run": ["python3", "-c", "{script}", "{preload}"], "pool_script": "boot.py",
+                          "zygote_run": ["python3", "-c", "{script}", "--zygote", "{library}", "{preload}"],
+                          "preload": ["numpy"])");
+  EXPECT_TRUE(agent::skill_has_zygote(s));
+  EXPECT_EQ(agent::zygote_command(s, "/lib/confine.so"),
+            (std::vector<std::string>{"python3", "-c", "print('boot')\n", "--zygote",
+                                      "/lib/confine.so", "numpy"}));
+  agent::Skill plain =
+      load(R"(, "pool_run": ["python3", "-c", "{script}"], "pool_script": "boot.py")");
+  EXPECT_FALSE(agent::skill_has_zygote(plain));
+  EXPECT_THROW(agent::zygote_command(plain, "/lib/confine.so"), Error);
+  agent::Skill unpooled = load(R"(, "zygote_run": ["python3"])");
+  EXPECT_FALSE(agent::skill_has_zygote(unpooled));
+  EXPECT_THROW(agent::zygote_command(unpooled, "/lib/confine.so"), Error);
 }
 
 TEST_F(PoolSkill, WithoutPoolRunOrWithACompileStepItIsNotPooled) {
@@ -88,6 +110,7 @@ TEST(PoolSkillShipped, PythonIsPooled) {
   std::vector<std::string> argv = agent::pool_command(python);
   ASSERT_GE(argv.size(), 4u);
   EXPECT_NE(argv[2].find("os.read(0, 1)"), std::string::npos);
+  EXPECT_TRUE(agent::skill_has_zygote(python));
 }
 
 // node is pooled through --require: main.js stays node's main module, as `node /workspace/main.js`.

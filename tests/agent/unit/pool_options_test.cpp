@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "executor/warm_pool.hpp"
@@ -42,7 +43,7 @@ bool eventually(const std::function<bool()>& condition) {
 // (bench/RESULTS.md, "HTTP"): while a request runs cold for want of a member, nothing starts.
 TEST(WarmPool, NothingStartsWhileARequestRunsColdThenThePoolRefills) {
   std::atomic<int> starts{0};
-  WarmPool pool(PoolOptions{.sizes = {{"x", 1}}}, [&](const std::string&) {
+  WarmPool pool(PoolOptions{.sizes = {{"x", 1}}}, [&](const std::string&, const std::string&) {
     ++starts;
     return fake_member();
   });
@@ -63,6 +64,66 @@ TEST(WarmPool, NothingStartsWhileARequestRunsColdThenThePoolRefills) {
   EXPECT_EQ(starts, 2);
   taken->stdin_write.reset();  // the taken member is the test's: cancel and reap it
   EXPECT_EQ(waitpid(taken->pid, nullptr, 0), taken->pid);
+}
+
+// A zygote as `code --pool-zygote` behaves: its ready line naming its directory, then it runs
+// until its stdin closes. `exit_after`: it ends by itself after that many seconds.
+std::vector<std::string> fake_zygote(const std::string& dir, int exit_after = 0) {
+  const std::string then =
+      exit_after > 0 ? "sleep " + std::to_string(exit_after) + "; echo '{\"ended\": \"x\"}'"
+                     : "exec cat";
+  return {"/bin/sh", "-c", "echo '{\"ready\": true, \"zygote\": \"" + dir + "\"}'; " + then};
+}
+
+// With a zygote (PoolOptions::zygotes) the members start once it is ready, are told its directory,
+// start while a request runs cold (a fork is cheaper than that cold run) and, several at once, up
+// to the count; a zygote that ends is replaced, by a new one whose directory the next members get.
+TEST(WarmPool, AZygotesMembersStartOnceItIsReadyAndAreToldWhereItIs) {
+  std::atomic<int> zygotes{0};
+  std::mutex mutex;
+  std::vector<std::string> told;
+  WarmPool pool(
+      PoolOptions{.sizes = {{"x", 3}}, .zygotes = {"x"}},
+      [&](const std::string& skill, const std::string& zygote) {
+        std::lock_guard lock(mutex);
+        EXPECT_EQ(skill, "x");
+        told.push_back(zygote);
+        return fake_member();
+      },
+      [&](const std::string& skill, uint32_t slots) {
+        EXPECT_EQ(skill, "x");
+        EXPECT_EQ(slots, 8u);  // members twice over, and two
+        const int n = ++zygotes;
+        return fake_zygote("/z/" + std::to_string(n), n == 1 ? 3 : 0);
+      });
+  ASSERT_TRUE(eventually([&] { return pool.ready_count("x") == 3; }));
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(told, (std::vector<std::string>{"/z/1", "/z/1", "/z/1"}));
+  }
+  std::optional<StartedChild> taken;
+  {
+    WarmPool::ColdRun cold(pool);
+    taken = pool.take("x");
+    ASSERT_TRUE(taken);
+    EXPECT_TRUE(eventually([&] { return pool.ready_count("x") == 3; }))
+        << "no refill while a request ran cold";
+  }
+  taken->stdin_write.reset();
+  EXPECT_EQ(waitpid(taken->pid, nullptr, 0), taken->pid);
+  // The first zygote ends after 3 s; the pool starts another (5 s after a failure).
+  ASSERT_TRUE(eventually([&] { return zygotes == 2; })) << "the zygote that ended was not replaced";
+  for (int i = 0; i < 3; ++i) {
+    std::optional<StartedChild> member;
+    ASSERT_TRUE(eventually([&] { return (member = pool.take("x")).has_value(); }));
+    member->stdin_write.reset();
+    waitpid(member->pid, nullptr, 0);
+  }
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return !told.empty() && told.back() == "/z/2";
+  })) << "the new members were not told the new zygote: "
+      << told.size();
 }
 
 }  // namespace
