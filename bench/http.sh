@@ -11,7 +11,8 @@
 # Environment: ROOT (image store with the python skill; default the build's SANDCELL_TEST_STORE,
 #   else $BUILD/test-store), CONCURRENCY ("1 8 32"), REQUESTS (requests per ab run, one per
 #   concurrency: "40 96 160"), POOL (4), REST (4 s), SERVERS ("cold pool"; also: zygote), OUT (directory for
-#   http.json; default $BUILD/bench)
+#   http.json; default $BUILD/bench), CODE (the snippet: "print(1)"; its last line must print 1,
+#   as "import numpy; print(numpy.ones(1).size)" does)
 # Prints one line per server and concurrency: requests/s, mean, p50 and p99 in ms (from ab's
 # per-request times, -g), and the count of non-2xx answers (must be 0). ab counts every answer whose length
 # differs from the first as "failed (length)": the result records differ in their timings, so that
@@ -34,6 +35,7 @@ POOL=${POOL:-4}
 REST=${REST:-4}
 read -r -a SERVERS <<<"${SERVERS:-cold pool}"
 OUT=${OUT:-$BUILD/bench}
+CODE=${CODE:-print(1)}
 SANDCELL=$BUILD/cli/sandcell
 
 [ "$(id -u)" -eq 0 ] || die "must run as root: sudo $0 $*"
@@ -55,7 +57,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo '{"skill": "python", "code": "print(1)"}' >"$TMP/body.json"
+python3 -c 'import json, sys; print(json.dumps({"skill": "python", "code": sys.argv[1]}))' "$CODE" >"$TMP/body.json"
 # One request, checked: status ok and stdout "1\n".
 check() {
   python3 - "$1" <<'PY'

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstring>
@@ -42,6 +43,7 @@ constexpr size_t kFixedFds = 5;        // pid namespace, stdin, stdout, stderr, 
 constexpr size_t kMaxCgroupFds = 8;    // sandcell_confine_fds.cgroup_fds
 constexpr int kNamespaceCount = 6;     // sandcell_confine_fds.namespace_fds
 constexpr size_t kMaxAnswer = 256;
+constexpr size_t kMaxPassedOn = 16 * 1024;  // of the zygote's own output (a pipe holds 64 KiB)
 
 // The zygotes' directories: <store>/zygotes/<random>, 0700 each (what a member opens there is
 // host root's to open).
@@ -246,6 +248,7 @@ runtime::Result run_zygote(const SkillCatalog& catalog, const std::string& skill
   std::vector<runtime::UsernsMapping> mapped;
   pid_t init = 0;
   bool ready = false;
+  size_t passed_on = 0;
   Canceller canceller(cancel_fd);
   runtime::RunOptions options;
   options.stdin_fd = listener.get();
@@ -276,7 +279,11 @@ runtime::Result run_zygote(const SkillCatalog& catalog, const std::string& skill
         syscall(SYS_kill, init, SIGKILL);  // the supervisor's own child, not reaped yet
       }
     }
-    send_all(STDERR_FILENO, std::string(data.data(), data.size()));  // a zygote says nothing else
+    // A zygote says nothing else; what it does say goes to stderr, the first kMaxPassedOn bytes
+    // only: nobody may have to read the pipe for the zygote to go on (the pool does not).
+    const size_t room = kMaxPassedOn - std::min(kMaxPassedOn, passed_on);
+    send_all(STDERR_FILENO, std::string(data.data(), std::min(room, data.size())));
+    passed_on += data.size();
   };
   return runtime::run_sandbox(spec, options);
 }
