@@ -126,5 +126,31 @@ TEST(WarmPool, AZygotesMembersStartOnceItIsReadyAndAreToldWhereItIs) {
       << told.size();
 }
 
+// A zygote that never gets ready (no user namespace for it on this host, say), three times in a
+// row: the skill's members start their own interpreters instead (5 s between the attempts).
+TEST(WarmPool, AZygoteThatNeverStartsIsGivenUpForPlainMembers) {
+  std::atomic<int> attempts{0};
+  std::mutex mutex;
+  std::vector<std::string> told;
+  WarmPool pool(
+      PoolOptions{.sizes = {{"x", 1}}, .zygotes = {"x"}},
+      [&](const std::string&, const std::string& zygote) {
+        std::lock_guard lock(mutex);
+        told.push_back(zygote);
+        return fake_member();
+      },
+      [&](const std::string&, uint32_t) {
+        ++attempts;
+        return std::vector<std::string>{"/bin/sh", "-c",
+                                        "echo 'sandcell: no user namespace' >&2; exit 125"};
+      });
+  for (int i = 0; i < 40 && pool.ready_count("x") == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(pool.ready_count("x"), 1u) << "no member after the zygote was given up";
+  EXPECT_EQ(attempts, 3);
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(told, (std::vector<std::string>{""}));
+}
+
 }  // namespace
 }  // namespace sandcell::agent_service

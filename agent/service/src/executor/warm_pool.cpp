@@ -19,6 +19,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kRetryAfterFailure = std::chrono::seconds(5);
+constexpr int kZygoteAttempts = 3;  // a zygote that fails to start this often in a row: none
 constexpr auto kMaxStart = std::chrono::seconds(120);  // not ready by then: stuck, replaced
 constexpr size_t kMaxReadyLine = 4096;
 // After a member answers, the refill waits this long (or until the member has exited): the
@@ -57,6 +58,7 @@ WarmPool::WarmPool(PoolOptions options, MemberArgv member_argv, ZygoteArgv zygot
     : options_(std::move(options)),
       member_argv_(std::move(member_argv)),
       zygote_argv_(std::move(zygote_argv)),
+      forked_skills_(options_.zygotes),
       wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       thread_([this](std::stop_token stop) { maintain(stop); }) {
   if (!wake_) throw Error(errno, "eventfd for the warm pool");
@@ -94,7 +96,7 @@ std::optional<StartedChild> WarmPool::take(const std::string& skill) {
     // has answered (reap_when_exited), or at the pool thread's next round (within a second).
     StartedChild child = std::move(it->child);
     members_.erase(it);
-    if (options_.zygotes.contains(skill)) {  // a fork's start is cheap: refill now
+    if (forked_skills_.contains(skill)) {  // a fork's start is cheap: refill now
       uint64_t one = 1;
       ssize_t ignored = write(wake_.get(), &one, sizeof one);
       (void)ignored;
@@ -145,12 +147,12 @@ std::optional<std::string> WarmPool::skill_to_start(Clock::time_point now, bool 
   std::map<std::string, int> count;
   bool starting = false;
   for (const Member& m : members_) {
-    starting = starting || (!m.ready && !options_.zygotes.contains(m.skill));
+    starting = starting || (!m.ready && !forked_skills_.contains(m.skill));
     memory += m.memory_bytes;
     ++count[m.skill];
   }
   for (const auto& [skill, size] : options_.sizes) {
-    const bool forked = options_.zygotes.contains(skill);
+    const bool forked = forked_skills_.contains(skill);
     if (!forked && (cold_runs_ > 0 || starting || answering))
       continue;  // ColdRun; one start at a time
     if (count[skill] >= size || !zygote_of(skill)) continue;
@@ -187,7 +189,7 @@ void WarmPool::start_member(const std::string& skill, Clock::time_point now) {
 }
 
 std::optional<std::string> WarmPool::zygote_of(const std::string& skill) const {
-  if (!options_.zygotes.contains(skill)) return "";
+  if (!forked_skills_.contains(skill)) return "";
   auto it = zygotes_.find(skill);
   if (it == zygotes_.end() || !it->second.ready) return std::nullopt;
   return it->second.dir;
@@ -279,14 +281,14 @@ void WarmPool::maintain(std::stop_token stop) {
           ++it;
         }
       }
-      for (const std::string& skill : options_.zygotes)
+      for (const std::string& skill : forked_skills_)
         if (!zygotes_.contains(skill) &&
             !(retry_after_.contains(skill) && now < retry_after_[skill]))
           zygotes_to_start_.push_back(skill);
       const bool answering = !exiting_.empty() && now < quiet_until_;
       start = skill_to_start(now, answering);
       timeout_ms = answering ? static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(quiet_until_ - now).count()) : 1000;
-      if (start && options_.zygotes.contains(*start)) timeout_ms = 0;  // another may start at once
+      if (start && forked_skills_.contains(*start)) timeout_ms = 0;  // another may start at once
     }
     for (StartedChild& c : ending_) reap(c);  // only this thread adds to it
     ending_.clear();
@@ -323,7 +325,19 @@ void WarmPool::maintain(std::stop_token stop) {
     for (size_t i = first_zygote; i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
       auto it = zygotes_.find(polled_zygotes[i - first_zygote]);  // only this thread erases them
-      if (it == zygotes_.end() || read_zygote(it->first, it->second)) continue;
+      if (it == zygotes_.end()) continue;
+      if (read_zygote(it->first, it->second)) {
+        if (it->second.ready) zygote_failures_[it->first] = 0;
+        continue;
+      }
+      // One that never got ready, again and again (no user namespace for it here, a skill image
+      // without the bootstrap's zygote mode): the skill's members start their own interpreters.
+      if (!it->second.ready && ++zygote_failures_[it->first] >= kZygoteAttempts) {
+        std::cerr << "sandcell: warm pool: the " << it->first << " zygote did not start "
+                  << kZygoteAttempts
+                  << " times: its prepared sandboxes start their own interpreters\n";
+        forked_skills_.erase(it->first);
+      }
       retry_after_[it->first] = Clock::now() + kRetryAfterFailure;
       ending_.push_back(std::move(it->second.child));
       zygotes_.erase(it);

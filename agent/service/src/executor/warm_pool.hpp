@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -99,6 +100,8 @@ class WarmPool {
   const MemberArgv member_argv_;
   const ZygoteArgv zygote_argv_;
   std::map<std::string, Zygote> zygotes_;      // under mutex_
+  std::set<std::string> forked_skills_;        // options_.zygotes but those given up; under mutex_
+  std::map<std::string, int> zygote_failures_;  // in a row, before ready; under mutex_
   std::vector<std::string> zygotes_to_start_;  // decided under mutex_, started outside it
   mutable std::mutex mutex_;
   std::list<Member> members_;
