@@ -461,9 +461,12 @@ std::vector<std::string> code_run_dirs() {
 // leave what `sandcell gc` removes.
 TEST(PoolE2E, AKilledServerLeavesNothingGcDoesNotRemove) {
   const int port = free_tcp_port();
-  auto server = std::make_unique<Background>(std::vector<std::string>{
-      sandcell_bin(), "--root", skill_store(), "serve", "--listen", "127.0.0.1:" + std::to_string(port), "--token", "t",
-      "--pool", "python=2"});
+  std::vector<std::string> argv{sandcell_bin(), "--root",   skill_store(),
+                                "serve",        "--listen", "127.0.0.1:" + std::to_string(port),
+                                "--token",      "t",        "--pool",
+                                "python=2"};
+  if (zygote_mode()) argv.push_back("--pool-zygote");  // the zygote is one of the server's children
+  auto server = std::make_unique<Background>(argv);
   httplib::Client client("127.0.0.1", port);
   client.set_bearer_token_auth("t");
   client.set_read_timeout(120, 0);
@@ -497,6 +500,10 @@ TEST(PoolE2E, AKilledServerLeavesNothingGcDoesNotRemove) {
     pid_t owner = static_cast<pid_t>(std::atol(fs::path(dir).filename().c_str()));
     EXPECT_FALSE(owner > 0 && kill(owner, 0) != 0) << "left behind: " << dir;
   }
+  // A zygote's supervisor, orphaned too, ends its zygote and removes its directory.
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(skill_store() + "/zygotes", ec))
+    ADD_FAILURE() << "left behind: " << entry.path();
 }
 
 }  // namespace
