@@ -2,12 +2,15 @@
 // The warm pool's flags of the long-running servers (`serve`, `mcp`): docs/architecture.md,
 // "The warm pool". Without --pool every request runs cold, as before.
 #include <CLI/CLI.hpp>
+#include <iostream>
 #include <string>
 
 #include "sandcell/agent/skill.hpp"
 #include "sandcell/agent/zygote.hpp"
 #include "sandcell/agent_service/executor.hpp"
+#include "sandcell/apparmor/lsm_probe.hpp"
 #include "sandcell/base/error.hpp"
+#include "sandcell/base/rootless.hpp"
 #include "sandcell/runtime/spec.hpp"
 
 namespace sandcell::cli {
@@ -44,6 +47,20 @@ inline agent_service::PoolOptions pool_options(const PoolFlags& f) {
     if (skill.name != name) throw Error::invalid("--pool " + name + ": name the skill, '" + skill.name + "'");
     agent::pool_command(skill);  // no pool_run, or a compile phase
     if (f.zygote && agent::skill_has_zygote(skill)) options.zygotes.insert(name);
+  }
+  if (!options.zygotes.empty()) {
+    // A zygote's sandbox needs a user namespace of its own (root), and its forks cannot take an
+    // AppArmor profile yet (libsandcell-confine.so has no AppArmor step): there, none.
+    const char* why =
+        runtime::rootless() ? "it needs root (a user namespace per sandbox)"
+        : apparmor::probe_lsm().apparmor
+            ? "this host confines sandboxes with AppArmor, which a zygote's forks cannot take yet"
+            : nullptr;
+    if (why != nullptr) {
+      std::cerr << "sandcell: warning: --pool-zygote: not here, " << why
+                << "; the prepared sandboxes start their own interpreters\n";
+      options.zygotes.clear();
+    }
   }
   options.memory_bytes = runtime::parse_size(f.memory, "--pool-memory");
   options.idle = std::chrono::seconds(f.idle_seconds);
