@@ -64,7 +64,8 @@ void remove_stale_zygotes(const std::string& parent) {
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(parent, ec)) {
     UniqueFd owner(open((entry.path() / "owner").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (owner && flock(owner.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive
+    // No owner file yet: another server's zygote is being made there (mkdir, then the lock).
+    if (!owner || flock(owner.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive
     fs::remove_all(entry.path(), ec);
   }
 }
