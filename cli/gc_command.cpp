@@ -16,8 +16,11 @@ void add_gc_command(CLI::App& app, Action& action, const Globals& globals) {
       "Remove what crashed runs left behind: cgroups under the sandcell parent whose "
       "supervisor is gone, their run state, id-range claims and network rules; and the "
       "network namespaces runs made ahead for the next; the image store's temporary directories "
-      "that a killed build, pull or load left; the workspace disks (and their loop devices) of "
-      "`sandcell code` calls that died, the disks of Docker API containers whose supervisor was killed, and the disks of Docker API volumes no running container uses. Live runs and builds are not touched.");
+      "that a killed build, pull or load left, and the directories of a pool's killed zygotes; the "
+      "workspace disks (and their loop devices) of "
+      "`sandcell code` calls that died, the disks of Docker API containers whose supervisor was "
+      "killed, and the disks of Docker API volumes no running container uses. Live runs and builds "
+      "are not touched.");
   auto state_root = std::make_shared<std::string>();
   gc->add_option("--state", *state_root, "Run state directory (default /run/sandcell, or $SANDCELL_STATE)");
   gc->callback([&action, state_root, globals] {
@@ -32,6 +35,10 @@ void add_gc_command(CLI::App& app, Action& action, const Globals& globals) {
         std::cout << "removed " << line << "\n";
       // A live builder holds each of its temporaries (flock); a killed one's are nobody's.
       for (const std::string& dir : runtime::remove_abandoned_temp_dirs(globals->store_root() + "/tmp"))
+        std::cout << "removed " << dir << "\n";
+      // A pool's zygote whose supervisor was killed (sandcell/agent/zygote.hpp): its directory.
+      for (const std::string& dir : runtime::remove_abandoned_temp_dirs(
+               globals->store_root() + "/zygotes", std::chrono::seconds(10)))
         std::cout << "removed " << dir << "\n";
       // The sessions directory may be elsewhere ($SANDCELL_SESSIONS): `sandcell code` sweeps it.
       // A Docker API container's disk whose supervisor was killed (its lock free) goes too.

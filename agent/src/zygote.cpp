@@ -21,7 +21,6 @@
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <thread>
 
 #include "phase.hpp"
@@ -31,6 +30,7 @@
 #include "sandcell/base/error.hpp"
 #include "sandcell/rootfs_builder/image_spec.hpp"
 #include "sandcell/runtime/fd_passing.hpp"
+#include "sandcell/runtime/owned_temp_dir.hpp"
 
 namespace sandcell::agent {
 namespace {
@@ -45,30 +45,14 @@ constexpr int kNamespaceCount = 6;     // sandcell_confine_fds.namespace_fds
 constexpr size_t kMaxAnswer = 256;
 constexpr size_t kMaxPassedOn = 16 * 1024;  // of the zygote's own output (a pipe holds 64 KiB)
 
-// The zygotes' directories: <store>/zygotes/<random>, 0700 each (what a member opens there is
-// host root's to open).
+// The zygotes' directories: <store>/zygotes/z-XXXXXX, 0700 each (what a member opens there is
+// host root's to open). `sandcell gc` (cli/gc_command.cpp) removes the abandoned ones too.
 std::string zygotes_dir(const RunnerContext& context) {
   return context.store_root + "/zygotes";
 }
-
-std::string random_name() {
-  std::random_device random;
-  char name[17];
-  snprintf(name, sizeof name, "%08x%08x", random(), random());
-  return name;
-}
-
-// A zygote whose supervisor died without removing its directory (SIGKILL) left it: its
-// `owner` lock is free. Removed at the next zygote's start.
-void remove_stale_zygotes(const std::string& parent) {
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(parent, ec)) {
-    UniqueFd owner(open((entry.path() / "owner").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    // No owner file yet: another server's zygote is being made there (mkdir, then the lock).
-    if (!owner || flock(owner.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive
-    fs::remove_all(entry.path(), ec);
-  }
-}
+// How old an unheld directory must be to be taken for abandoned: an owner locks its own right
+// after mkdtemp (runtime::OwnedTempDir).
+constexpr std::chrono::seconds kAbandonedZygoteAge{10};
 
 uint64_t namespace_inode(pid_t pid, const char* name) {
   struct stat st {};
@@ -218,21 +202,13 @@ runtime::Result run_zygote(const SkillCatalog& catalog, const std::string& skill
   const rootfs_builder::ImageRecord image = built_image(store, skill);
   runtime::Spec spec = zygote_spec(skill, context, store, image, argv, library);
 
+  // <store>/zygotes/z-XXXXXX, 0700, held (flock) while this lives and removed after; one a
+  // supervisor killed with SIGKILL left is removed here or by `sandcell gc`.
   const std::string parent = zygotes_dir(context);
-  fs::create_directories(parent);
+  runtime::remove_abandoned_temp_dirs(parent, kAbandonedZygoteAge);
+  runtime::OwnedTempDir owned(parent, "z-");
   if (chmod(parent.c_str(), 0700) != 0) throw Error(errno, "chmod " + parent);
-  remove_stale_zygotes(parent);
-  const std::string dir = parent + "/" + random_name();
-  if (mkdir(dir.c_str(), 0700) != 0) throw Error(errno, "mkdir " + dir);
-  struct RemoveDir {
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } remove_dir{dir};
-  UniqueFd owner(open((dir + "/owner").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!owner || flock(owner.get(), LOCK_EX) != 0) throw Error(errno, "lock " + dir + "/owner");
+  const std::string dir = owned.path();
 
   sockaddr_un address{};
   address.sun_family = AF_UNIX;

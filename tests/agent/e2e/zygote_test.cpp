@@ -211,6 +211,37 @@ TEST(ZygoteE2E, AZygoteThatDiesIsReplaced) {
   EXPECT_FALSE(fs::exists(first->dir)) << "the dead zygote's directory is left";
 }
 
+// A zygote's supervisor killed with SIGKILL leaves its directory unheld: the pool starts another
+// zygote, and `sandcell gc` removes the dead one's directory (once it is 10 s old: a directory
+// is locked right after it is made) and not the live one's.
+TEST(ZygoteE2E, AKilledZygoteSupervisorLeavesWhatGcRemoves) {
+  auto pool = zygote_executor(1);
+  wait_for_members(*pool, 1);
+  std::optional<ZygoteProcess> first = find_zygote();
+  ASSERT_TRUE(first);
+  const pid_t init = first->info["init"].get<pid_t>();
+  pid_t supervisor = 0;
+  {
+    std::ifstream stat("/proc/" + std::to_string(init) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string state;
+    fields >> state >> supervisor;
+  }
+  ASSERT_GT(supervisor, 0);
+  ASSERT_EQ(kill(supervisor, SIGKILL), 0);
+  std::this_thread::sleep_for(std::chrono::seconds(11));
+  EXPECT_TRUE(fs::exists(first->dir)) << "nothing removed the directory before gc";
+  Finished gc = run_sandcell_with_store({"gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_FALSE(fs::exists(first->dir)) << gc.out;
+  wait_for_members(*pool, 1);
+  std::optional<ZygoteProcess> second = find_zygote();
+  ASSERT_TRUE(second) << "gc removed the live zygote's directory";
+  EXPECT_NE(second->dir, first->dir);
+  EXPECT_TRUE(was_forked(run_python(*pool, "print(1)")));
+}
+
 // The pool gone: no zygote, member or directory is left.
 TEST(ZygoteE2E, APoolWithAZygoteLeavesNothing) {
   {
