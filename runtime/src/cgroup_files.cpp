@@ -51,15 +51,19 @@ bool exists(const std::string& path) {
   return ::access(path.c_str(), F_OK) == 0;
 }
 
+// A cgroup being removed (systemd stops an emptied scope while `sandcell-oci delete --force`
+// reads it) answers ENODEV for its files, at the open or at the read (kernfs: the node is no
+// longer active): as gone as ENOENT. CI's VM once failed delete --force on a cgroup.procs so.
 std::optional<std::string> read_if_exists(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd && errno == ENOENT) return std::nullopt;
+  if (!fd && (errno == ENOENT || errno == ENODEV)) return std::nullopt;
   if (!fd) throw Error(errno, "open " + path);
   std::string out;
   char buf[4096];
   for (;;) {
     ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == ENODEV) return std::nullopt;
     check(n, "read " + path);
     if (n == 0) return out;
     out.append(buf, static_cast<size_t>(n));

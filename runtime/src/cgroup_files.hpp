@@ -16,7 +16,8 @@ namespace sandcell::runtime::cgroupfs {
 bool exists(const std::string& path);
 // The whole file; throws Error("read <path>").
 std::string read(const std::string& path);
-// nullopt when the file does not exist (a controller that is not enabled has no files).
+// nullopt when the file does not exist (a controller that is not enabled has no files), or its
+// cgroup was removed meanwhile (ENODEV).
 std::optional<std::string> read_if_exists(const std::string& path);
 // One write() of the value, as the kernel parses a control file write as a unit; throws
 // Error("write <value> to <path>").
