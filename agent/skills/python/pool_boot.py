@@ -168,6 +168,7 @@ def _sandcell_done_signal_caught(sigqueue=None):
 # the sandbox's pid namespace, stdin, stdout, stderr, the report socket, the namespaces, the
 # cgroup files (sandcell/agent/zygote.hpp writes it).
 def _sandcell_zygote(library, modules):
+    import _thread
     import ctypes
     import gc
     import os
@@ -189,6 +190,18 @@ def _sandcell_zygote(library, modules):
     confine.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p)]
     confine.restype = ctypes.c_int
     sigqueue = libc.sigqueue  # looked up once: in each child, a dlopen's page faults cost ~10 ms
+    # glibc's fork, without CPython's after-fork work around it (os.fork's): that work re-makes
+    # what another thread could have held at the fork (the GIL, the import lock, threading's
+    # records of its threads) and runs the os.register_at_fork handlers: ~90 of the ~525 page
+    # faults of a child that serves a `print(1)`, ~2 ms of CPU per request on this project's VM
+    # (threading._after_fork most: its WeakSet of dangling threads). This process forks only
+    # from its one thread, checked at each fork (fork_into), so every lock is as that thread
+    # left it, and the one handler that is not about locks, `random`'s reseed, is done before
+    # the fork instead. glibc's fork still runs pthread_atfork handlers (a preload's native
+    # threads) and resets malloc's locks. The GIL is held across the call (PyDLL), as os.fork
+    # holds it.
+    glibc_fork = ctypes.PyDLL(None, use_errno=True).fork
+    glibc_fork.restype = ctypes.c_int
     numpy = sys.modules.get("numpy")
 
     class Fds(ctypes.Structure):  # struct sandcell_confine_fds
@@ -227,16 +240,22 @@ def _sandcell_zygote(library, modules):
         entry.stdio[0], entry.stdio[1], entry.stdio[2] = fds[1], fds[2], fds[3]
         entry.report_fd = fds[4]
         plan_buffer = ctypes.create_string_buffer(plan, len(plan))  # malloc's: 16-byte aligned
-        # numpy's global generator is not reseeded at a fork (Python's `random` is): reseeded
-        # here, from fresh entropy, for each child, which gets a state no sibling had. Here it
-        # costs ~0.3 ms; in the child, whose every first touch is a page fault, ~4 ms.
+        # numpy's global generator and Python's `random` (whose reseed os.fork would do in the
+        # child), reseeded here from fresh entropy for each child, which gets a state no sibling
+        # had. Here it costs ~0.3 ms; in the child, whose every first touch is a page fault, ~4 ms.
         if numpy is not None:
             numpy.random.seed()
+        random = sys.modules.get("random")
+        if random is not None:
+            random.seed()
+        single_threaded = _thread._count() == 0  # no thread started from Python is alive
         if libc.setns(fds[0], clone_newpid) != 0:
             raise OSError(ctypes.get_errno(), "setns into the sandbox's pid namespace")
         pid = -1
         try:
-            pid = os.fork()
+            pid = glibc_fork() if single_threaded else os.fork()
+            if pid < 0:
+                raise OSError(ctypes.get_errno(), "fork")
         finally:
             if pid != 0:  # the zygote's next children are its own namespace's again
                 libc.setns(own_pid_ns, clone_newpid)
@@ -293,8 +312,8 @@ def _sandcell_zygote(library, modules):
 # The zygote's child, in the sandbox's pid namespace: confines itself (the library joins the
 # sandbox's namespaces and cgroups and takes the program's stdio), then is a pooled program.
 # What it shares with its siblings, being a copy of one process: the address layout and the
-# `str` hash seed (the record says so); `random` is reseeded by Python at the fork, numpy's
-# global generator by the zygote just before it (fork_into).
+# `str` hash seed (the record says so); `random` and numpy's global generator are reseeded by
+# the zygote just before the fork (fork_into).
 def _sandcell_zygote_child(confine, sigqueue, plan_buffer, entry):
     import ctypes
     import os

@@ -147,8 +147,8 @@ TEST(ZygoteE2E, AForkedProgramCannotReachTheZygote) {
 }
 
 // Siblings alive at once hold different id slots; each has its own random state (numpy's legacy
-// generator is reseeded in the child, Python's `random` at the fork), and the same str hash seed,
-// which the record says.
+// generator and Python's `random` are reseeded by the zygote before each fork: its fork runs no
+// at-fork handler), and the same str hash seed, which the record says.
 TEST(ZygoteE2E, SiblingsHaveTheirOwnIdsAndRandomStateButShareTheHashSeed) {
   auto pool = zygote_executor(3);
   wait_for_members(*pool, 3);
