@@ -29,15 +29,12 @@ def _sandcell_pool_run():
     _sandcell_run_when_told(done)
 
 
-# Says "ready" (one NUL byte on stdout), waits for the go byte on stdin, runs /workspace/main.py.
-def _sandcell_run_when_told(done):
+# __main__ and sys as `python3 /workspace/main.py` has them: the program's path, its namespace
+# (__main__'s, emptied of this bootstrap's globals) and the exit function (_sandcell_exit).
+def _sandcell_main():
     import importlib.machinery
-    import os
-    import signal
     import sys
 
-    # __main__ and sys as `python3 /workspace/main.py` has them, before "ready": the program
-    # cannot run before the go byte, and this is then off the request's way.
     path = "/workspace/main.py"
     sys.argv[:] = [path]
     sys.path.insert(0, "/workspace")
@@ -46,9 +43,22 @@ def _sandcell_run_when_told(done):
     finish = namespace["_sandcell_exit"]  # a global of __main__, cleared next
     namespace.clear()
     namespace.update(__name__="__main__", __doc__=None, __package__=None, __spec__=None,
+                     __annotations__={},
                      __loader__=importlib.machinery.SourceFileLoader("__main__", path),
                      __builtins__=builtins, __file__=path, __cached__=None)
+    return path, namespace, finish
 
+
+# Says "ready" (one NUL byte on stdout), waits for the go byte on stdin, runs /workspace/main.py.
+# `main`: _sandcell_main's, made before (a zygote's, for all its children), else made here.
+def _sandcell_run_when_told(done, main=None):
+    import os
+    import signal
+    import sys
+
+    # Before "ready": the program cannot run before the go byte, and this is then off the
+    # request's way.
+    path, namespace, finish = main or _sandcell_main()
     os.write(1, b"\0")
     if os.read(0, 1) != b"\0":  # the member cancelled (EOF): nothing to run
         os._exit(0)
@@ -203,6 +213,12 @@ def _sandcell_zygote(library, modules):
     glibc_fork = ctypes.PyDLL(None, use_errno=True).fork
     glibc_fork.restype = ctypes.c_int
     reseed_numpy = _sandcell_numpy_reseeder(sys.modules.get("numpy"))
+    # What each child runs, taken before _sandcell_main empties __main__ (their globals); and
+    # __main__ and sys as the program has them, made once here for all the children (a child
+    # making them took ~45 page faults, 1-2 ms).
+    child = _sandcell_zygote_child
+    steps = (_sandcell_done_signal_caught, _sandcell_run_when_told)
+    main = _sandcell_main()
 
     class Fds(ctypes.Structure):  # struct sandcell_confine_fds
         _fields_ = [("namespace_fds", ctypes.c_int32 * 6), ("cgroup_fds", ctypes.c_int32 * 8),
@@ -260,7 +276,7 @@ def _sandcell_zygote(library, modules):
             if pid != 0:  # the zygote's next children are its own namespace's again
                 libc.setns(own_pid_ns, clone_newpid)
         if pid == 0:
-            _sandcell_zygote_child(confine, sigqueue, plan_buffer, entry)
+            child(confine, sigqueue, plan_buffer, entry, steps, main)
         return pid
 
     children = {}  # pidfd → (pid, the connection that asked)
@@ -351,19 +367,19 @@ def _sandcell_numpy_reseeder(numpy):
 # What it shares with its siblings, being a copy of one process: the address layout and the
 # `str` hash seed (the record says so); `random` and numpy's global generator are reseeded by
 # the zygote just before the fork (fork_into).
-def _sandcell_zygote_child(confine, sigqueue, plan_buffer, entry):
+def _sandcell_zygote_child(confine, sigqueue, plan_buffer, entry, steps, main):
     import ctypes
     import os
-    import sys
 
+    done_signal_caught, run_when_told = steps
     try:
         step = ctypes.c_char_p()
         if confine(plan_buffer, ctypes.byref(entry), ctypes.byref(step)) != 0:
             os._exit(125)  # said over the report socket; the run records a runtime error
-        done = _sandcell_done_signal_caught(sigqueue)
+        done = done_signal_caught(sigqueue)
     except BaseException:
         os._exit(125)
-    _sandcell_run_when_told(done)
+    run_when_told(done, main)
 
 
 _sandcell_pool_run()

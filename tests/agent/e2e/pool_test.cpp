@@ -86,6 +86,10 @@ TEST(PoolE2E, PooledRunGivesTheColdResult) {
       {{"skill", "python"}, {"code", "def f():\n    return 1 / 0\n\nf()\n"}},
       {{"skill", "python"}, {"code", "print(\n"}},
       {{"skill", "python"}, {"code", "import sys\nprint(sys.argv, sys.path[0], __name__, __file__, sorted(k for k in globals() if not k.startswith('__')))\n"}},
+      // __main__'s own names as a cold run has them (a pooled one lacked __annotations__ once).
+      {{"skill", "python"},
+       {"code", "print(sorted(globals()), __annotations__, __doc__, __package__, __spec__, __cached__,\n"
+                "      type(__loader__).__name__, __loader__.name, __loader__.path, type(__builtins__).__name__)\n"}},
       {{"skill", "python"}, {"code", "import sys\nprint(repr(sys.stdin.read()))\n"}, {"stdin", "line one\nline two\n"}},
       {{"skill", "python"}, {"code", "import sys\nprint(repr(sys.stdin.read()))\n"}},
       {{"skill", "python"},
