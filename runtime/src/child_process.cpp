@@ -3,9 +3,11 @@
 // child_plan.hpp).
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdint>
 
 #include "child_steps.hpp"
 
@@ -13,11 +15,22 @@ namespace sandcell::runtime {
 
 void reset_signals() {
   // The supervisor blocks SIGINT/SIGTERM/SIGCHLD for its signalfd, and both the mask and
-  // ignored dispositions survive execve: give the program a clean slate.
+  // ignored dispositions survive execve: give the program a clean slate. By the system call:
+  // glibc's signal() refuses the two signals it keeps for itself (32 and 33), and its
+  // posix_spawn leaves them ignored in the process it starts (a server's runner, a test's
+  // sandcell), which the program would inherit.
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+  struct {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)();
+    uint64_t mask;
+  } defaults{SIG_DFL, 0, nullptr, 0};  // the kernel's struct sigaction
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      syscall(SYS_rt_sigaction, sig, &defaults, nullptr, sizeof defaults.mask);
 }
 
 void leave_callers_session(const ChildPlan& plan) {
